@@ -1,0 +1,71 @@
+# locklab: `make demo` runs a short default experiment, `make test` runs every test.
+# Both install what is missing (Debian packages, the Python virtualenv) and build first.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BUILD := build
+VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+
+CC ?= gcc
+WARNINGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread -g $(WARNINGS) -Inative/include \
+	-DLOCKLAB_VERSION='"$(VERSION)"'
+# Per build variant: optimised (what is measured), ThreadSanitizer, AddressSanitizer+UBSan.
+CFLAGS_opt := -O2
+CFLAGS_tsan := -O1 -fsanitize=thread
+CFLAGS_asan := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+VARIANTS := opt tsan asan
+
+ENGINE_SRC := $(wildcard native/engine/*.c)
+LOCK_SRC := $(wildcard native/locks/*.c)
+HEADERS := $(wildcard native/include/locklab/*.h native/engine/*.h) native/locks/registry.def
+# Shared objects loaded with --plugin: the documented example and the test suite's locks.
+PLUGIN_SRC := examples/plugin/example_ticket.c $(wildcard tests/plugins/*.c)
+vpath %.c examples/plugin tests/plugins
+
+.PHONY: all build build-all deps venv demo test test-c test-python lint bench clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+define variant_rules
+$(BUILD)/$(1)/locklab-bench: $(ENGINE_SRC) $(LOCK_SRC) $(HEADERS) Makefile
+	@mkdir -p $$(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS_$(1)) -o $$@ $(ENGINE_SRC) $(LOCK_SRC) -ldl -lm
+
+$(BUILD)/$(1)/plugins/%.so: %.c $(HEADERS) Makefile
+	@mkdir -p $$(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS_$(1)) -shared -fPIC -o $$@ $$<
+endef
+$(foreach v,$(VARIANTS),$(eval $(call variant_rules,$(v))))
+
+plugins_of = $(patsubst %.c,$(BUILD)/$(1)/plugins/%.so,$(notdir $(PLUGIN_SRC)))
+
+build: $(BUILD)/opt/locklab-bench $(call plugins_of,opt)
+
+build-all: $(foreach v,$(VARIANTS),$(BUILD)/$(v)/locklab-bench $(call plugins_of,$(v)))
+
+$(VENV)/.installed: pyproject.toml requirements.lock
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps -e .
+	touch $@
+
+venv: $(VENV)/.installed $(BUILD)/opt/locklab-bench
+	cp $(BUILD)/opt/locklab-bench $(VENV)/bin/locklab-bench
+
+demo: deps build venv
+	@scripts/demo.sh
+
+test: deps build-all venv
+	$(VENV)/bin/ruff check python tests bench
+	$(VENV)/bin/python -m pytest -q tests
+
+bench: deps build venv
+	$(VENV)/bin/python bench/engine_overhead.py
+
+clean:
+	rm -rf $(BUILD)

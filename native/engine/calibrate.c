@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * calibrate.c - the cycle counter's rate, and the busy loop behind --hold-ns and --gap-ns.
+ *
+ * Hold and gap are a loop of a fixed number of iterations, not a spin on a clock: reading a
+ * clock inside the critical section would itself be a measurable cost. The loop's speed is
+ * measured here, and then the requested hold and gap are timed over many repetitions, so the
+ * report states how close to the request the loop actually came (as lockhammer does).
+ */
+#include <math.h>
+#include <time.h>
+
+#include "engine.h"
+
+double monotonic_s(void)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+}
+
+/*
+ * Out of line, so the worker and the calibration run the very same code; the asm makes the
+ * counter live in a register every iteration, so the loop can be neither removed nor unrolled
+ * into something faster than what was calibrated.
+ */
+__attribute__((noinline)) void busy_loop(uint64_t iterations)
+{
+	for (uint64_t i = 0; i < iterations; i++)
+		__asm__ __volatile__("" : "+r"(i));
+}
+
+/* Fastest of several timings: the least disturbed by preemption on a shared machine. */
+static double loop_ns_per_iteration(void)
+{
+	const uint64_t iterations = 2000000;
+	double best = INFINITY;
+	for (int attempt = 0; attempt < 5; attempt++) {
+		double start = monotonic_s();
+		busy_loop(iterations);
+		double elapsed = monotonic_s() - start;
+		if (elapsed < best)
+			best = elapsed;
+	}
+	return best * 1e9 / (double)iterations;
+}
+
+static double cycles_per_ns(void)
+{
+	double best_rate = 0;
+	double best_span = INFINITY;
+	for (int attempt = 0; attempt < 3; attempt++) {
+		double t0 = monotonic_s();
+		uint64_t c0 = arch_cycles();
+		busy_loop(2000000);
+		uint64_t c1 = arch_cycles();
+		double t1 = monotonic_s();
+		if (t1 - t0 < best_span) {
+			best_span = t1 - t0;
+			best_rate = (double)(c1 - c0) / ((t1 - t0) * 1e9);
+		}
+	}
+	return best_rate;
+}
+
+/* Mean over many repetitions: what the threads will actually get, preemption included. */
+static double time_per_call_ns(uint64_t iterations, unsigned int repetitions)
+{
+	double start = monotonic_s();
+	for (unsigned int i = 0; i < repetitions; i++)
+		busy_loop(iterations);
+	return (monotonic_s() - start) * 1e9 / repetitions;
+}
+
+static double measured_ns(uint64_t iterations, uint64_t requested_ns)
+{
+	if (requested_ns == 0)
+		return 0;
+	unsigned int repetitions = (unsigned int)(20000000 / (requested_ns + 100));
+	if (repetitions < 20)
+		repetitions = 20;
+	if (repetitions > 20000)
+		repetitions = 20000;
+	return time_per_call_ns(iterations, repetitions);
+}
+
+/* Iterations for a requested time: the fixed cost of a call comes off first. */
+static uint64_t iterations_for(uint64_t requested_ns, double call_ns, double ns_per_iteration)
+{
+	double loop_ns = (double)requested_ns - call_ns;
+	if (requested_ns == 0 || loop_ns <= 0)
+		return 0;
+	return (uint64_t)llround(loop_ns / ns_per_iteration);
+}
+
+static double error_pct(double measured, uint64_t requested)
+{
+	return requested == 0 ? 0.0 : (measured - (double)requested) * 100.0 / (double)requested;
+}
+
+void calibrate(const struct bench_config *config, struct calibration *out)
+{
+	out->cycles_per_ns = cycles_per_ns();
+	out->loop_ns_per_iteration = loop_ns_per_iteration();
+	out->call_ns = time_per_call_ns(0, 100000);
+	out->hold_iterations =
+		iterations_for(config->hold_ns, out->call_ns, out->loop_ns_per_iteration);
+	out->gap_iterations = iterations_for(config->gap_ns, out->call_ns, out->loop_ns_per_iteration);
+	out->hold_measured_ns = measured_ns(out->hold_iterations, config->hold_ns);
+	out->gap_measured_ns = measured_ns(out->gap_iterations, config->gap_ns);
+	out->hold_error_pct = error_pct(out->hold_measured_ns, config->hold_ns);
+	out->gap_error_pct = error_pct(out->gap_measured_ns, config->gap_ns);
+}

@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engine.h - internal interfaces of locklab-bench (not for plugins; they use lock.h).
+ *
+ * Data flows one way: options -> config -> run (threads + control loop) -> results -> report.
+ */
+#ifndef LOCKLAB_ENGINE_H
+#define LOCKLAB_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <pthread.h>
+#include <stdalign.h>
+#include <sys/types.h>
+
+#include <locklab/lock.h>
+
+#define ENGINE_SCHEMA_VERSION 1
+#define MAX_TUNABLES 16
+#define MAX_CPUS 1024
+
+enum exit_status {
+	EXIT_FINE = 0,
+	EXIT_VIOLATION = 1,
+	EXIT_USAGE = 2,
+	EXIT_WATCHDOG = 3,
+};
+
+/* Print "locklab-bench: error: ..." on one line and exit 2. */
+void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* ---- registry (registry.c) -------------------------------------------------------------- */
+const struct lock_ops *registry_find(const char *name);
+void registry_load_plugin(const char *path); /* usage_error() on failure */
+const struct lock_ops *registry_last_plugin(void);
+size_t registry_count(void);
+const struct lock_ops *registry_at(size_t i);
+size_t lock_tunable_count(const struct lock_ops *ops);
+
+/* ---- topology and machine facts (topology.c) ----------------------------------------------- */
+struct cpu_info {
+	int cpu;
+	int package;
+	int core;     /* core id within the package */
+	int node;     /* NUMA node */
+	int smt_rank; /* 0 for the first hardware thread of a core, 1 for its sibling, ... */
+};
+
+struct machine_facts {
+	char hostname[128];
+	char cpu_model[256];
+	char kernel[256];
+	char governor[64];
+	const char *arch;
+	int cpus_online;
+	int cpus_allowed;
+	int cores;
+	int packages;
+	int numa_nodes;
+	int threads_per_core;
+	struct cpu_info allowed[MAX_CPUS]; /* the CPUs this process may run on, by cpu number */
+};
+
+void machine_facts_read(struct machine_facts *facts);
+void topology_print(const struct machine_facts *facts);
+
+enum pin_mode { PIN_NONE, PIN_COMPACT, PIN_SCATTER, PIN_LIST };
+
+/* Fills cpu_of_slot[0..nthreads-1]; -1 everywhere for PIN_NONE. usage_error() if impossible. */
+void pin_plan(const struct machine_facts *facts, enum pin_mode mode, const int *list,
+	      int list_len, unsigned int nthreads, int *cpu_of_slot);
+int node_of_cpu(const struct machine_facts *facts, int cpu);
+
+/* ---- configuration (options.c) ------------------------------------------------------------- */
+struct bench_config {
+	const struct lock_ops *lock;
+	long params[MAX_TUNABLES];
+	unsigned int nwriters;
+	unsigned int nreaders;
+	double duration_s;  /* 0: no time limit (then ops > 0) */
+	uint64_t ops;       /* 0: no acquisition target */
+	double warmup_s;
+	double stat_interval_s;
+	double stutter_s;
+	double shuffle_interval_s;
+	unsigned int long_hold_ms;
+	uint64_t hold_ns;
+	uint64_t gap_ns;
+	unsigned int cs_lines;
+	enum pin_mode pin;
+	const char *pin_text;
+	int pin_list[MAX_CPUS];
+	int pin_list_len;
+	uint64_t seed;
+	double watchdog_s;
+	unsigned int latency_every; /* sample one acquisition in this many */
+	double interval_s;          /* period of the per-interval throughput series */
+	const char *json_path;
+	const char *plugin_path;
+	bool list;
+	bool topology;
+};
+
+void options_parse(int argc, char **argv, struct bench_config *config);
+
+/* ---- calibration (calibrate.c) ------------------------------------------------------------ */
+struct calibration {
+	double cycles_per_ns;        /* arch_cycles() rate */
+	double loop_ns_per_iteration; /* the busy loop used for hold and gap */
+	double call_ns;               /* fixed cost of one busy_loop() call */
+	uint64_t hold_iterations;
+	uint64_t gap_iterations;
+	double hold_measured_ns; /* mean of timed repetitions of the calibrated hold */
+	double gap_measured_ns;
+	double hold_error_pct;   /* (measured - requested) / requested */
+	double gap_error_pct;
+};
+
+void calibrate(const struct bench_config *config, struct calibration *out);
+void busy_loop(uint64_t iterations);
+double monotonic_s(void);
+
+/* ---- latency histogram (histogram.c) ------------------------------------------------------- */
+#define HIST_SUB_BITS 5
+#define HIST_BUCKETS ((64 - HIST_SUB_BITS + 1) << HIST_SUB_BITS)
+
+struct histogram {
+	uint64_t count;
+	uint64_t max;
+	double sum;
+	uint64_t bucket[HIST_BUCKETS];
+};
+
+void histogram_record(struct histogram *h, uint64_t value);
+void histogram_merge(struct histogram *into, const struct histogram *from);
+uint64_t histogram_percentile(const struct histogram *h, double pct);
+
+/* ---- the run (run.c, worker.c) -------------------------------------------------------------- */
+/* The control word, read by every thread once per acquisition. */
+enum {
+	CONTROL_MEASURE = 1u << 0, /* the warm-up is over: count, time and snapshot */
+	CONTROL_STOP = 1u << 1,    /* finish the current acquisition and leave */
+	CONTROL_PAUSE = 1u << 2,   /* --stutter: wait until it clears */
+	CONTROL_SHUFFLE_ONE = 1u << 8, /* the --shuffle-interval generation counts from here up */
+};
+
+static inline bool control_measuring(uint32_t control)
+{
+	return (control & (CONTROL_MEASURE | CONTROL_STOP)) == CONTROL_MEASURE;
+}
+
+struct usage_snapshot {
+	double user_s;
+	double system_s;
+	long voluntary_switches;
+	long involuntary_switches;
+};
+
+struct worker {
+	struct lock_thread ctx; /* first: cache-aligned, handed to the lock */
+	struct run_state *run;
+	pthread_t thread;
+	bool is_reader;
+	unsigned int slot; /* index among all threads, for pinning */
+
+	/* Written only by the worker, read by the control loop: own cache line. */
+	alignas(LOCKLAB_CACHELINE) uint64_t acquisitions_total;
+	uint64_t acquisitions_window;
+
+	/* Private to the worker until it has exited. */
+	alignas(LOCKLAB_CACHELINE) uint64_t violations_owner;
+	uint64_t violations_readers;
+	uint64_t violations_read_data;
+	uint64_t random;
+	uint32_t sample_countdown;
+	bool window_started;
+	bool window_ended;
+	struct usage_snapshot usage_start;
+	struct usage_snapshot usage_end;
+	struct histogram *latency;
+};
+
+/* Shared data the critical section works on, away from the lock's own cache line. */
+struct cs_line {
+	alignas(LOCKLAB_CACHELINE) uint64_t value;
+};
+
+struct critical_section {
+	alignas(LOCKLAB_CACHELINE) uint32_t writer_inside; /* writer's index + 1, or 0 */
+	uint32_t readers_inside;
+	uint64_t writes;        /* plain: only ever touched under the write lock */
+	uint64_t window_writes; /* plain: for --ops */
+	struct cs_line *lines;  /* --cs-lines */
+};
+
+struct interval_sample {
+	double t_s; /* since the start of the measured window */
+	uint64_t write_acquisitions;
+	uint64_t read_acquisitions;
+};
+
+struct run_state {
+	const struct bench_config *config;
+	const struct machine_facts *facts;
+	const struct calibration *calibration;
+	void *lock;
+	struct critical_section cs;
+	alignas(LOCKLAB_CACHELINE) uint32_t control;
+	pthread_barrier_t start_barrier;
+	double window_end_s; /* written by whoever stops the run (under the lock for --ops) */
+	unsigned int nthreads;
+	struct worker **workers;
+	int *cpu_of_slot;
+	int cpu_slot_count;
+
+	/* Results of the control loop. */
+	double window_start_s;
+	double window_s;
+	bool watchdog_fired;
+	double watchdog_idle_s;
+	struct interval_sample *intervals;
+	size_t nintervals;
+	size_t intervals_cap;
+};
+
+void *worker_main(void *arg);
+/* Runs the whole measurement; returns the exit status. */
+int run_benchmark(const struct bench_config *config, const struct machine_facts *facts);
+
+/* ---- output (report.c, json.c) --------------------------------------------------------------- */
+struct json_writer;
+struct json_writer *json_open(const char *path);
+void json_close(struct json_writer *w);
+void json_begin_object(struct json_writer *w, const char *key);
+void json_end_object(struct json_writer *w);
+void json_begin_array(struct json_writer *w, const char *key);
+void json_end_array(struct json_writer *w);
+void json_string(struct json_writer *w, const char *key, const char *value);
+void json_int(struct json_writer *w, const char *key, long long value);
+void json_uint(struct json_writer *w, const char *key, unsigned long long value);
+void json_double(struct json_writer *w, const char *key, double value);
+void json_bool(struct json_writer *w, const char *key, bool value);
+void json_null(struct json_writer *w, const char *key);
+
+/*
+ * Checks the run, prints the summary and writes the JSON. `status` is EXIT_FINE or
+ * EXIT_WATCHDOG; returns the final exit status (EXIT_VIOLATION when a check failed).
+ * After a watchdog only the progress counters are read: stuck threads still own the rest.
+ */
+int report_write(struct run_state *run, int status);
+void list_locks(const char *json_path);
+
+#endif /* LOCKLAB_ENGINE_H */

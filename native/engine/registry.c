@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/* registry.c - the built-in locks (native/locks/registry.def) and plugins loaded at run time. */
+#include <dlfcn.h>
+#include <string.h>
+
+#include "engine.h"
+
+#define LOCK(ops) extern const struct lock_ops ops;
+#include "../locks/registry.def"
+#undef LOCK
+
+#define MAX_PLUGINS 8
+
+static const struct lock_ops *const builtin_locks[] = {
+#define LOCK(ops) &ops,
+#include "../locks/registry.def"
+#undef LOCK
+};
+
+#define BUILTIN_COUNT (sizeof(builtin_locks) / sizeof(builtin_locks[0]))
+
+static const struct lock_ops *plugin_locks[MAX_PLUGINS];
+static size_t plugin_count;
+
+size_t registry_count(void) { return BUILTIN_COUNT + plugin_count; }
+
+const struct lock_ops *registry_at(size_t i)
+{
+	return i < BUILTIN_COUNT ? builtin_locks[i] : plugin_locks[i - BUILTIN_COUNT];
+}
+
+const struct lock_ops *registry_find(const char *name)
+{
+	for (size_t i = 0; i < registry_count(); i++)
+		if (strcmp(registry_at(i)->name, name) == 0)
+			return registry_at(i);
+	return NULL;
+}
+
+size_t lock_tunable_count(const struct lock_ops *ops)
+{
+	size_t n = 0;
+	while (ops->tunables != NULL && ops->tunables[n].name != NULL)
+		n++;
+	return n;
+}
+
+const struct lock_ops *registry_last_plugin(void)
+{
+	return plugin_count ? plugin_locks[plugin_count - 1] : NULL;
+}
+
+static bool valid_lock_name(const char *name)
+{
+	if (name == NULL || *name == '\0')
+		return false;
+	for (const char *p = name; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-'))
+			return false;
+	return true;
+}
+
+void registry_load_plugin(const char *path)
+{
+	if (plugin_count == MAX_PLUGINS)
+		usage_error("too many plugins (at most %d)", MAX_PLUGINS);
+	/* RTLD_NOW: an unresolved symbol is an error now, not a crash mid-run. */
+	void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (handle == NULL)
+		usage_error("cannot load plugin: %s", dlerror());
+	const struct lock_ops *ops = dlsym(handle, LOCKLAB_PLUGIN_SYMBOL);
+	if (ops == NULL)
+		usage_error("plugin %s does not export '%s'", path, LOCKLAB_PLUGIN_SYMBOL);
+	if (ops->abi_version != LOCKLAB_ABI_VERSION)
+		usage_error("plugin %s was built for lock ABI %u, this engine has %u: rebuild it",
+			    path, ops->abi_version, LOCKLAB_ABI_VERSION);
+	if (!valid_lock_name(ops->name))
+		usage_error("plugin %s: lock name must be lower case letters, digits, '_' or '-'",
+			    path);
+	if (ops->lock == NULL || ops->unlock == NULL || ops->lock_size == 0)
+		usage_error("plugin %s: lock '%s' needs lock, unlock and a lock_size", path,
+			    ops->name);
+	if ((ops->flags & LOCK_READER_WRITER) && (!ops->read_lock || !ops->read_unlock))
+		usage_error("plugin %s: reader-writer lock '%s' needs read_lock and read_unlock",
+			    path, ops->name);
+	if (lock_tunable_count(ops) > MAX_TUNABLES)
+		usage_error("plugin %s: at most %d tunables", path, MAX_TUNABLES);
+	if (registry_find(ops->name) != NULL)
+		usage_error("plugin %s: a lock named '%s' already exists", path, ops->name);
+	plugin_locks[plugin_count++] = ops;
+}

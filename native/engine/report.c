@@ -1,0 +1,477 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * report.c - what a run measured: the verdict, a short human summary, and the JSON document
+ * (schema: native/engine/result.schema.json) that the front end stores.
+ * Every figure comes from the measured window only; the warm-up is discarded.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+#ifndef LOCKLAB_VERSION
+#define LOCKLAB_VERSION "unknown"
+#endif
+
+struct violation_summary {
+	uint64_t owner;             /* writer found another writer inside, or lost ownership */
+	uint64_t readers;           /* writer and reader inside together */
+	uint64_t read_data;         /* data changed under a reader */
+	uint64_t counter_mismatch;  /* |cs.writes - write acquisitions| */
+	uint64_t cs_lines_mismatch; /* shared lines whose count differs from cs.writes */
+	uint64_t total;
+};
+
+struct fairness {
+	uint64_t max, min;
+	double max_min_ratio;
+	double jain_index;
+	double fairness_factor; /* share of acquisitions by the busiest half (CNA paper) */
+};
+
+struct role_summary {
+	unsigned int threads;
+	uint64_t acquisitions;
+	struct fairness fairness;
+	struct histogram latency;
+};
+
+static int compare_desc(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static struct fairness fairness_of(const uint64_t *counts, unsigned int n)
+{
+	struct fairness f = { 0, UINT64_MAX, NAN, NAN, NAN };
+	double sum = 0, sum_sq = 0, busiest = 0;
+	uint64_t *sorted = malloc(n * sizeof(uint64_t));
+	if (n == 0 || sorted == NULL) {
+		free(sorted);
+		f.min = 0;
+		return f;
+	}
+	memcpy(sorted, counts, n * sizeof(uint64_t));
+	qsort(sorted, n, sizeof(uint64_t), compare_desc);
+	for (unsigned int i = 0; i < n; i++) {
+		sum += (double)sorted[i];
+		sum_sq += (double)sorted[i] * (double)sorted[i];
+		if (i < n / 2)
+			busiest += (double)sorted[i];
+	}
+	f.max = sorted[0];
+	f.min = sorted[n - 1];
+	f.max_min_ratio = f.min ? (double)f.max / (double)f.min : INFINITY;
+	f.jain_index = sum_sq > 0 ? sum * sum / (n * sum_sq) : NAN;
+	/* Busiest half: the top n/2 threads (1 thread: all of it). 0.5 is perfectly fair. */
+	f.fairness_factor = n == 1 ? 1.0 : (sum > 0 ? busiest / sum : NAN);
+	free(sorted);
+	return f;
+}
+
+static void summarise_role(const struct run_state *run, bool readers, bool private_ok,
+			   struct role_summary *out)
+{
+	uint64_t *counts = calloc(run->nthreads + 1, sizeof(uint64_t));
+	memset(out, 0, sizeof(*out));
+	for (unsigned int i = 0; i < run->nthreads; i++) {
+		const struct worker *w = run->workers[i];
+		if (w->is_reader != readers)
+			continue;
+		uint64_t n = __atomic_load_n(&w->acquisitions_window, __ATOMIC_RELAXED);
+		if (counts)
+			counts[out->threads] = n;
+		out->threads++;
+		out->acquisitions += n;
+		if (private_ok)
+			histogram_merge(&out->latency, w->latency);
+	}
+	if (counts)
+		out->fairness = fairness_of(counts, out->threads);
+	free(counts);
+}
+
+static void check_violations(const struct run_state *run, struct violation_summary *v)
+{
+	uint64_t write_acquisitions = 0;
+	memset(v, 0, sizeof(*v));
+	for (unsigned int i = 0; i < run->nthreads; i++) {
+		const struct worker *w = run->workers[i];
+		v->owner += w->violations_owner;
+		v->readers += w->violations_readers;
+		v->read_data += w->violations_read_data;
+		if (!w->is_reader)
+			write_acquisitions += w->acquisitions_total;
+	}
+	v->counter_mismatch = run->cs.writes > write_acquisitions
+				      ? run->cs.writes - write_acquisitions
+				      : write_acquisitions - run->cs.writes;
+	for (unsigned int i = 0; i < run->config->cs_lines; i++)
+		v->cs_lines_mismatch += run->cs.lines[i].value != run->cs.writes;
+	v->total = v->owner + v->readers + v->read_data + v->counter_mismatch + v->cs_lines_mismatch;
+}
+
+static double cycles_to_ns(const struct run_state *run, double cycles)
+{
+	double rate = run->calibration->cycles_per_ns;
+	return rate > 0 ? cycles / rate : cycles;
+}
+
+static void json_latency(struct json_writer *j, const char *key, const struct run_state *run,
+			 const struct role_summary *role)
+{
+	if (role->threads == 0 || role->latency.count == 0) {
+		json_null(j, key);
+		return;
+	}
+	const struct histogram *h = &role->latency;
+	json_begin_object(j, key);
+	json_uint(j, "samples", h->count);
+	json_uint(j, "sampled_every", run->config->latency_every);
+	json_double(j, "mean", cycles_to_ns(run, h->sum / (double)h->count));
+	json_double(j, "p50", cycles_to_ns(run, (double)histogram_percentile(h, 50)));
+	json_double(j, "p90", cycles_to_ns(run, (double)histogram_percentile(h, 90)));
+	json_double(j, "p99", cycles_to_ns(run, (double)histogram_percentile(h, 99)));
+	json_double(j, "p99_9", cycles_to_ns(run, (double)histogram_percentile(h, 99.9)));
+	json_double(j, "max", cycles_to_ns(run, (double)h->max));
+	json_end_object(j);
+}
+
+static void json_fairness(struct json_writer *j, const char *key, const struct role_summary *role)
+{
+	if (role->threads == 0) {
+		json_null(j, key);
+		return;
+	}
+	json_begin_object(j, key);
+	json_uint(j, "max", role->fairness.max);
+	json_uint(j, "min", role->fairness.min);
+	json_double(j, "max_min_ratio", role->fairness.max_min_ratio);
+	json_double(j, "jain_index", role->fairness.jain_index);
+	json_double(j, "fairness_factor", role->fairness.fairness_factor);
+	json_end_object(j);
+}
+
+static const char *status_name(int status)
+{
+	switch (status) {
+	case EXIT_FINE: return "ok";
+	case EXIT_VIOLATION: return "violation";
+	case EXIT_WATCHDOG: return "watchdog";
+	default: return "error";
+	}
+}
+
+static void json_config(struct json_writer *j, const struct bench_config *c)
+{
+	json_begin_object(j, "config");
+	json_string(j, "lock", c->lock->name);
+	json_string(j, "family", c->lock->family);
+	json_string(j, "source", c->lock->source);
+	json_begin_object(j, "params");
+	for (size_t i = 0; i < lock_tunable_count(c->lock); i++)
+		json_int(j, c->lock->tunables[i].name, c->params[i]);
+	json_end_object(j);
+	json_uint(j, "nwriters", c->nwriters);
+	json_uint(j, "nreaders", c->nreaders);
+	json_double(j, "duration_s", c->duration_s);
+	json_uint(j, "ops", c->ops);
+	json_double(j, "warmup_s", c->warmup_s);
+	json_uint(j, "hold_ns", c->hold_ns);
+	json_uint(j, "gap_ns", c->gap_ns);
+	json_uint(j, "cs_lines", c->cs_lines);
+	json_uint(j, "long_hold_ms", c->long_hold_ms);
+	json_double(j, "stutter_s", c->stutter_s);
+	json_double(j, "shuffle_interval_s", c->shuffle_interval_s);
+	json_double(j, "stat_interval_s", c->stat_interval_s);
+	json_double(j, "interval_s", c->interval_s);
+	json_string(j, "pin", c->pin_text);
+	json_uint(j, "seed", c->seed);
+	json_double(j, "watchdog_s", c->watchdog_s);
+	json_uint(j, "latency_every", c->latency_every);
+	json_string(j, "plugin", c->plugin_path);
+	json_end_object(j);
+}
+
+static void json_machine(struct json_writer *j, const struct machine_facts *m)
+{
+	json_begin_object(j, "machine");
+	json_string(j, "hostname", m->hostname);
+	json_string(j, "arch", m->arch);
+	json_string(j, "cpu_model", m->cpu_model);
+	json_string(j, "kernel", m->kernel);
+	json_string(j, "governor", m->governor);
+	json_int(j, "cpus_online", m->cpus_online);
+	json_int(j, "cpus_allowed", m->cpus_allowed);
+	json_int(j, "cores", m->cores);
+	json_int(j, "packages", m->packages);
+	json_int(j, "numa_nodes", m->numa_nodes);
+	json_int(j, "threads_per_core", m->threads_per_core);
+	json_bool(j, "smt", m->threads_per_core > 1);
+	json_end_object(j);
+}
+
+static void json_calibration(struct json_writer *j, const struct run_state *run)
+{
+	const struct calibration *cal = run->calibration;
+	json_begin_object(j, "calibration");
+	json_double(j, "cycles_per_ns", cal->cycles_per_ns);
+	json_double(j, "loop_ns_per_iteration", cal->loop_ns_per_iteration);
+	json_double(j, "loop_call_ns", cal->call_ns);
+	json_uint(j, "hold_ns_requested", run->config->hold_ns);
+	json_uint(j, "hold_iterations", cal->hold_iterations);
+	json_double(j, "hold_ns_measured", cal->hold_measured_ns);
+	json_double(j, "hold_error_pct", cal->hold_error_pct);
+	json_uint(j, "gap_ns_requested", run->config->gap_ns);
+	json_uint(j, "gap_iterations", cal->gap_iterations);
+	json_double(j, "gap_ns_measured", cal->gap_measured_ns);
+	json_double(j, "gap_error_pct", cal->gap_error_pct);
+	json_end_object(j);
+}
+
+struct usage_totals {
+	long voluntary, involuntary;
+	double user_s, system_s;
+};
+
+static struct usage_totals usage_delta(const struct worker *w)
+{
+	struct usage_totals u = { 0, 0, 0, 0 };
+	if (!w->window_started || !w->window_ended)
+		return u;
+	u.voluntary = w->usage_end.voluntary_switches - w->usage_start.voluntary_switches;
+	u.involuntary = w->usage_end.involuntary_switches - w->usage_start.involuntary_switches;
+	u.user_s = w->usage_end.user_s - w->usage_start.user_s;
+	u.system_s = w->usage_end.system_s - w->usage_start.system_s;
+	return u;
+}
+
+static double per_1000(double value, uint64_t acquisitions)
+{
+	return acquisitions ? value * 1000.0 / (double)acquisitions : NAN;
+}
+
+static void json_threads(struct json_writer *j, const struct run_state *run, bool private_ok)
+{
+	json_begin_array(j, "threads");
+	for (unsigned int i = 0; i < run->nthreads; i++) {
+		const struct worker *w = run->workers[i];
+		json_begin_object(j, NULL);
+		json_uint(j, "index", w->ctx.index);
+		json_string(j, "role", w->is_reader ? "reader" : "writer");
+		json_int(j, "cpu", run->cpu_of_slot[w->slot]);
+		json_int(j, "node", run->cpu_of_slot[w->slot] >= 0
+					    ? node_of_cpu(run->facts, run->cpu_of_slot[w->slot])
+					    : -1);
+		json_uint(j, "acquisitions", __atomic_load_n(&w->acquisitions_window, __ATOMIC_RELAXED));
+		if (private_ok) {
+			struct usage_totals u = usage_delta(w);
+			json_int(j, "voluntary_switches", u.voluntary);
+			json_int(j, "involuntary_switches", u.involuntary);
+			json_double(j, "user_s", u.user_s);
+			json_double(j, "system_s", u.system_s);
+			json_uint(j, "violations", w->violations_owner + w->violations_readers +
+							   w->violations_read_data);
+		}
+		json_end_object(j);
+	}
+	json_end_array(j);
+}
+
+static void json_intervals(struct json_writer *j, const struct run_state *run)
+{
+	json_begin_array(j, "intervals");
+	for (size_t i = 1; i < run->nintervals; i++) {
+		const struct interval_sample *a = &run->intervals[i - 1], *b = &run->intervals[i];
+		double span = b->t_s - a->t_s;
+		uint64_t writes = b->write_acquisitions - a->write_acquisitions;
+		uint64_t reads = b->read_acquisitions - a->read_acquisitions;
+		json_begin_object(j, NULL);
+		json_double(j, "t_s", b->t_s);
+		json_double(j, "span_s", span);
+		json_uint(j, "write_acquisitions", writes);
+		json_uint(j, "read_acquisitions", reads);
+		json_double(j, "ops_per_s", span > 0 ? (double)(writes + reads) / span : NAN);
+		json_end_object(j);
+	}
+	json_end_array(j);
+}
+
+static void describe_violations(const struct violation_summary *v, char *out, size_t size)
+{
+	snprintf(out, size,
+		 "%llu overlapping writers, %llu writer/reader overlaps, %llu reads of changing "
+		 "data, write counter off by %llu, %llu shared lines off",
+		 (unsigned long long)v->owner, (unsigned long long)v->readers,
+		 (unsigned long long)v->read_data, (unsigned long long)v->counter_mismatch,
+		 (unsigned long long)v->cs_lines_mismatch);
+}
+
+int report_write(struct run_state *run, int status)
+{
+	const struct bench_config *config = run->config;
+	bool private_ok = status != EXIT_WATCHDOG;
+	struct violation_summary violations = { 0 };
+	struct role_summary writers, readers;
+	struct usage_totals usage = { 0, 0, 0, 0 };
+	char violation_text[256] = "";
+	char error_text[256] = "";
+
+	if (private_ok) {
+		check_violations(run, &violations);
+		if (violations.total)
+			status = EXIT_VIOLATION;
+		for (unsigned int i = 0; i < run->nthreads; i++) {
+			struct usage_totals u = usage_delta(run->workers[i]);
+			usage.voluntary += u.voluntary;
+			usage.involuntary += u.involuntary;
+			usage.user_s += u.user_s;
+			usage.system_s += u.system_s;
+		}
+	}
+	summarise_role(run, false, private_ok, &writers);
+	summarise_role(run, true, private_ok, &readers);
+	uint64_t total = writers.acquisitions + readers.acquisitions;
+	double window = status == EXIT_WATCHDOG ? monotonic_s() - run->window_start_s : run->window_s;
+	double throughput = window > 0 ? (double)total / window : NAN;
+	describe_violations(&violations, violation_text, sizeof(violation_text));
+	if (status == EXIT_WATCHDOG)
+		snprintf(error_text, sizeof(error_text),
+			 "watchdog: no acquisition in %.1f s with lock '%s' and %u threads: "
+			 "deadlock or livelock",
+			 run->watchdog_idle_s, config->lock->name, run->nthreads);
+	else if (status == EXIT_VIOLATION)
+		snprintf(error_text, sizeof(error_text), "correctness violation with lock '%s': %s",
+			 config->lock->name, violation_text);
+
+	bool json_on_stdout = config->json_path && strcmp(config->json_path, "-") == 0;
+	FILE *human = json_on_stdout ? stderr : stdout;
+	fprintf(human, "%s: %u writers, %u readers, %.3f s measured\n", config->lock->name,
+		config->nwriters, config->nreaders, window);
+	fprintf(human, "  throughput   %.0f ops/s (%llu acquisitions)\n", throughput,
+		(unsigned long long)total);
+	if (writers.threads && private_ok && writers.latency.count)
+		fprintf(human, "  write wait   p50 %.0f ns  p99 %.0f ns  max %.0f ns  max/min %.2f\n",
+			cycles_to_ns(run, (double)histogram_percentile(&writers.latency, 50)),
+			cycles_to_ns(run, (double)histogram_percentile(&writers.latency, 99)),
+			cycles_to_ns(run, (double)writers.latency.max), writers.fairness.max_min_ratio);
+	if (readers.threads && private_ok && readers.latency.count)
+		fprintf(human, "  read wait    p50 %.0f ns  p99 %.0f ns  max %.0f ns\n",
+			cycles_to_ns(run, (double)histogram_percentile(&readers.latency, 50)),
+			cycles_to_ns(run, (double)histogram_percentile(&readers.latency, 99)),
+			cycles_to_ns(run, (double)readers.latency.max));
+	if (config->hold_ns || config->gap_ns)
+		fprintf(human, "  calibration  hold %llu ns -> %.0f ns (%+.1f%%), gap %llu ns -> %.0f ns "
+			"(%+.1f%%)\n",
+			(unsigned long long)config->hold_ns, run->calibration->hold_measured_ns,
+			run->calibration->hold_error_pct, (unsigned long long)config->gap_ns,
+			run->calibration->gap_measured_ns, run->calibration->gap_error_pct);
+	fflush(human);
+	if (status != EXIT_FINE)
+		fprintf(stderr, "locklab-bench: %s\n", error_text);
+
+	if (config->json_path == NULL)
+		return status;
+	struct json_writer *j = json_open(config->json_path);
+	if (j == NULL) {
+		fprintf(stderr, "locklab-bench: error: cannot write %s\n", config->json_path);
+		return status == EXIT_FINE ? EXIT_USAGE : status;
+	}
+	json_int(j, "schema", ENGINE_SCHEMA_VERSION);
+	json_string(j, "engine_version", LOCKLAB_VERSION);
+	json_string(j, "status", status_name(status));
+	json_string(j, "error", status == EXIT_FINE ? NULL : error_text);
+	json_config(j, config);
+	json_machine(j, run->facts);
+	json_double(j, "window_s", window);
+	json_double(j, "throughput_ops_per_s", throughput);
+	json_uint(j, "total_acquisitions", total);
+	json_uint(j, "write_acquisitions", writers.acquisitions);
+	json_uint(j, "read_acquisitions", readers.acquisitions);
+	json_begin_object(j, "violations");
+	json_bool(j, "checked", private_ok);
+	json_uint(j, "total", violations.total);
+	json_uint(j, "overlapping_writers", violations.owner);
+	json_uint(j, "writer_reader_overlaps", violations.readers);
+	json_uint(j, "read_data_changed", violations.read_data);
+	json_uint(j, "write_counter_mismatch", violations.counter_mismatch);
+	json_uint(j, "cs_lines_mismatch", violations.cs_lines_mismatch);
+	json_end_object(j);
+	json_begin_object(j, "fairness");
+	json_fairness(j, "write", &writers);
+	json_fairness(j, "read", &readers);
+	json_end_object(j);
+	json_begin_object(j, "latency_ns");
+	json_latency(j, "write", run, &writers);
+	json_latency(j, "read", run, &readers);
+	json_end_object(j);
+	json_begin_object(j, "context_switches");
+	json_int(j, "voluntary", usage.voluntary);
+	json_int(j, "involuntary", usage.involuntary);
+	json_double(j, "voluntary_per_1000_acquisitions", per_1000((double)usage.voluntary, total));
+	json_double(j, "involuntary_per_1000_acquisitions",
+		    per_1000((double)usage.involuntary, total));
+	json_end_object(j);
+	json_begin_object(j, "cpu");
+	json_double(j, "user_s", usage.user_s);
+	json_double(j, "system_s", usage.system_s);
+	json_double(j, "ms_per_1000_acquisitions",
+		    per_1000((usage.user_s + usage.system_s) * 1e3, total));
+	json_double(j, "utilisation", window > 0 ? (usage.user_s + usage.system_s) / window : NAN);
+	json_end_object(j);
+	json_threads(j, run, private_ok);
+	json_intervals(j, run);
+	json_calibration(j, run);
+	json_close(j);
+	return status;
+}
+
+void list_locks(const char *json_path)
+{
+	if (json_path == NULL) {
+		for (size_t i = 0; i < registry_count(); i++) {
+			const struct lock_ops *ops = registry_at(i);
+			printf("%-18s %-12s %s\n", ops->name, ops->family, ops->summary);
+		}
+		return;
+	}
+	struct json_writer *j = json_open(json_path);
+	if (j == NULL)
+		usage_error("cannot write %s", json_path);
+	json_int(j, "schema", ENGINE_SCHEMA_VERSION);
+	json_begin_array(j, "locks");
+	for (size_t i = 0; i < registry_count(); i++) {
+		const struct lock_ops *ops = registry_at(i);
+		json_begin_object(j, NULL);
+		json_string(j, "name", ops->name);
+		json_string(j, "family", ops->family);
+		json_string(j, "summary", ops->summary);
+		json_string(j, "source", ops->source);
+		json_begin_array(j, "flags");
+		static const char *const flag_names[] = { "spins", "sleeps", "reader_writer",
+							  "priority_inheritance", "external",
+							  "tsan_opaque" };
+		for (unsigned int f = 0; f < sizeof(flag_names) / sizeof(flag_names[0]); f++)
+			if (ops->flags & (1u << f))
+				json_string(j, NULL, flag_names[f]);
+		json_end_array(j);
+		json_begin_array(j, "tunables");
+		for (size_t t = 0; t < lock_tunable_count(ops); t++) {
+			const struct lock_tunable *tun = &ops->tunables[t];
+			json_begin_object(j, NULL);
+			json_string(j, "name", tun->name);
+			json_int(j, "default", tun->default_value);
+			json_int(j, "min", tun->min_value);
+			json_int(j, "max", tun->max_value);
+			json_string(j, "meaning", tun->meaning);
+			json_end_object(j);
+		}
+		json_end_array(j);
+		json_end_object(j);
+	}
+	json_end_array(j);
+	json_close(j);
+}

@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * run.c - sets a run up, drives it from the main thread, and checks it afterwards.
+ *
+ * The main thread never touches the lock. Every 10 ms it reads the workers' counters and acts
+ * on the clock: end of warm-up, the throughput series, locktorture-style stat lines, stutter,
+ * shuffle, the end of the window, and the watchdog. A run whose threads make no acquisition
+ * for --watchdog seconds (deadlock, livelock, a lost wake-up) is reported and the process
+ * exits with status 3 without waiting for threads that will never return.
+ */
+#include <errno.h>
+#include <linux/futex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine.h"
+
+#define TICK_S 0.01
+
+static void control_changed(struct run_state *run)
+{
+	syscall(SYS_futex, &run->control, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
+
+static void control_set(struct run_state *run, uint32_t bits)
+{
+	__atomic_fetch_or(&run->control, bits, __ATOMIC_ACQ_REL);
+	control_changed(run);
+}
+
+static void control_clear(struct run_state *run, uint32_t bits)
+{
+	__atomic_fetch_and(&run->control, ~bits, __ATOMIC_ACQ_REL);
+	control_changed(run);
+}
+
+static void sleep_s(double seconds)
+{
+	struct timespec ts = { (time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9) };
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+static void sum_counters(const struct run_state *run, bool readers, uint64_t *total,
+			 uint64_t *window, uint64_t *max_total, uint64_t *min_total)
+{
+	*total = *window = *max_total = 0;
+	*min_total = UINT64_MAX;
+	for (unsigned int i = 0; i < run->nthreads; i++) {
+		const struct worker *w = run->workers[i];
+		if (w->is_reader != readers)
+			continue;
+		uint64_t t = __atomic_load_n(&w->acquisitions_total, __ATOMIC_RELAXED);
+		*total += t;
+		*window += __atomic_load_n(&w->acquisitions_window, __ATOMIC_RELAXED);
+		if (t > *max_total)
+			*max_total = t;
+		if (t < *min_total)
+			*min_total = t;
+	}
+	if (*min_total == UINT64_MAX)
+		*min_total = 0;
+}
+
+/* locktorture's periodic line; "???" flags max > 2 * min, as lock_torture_print_stats does. */
+static void print_stat_lines(const struct run_state *run, FILE *out)
+{
+	uint64_t total, window, max, min;
+	if (run->config->nwriters) {
+		sum_counters(run, false, &total, &window, &max, &min);
+		fprintf(out, "Writes:  Total: %llu  Max/Min: %llu/%llu %s Fail: %d %s\n",
+			(unsigned long long)total, (unsigned long long)max, (unsigned long long)min,
+			max / 2 > min ? "???" : "", 0, "");
+	}
+	if (run->config->nreaders) {
+		sum_counters(run, true, &total, &window, &max, &min);
+		fprintf(out, "Reads :  Total: %llu  Max/Min: %llu/%llu %s Fail: %d %s\n",
+			(unsigned long long)total, (unsigned long long)max, (unsigned long long)min,
+			max / 2 > min ? "???" : "", 0, "");
+	}
+	fflush(out);
+}
+
+static void record_interval(struct run_state *run, double t_s)
+{
+	uint64_t total, writes, reads, max, min;
+	if (run->nintervals == run->intervals_cap) {
+		size_t cap = run->intervals_cap ? run->intervals_cap * 2 : 256;
+		struct interval_sample *grown = realloc(run->intervals, cap * sizeof(*grown));
+		if (grown == NULL)
+			return; /* the series is lost, the measurement is not */
+		run->intervals = grown;
+		run->intervals_cap = cap;
+	}
+	sum_counters(run, false, &total, &writes, &max, &min);
+	sum_counters(run, true, &total, &reads, &max, &min);
+	run->intervals[run->nintervals++] = (struct interval_sample){ t_s, writes, reads };
+}
+
+static uint64_t progress_count(const struct run_state *run)
+{
+	uint64_t total = 0;
+	for (unsigned int i = 0; i < run->nthreads; i++)
+		total += __atomic_load_n(&run->workers[i]->acquisitions_total, __ATOMIC_RELAXED);
+	return total;
+}
+
+static void watchdog_fire(struct run_state *run, double idle_s)
+{
+	run->watchdog_fired = true;
+	run->watchdog_idle_s = idle_s;
+	/* Threads may be stuck inside the lock forever: report and leave without joining. */
+	report_write(run, EXIT_WATCHDOG);
+	fflush(stdout);
+	fflush(stderr);
+	_exit(EXIT_WATCHDOG);
+}
+
+/* The control loop; returns when the window has ended. */
+static void drive(struct run_state *run)
+{
+	const struct bench_config *config = run->config;
+	FILE *stat_out = config->json_path && strcmp(config->json_path, "-") == 0 ? stderr : stdout;
+	double start = monotonic_s();
+	double next_interval = 0, next_stat = start + config->stat_interval_s;
+	double next_stutter = start + config->stutter_s;
+	double next_shuffle = start + config->shuffle_interval_s;
+	double last_progress_time = start;
+	uint64_t last_progress = 0;
+	bool paused = false;
+
+	if (config->warmup_s == 0) {
+		run->window_start_s = start;
+		control_set(run, CONTROL_MEASURE);
+		record_interval(run, 0);
+		next_interval = start + config->interval_s;
+	}
+
+	for (;;) {
+		sleep_s(TICK_S);
+		double now = monotonic_s();
+		uint32_t control = __atomic_load_n(&run->control, __ATOMIC_ACQUIRE);
+
+		if (!(control & CONTROL_MEASURE) && now - start >= config->warmup_s) {
+			run->window_start_s = now;
+			control_set(run, CONTROL_MEASURE);
+			record_interval(run, 0);
+			next_interval = now + config->interval_s;
+			continue;
+		}
+		if (control & CONTROL_STOP)
+			break; /* --ops reached; the stopping writer recorded window_end_s */
+		if ((control & CONTROL_MEASURE) && config->duration_s > 0 &&
+		    now - run->window_start_s >= config->duration_s) {
+			uint32_t before = __atomic_fetch_or(&run->control, CONTROL_STOP, __ATOMIC_ACQ_REL);
+			if (!(before & CONTROL_STOP))
+				run->window_end_s = now;
+			control_changed(run);
+			break;
+		}
+		if ((control & CONTROL_MEASURE) && now >= next_interval) {
+			record_interval(run, now - run->window_start_s);
+			next_interval += config->interval_s;
+		}
+		if (config->stat_interval_s > 0 && now >= next_stat) {
+			print_stat_lines(run, stat_out);
+			next_stat += config->stat_interval_s;
+		}
+		if (config->stutter_s > 0 && now >= next_stutter) {
+			paused = !paused;
+			if (paused)
+				control_set(run, CONTROL_PAUSE);
+			else
+				control_clear(run, CONTROL_PAUSE);
+			next_stutter += config->stutter_s;
+			last_progress_time = now; /* a pause is not a hang */
+		}
+		if (config->shuffle_interval_s > 0 && now >= next_shuffle) {
+			__atomic_fetch_add(&run->control, CONTROL_SHUFFLE_ONE, __ATOMIC_ACQ_REL);
+			control_changed(run);
+			next_shuffle += config->shuffle_interval_s;
+		}
+		uint64_t progress = progress_count(run);
+		if (progress != last_progress || paused) {
+			last_progress = progress;
+			last_progress_time = now;
+		} else if (config->watchdog_s > 0 && now - last_progress_time >= config->watchdog_s) {
+			watchdog_fire(run, now - last_progress_time);
+		}
+	}
+}
+
+/* Join every worker, but never wait on a deadlocked one for longer than the watchdog. */
+static void join_workers(struct run_state *run)
+{
+	double limit = run->config->watchdog_s > 0 ? run->config->watchdog_s : 0;
+	double deadline = monotonic_s() + limit;
+	uint64_t last_progress = progress_count(run);
+	for (unsigned int i = 0; i < run->nthreads; i++) {
+		if (limit == 0) {
+			pthread_join(run->workers[i]->thread, NULL);
+			continue;
+		}
+		for (;;) {
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_nsec += 50 * 1000 * 1000;
+			if (until.tv_nsec >= 1000000000) {
+				until.tv_sec++;
+				until.tv_nsec -= 1000000000;
+			}
+			if (pthread_timedjoin_np(run->workers[i]->thread, NULL, &until) == 0)
+				break;
+			uint64_t progress = progress_count(run);
+			if (progress != last_progress) {
+				last_progress = progress;
+				deadline = monotonic_s() + limit;
+			} else if (monotonic_s() >= deadline) {
+				watchdog_fire(run, limit);
+			}
+		}
+	}
+}
+
+static void *aligned_zalloc(size_t size)
+{
+	size_t rounded = (size + LOCKLAB_CACHELINE - 1) / LOCKLAB_CACHELINE * LOCKLAB_CACHELINE;
+	void *p = aligned_alloc(LOCKLAB_CACHELINE, rounded ? rounded : LOCKLAB_CACHELINE);
+	if (p == NULL) {
+		fprintf(stderr, "locklab-bench: error: out of memory\n");
+		exit(EXIT_USAGE);
+	}
+	memset(p, 0, rounded);
+	return p;
+}
+
+int run_benchmark(const struct bench_config *config, const struct machine_facts *facts)
+{
+	static struct calibration calibration;
+	static struct run_state run;
+	const struct lock_ops *ops = config->lock;
+
+	calibrate(config, &calibration);
+
+	run.config = config;
+	run.facts = facts;
+	run.calibration = &calibration;
+	run.nthreads = config->nwriters + config->nreaders;
+	run.lock = aligned_zalloc(ops->lock_size);
+	if (config->cs_lines)
+		run.cs.lines = aligned_zalloc(config->cs_lines * sizeof(struct cs_line));
+
+	struct lock_init_args init_args = { config->params, run.nthreads };
+	if (ops->init) {
+		int err = ops->init(run.lock, &init_args);
+		if (err != 0)
+			usage_error("lock '%s' failed to initialise: %s", ops->name, strerror(-err));
+	}
+
+	run.cpu_slot_count = (int)run.nthreads;
+	run.cpu_of_slot = calloc(run.nthreads, sizeof(int));
+	run.workers = calloc(run.nthreads, sizeof(struct worker *));
+	if (run.cpu_of_slot == NULL || run.workers == NULL)
+		usage_error("out of memory");
+	pin_plan(facts, config->pin, config->pin_list, config->pin_list_len, run.nthreads,
+		 run.cpu_of_slot);
+
+	pthread_barrier_init(&run.start_barrier, NULL, run.nthreads + 1);
+	for (unsigned int i = 0; i < run.nthreads; i++) {
+		struct worker *w = aligned_zalloc(sizeof(*w));
+		w->run = &run;
+		w->slot = i;
+		w->ctx.index = i;
+		w->ctx.cpu = -1;
+		w->ctx.numa_node = -1;
+		w->is_reader = i >= config->nwriters; /* writers first, then readers */
+		w->latency = calloc(1, sizeof(struct histogram));
+		if (w->latency == NULL)
+			usage_error("out of memory");
+		run.workers[i] = w;
+	}
+	for (unsigned int i = 0; i < run.nthreads; i++) {
+		int err = pthread_create(&run.workers[i]->thread, NULL, worker_main, run.workers[i]);
+		if (err != 0)
+			usage_error("cannot create thread %u of %u: %s", i + 1, run.nthreads,
+				    strerror(err));
+	}
+	pthread_barrier_wait(&run.start_barrier);
+	drive(&run);
+	join_workers(&run);
+	run.window_s = run.window_end_s - run.window_start_s;
+
+	int status = report_write(&run, EXIT_FINE);
+
+	if (ops->destroy)
+		ops->destroy(run.lock);
+	for (unsigned int i = 0; i < run.nthreads; i++) {
+		free(run.workers[i]->latency);
+		free(run.workers[i]);
+	}
+	free(run.workers);
+	free(run.cpu_of_slot);
+	free(run.cs.lines);
+	free(run.intervals);
+	free(run.lock);
+	pthread_barrier_destroy(&run.start_barrier);
+	return status;
+}

@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * topology.c - what machine this is, and where each thread is pinned.
+ *
+ * Everything comes from sysfs and procfs (no library needed for this much): package and core
+ * ids from /sys/devices/system/cpu/cpuN/topology, the NUMA node from the cpuN/nodeM link, the
+ * frequency governor from cpufreq. Only the CPUs this process may run on (sched_getaffinity)
+ * are used for pinning, so a run inside a cpuset or container behaves.
+ */
+#include <dirent.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "engine.h"
+
+static int read_int_file(const char *path, int fallback)
+{
+	FILE *f = fopen(path, "r");
+	int value = fallback;
+	if (f == NULL)
+		return fallback;
+	if (fscanf(f, "%d", &value) != 1)
+		value = fallback;
+	fclose(f);
+	return value;
+}
+
+static void read_line_file(const char *path, char *out, size_t size, const char *fallback)
+{
+	FILE *f = fopen(path, "r");
+	snprintf(out, size, "%s", fallback);
+	if (f == NULL)
+		return;
+	if (fgets(out, (int)size, f) != NULL)
+		out[strcspn(out, "\n")] = '\0';
+	else
+		snprintf(out, size, "%s", fallback);
+	fclose(f);
+}
+
+static int node_from_sysfs(int cpu)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d", cpu);
+	DIR *dir = opendir(path);
+	int node = 0; /* no nodeM link: a machine without NUMA is one node */
+	if (dir == NULL)
+		return node;
+	for (struct dirent *entry; (entry = readdir(dir)) != NULL;) {
+		int n;
+		if (sscanf(entry->d_name, "node%d", &n) == 1) {
+			node = n;
+			break;
+		}
+	}
+	closedir(dir);
+	return node;
+}
+
+static void read_cpu_model(char *out, size_t size)
+{
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char line[512];
+	char implementer[32] = "", part[32] = "";
+	snprintf(out, size, "unknown");
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		char *value = strchr(line, ':');
+		if (value == NULL)
+			continue;
+		value += 2;
+		value[strcspn(value, "\n")] = '\0';
+		if (strncmp(line, "model name", 10) == 0) {
+			snprintf(out, size, "%s", value);
+			fclose(f);
+			return;
+		}
+		/* arm64 has no model name: report the implementer and part numbers instead. */
+		if (strncmp(line, "CPU implementer", 15) == 0 && !implementer[0])
+			snprintf(implementer, sizeof(implementer), "%s", value);
+		if (strncmp(line, "CPU part", 8) == 0 && !part[0])
+			snprintf(part, sizeof(part), "%s", value);
+	}
+	fclose(f);
+	if (implementer[0])
+		snprintf(out, size, "arm64 implementer %s part %s", implementer, part);
+}
+
+static int count_distinct(const int *values, int n)
+{
+	int distinct = 0;
+	for (int i = 0; i < n; i++) {
+		int seen = 0;
+		for (int j = 0; j < i && !seen; j++)
+			seen = values[j] == values[i];
+		distinct += !seen;
+	}
+	return distinct;
+}
+
+void machine_facts_read(struct machine_facts *facts)
+{
+	struct utsname uts;
+	cpu_set_t allowed;
+	char path[160];
+
+	memset(facts, 0, sizeof(*facts));
+	if (gethostname(facts->hostname, sizeof(facts->hostname)) != 0)
+		snprintf(facts->hostname, sizeof(facts->hostname), "unknown");
+	read_cpu_model(facts->cpu_model, sizeof(facts->cpu_model));
+	if (uname(&uts) == 0)
+		snprintf(facts->kernel, sizeof(facts->kernel), "%s %s", uts.release, uts.version);
+	read_line_file("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", facts->governor,
+		       sizeof(facts->governor), "none");
+	facts->arch = LOCKLAB_ARCH;
+	facts->cpus_online = (int)sysconf(_SC_NPROCESSORS_ONLN);
+
+	CPU_ZERO(&allowed);
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
+		for (int cpu = 0; cpu < facts->cpus_online && cpu < MAX_CPUS; cpu++)
+			CPU_SET(cpu, &allowed);
+
+	static int core_keys[MAX_CPUS], packages[MAX_CPUS], nodes[MAX_CPUS];
+	int n = 0;
+	for (int cpu = 0; cpu < MAX_CPUS && cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &allowed))
+			continue;
+		struct cpu_info *info = &facts->allowed[n];
+		info->cpu = cpu;
+		snprintf(path, sizeof(path),
+			 "/sys/devices/system/cpu/cpu%d/topology/physical_package_id", cpu);
+		info->package = read_int_file(path, 0);
+		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/topology/core_id", cpu);
+		info->core = read_int_file(path, cpu);
+		info->node = node_from_sysfs(cpu);
+		info->smt_rank = 0;
+		for (int j = 0; j < n; j++)
+			if (facts->allowed[j].package == info->package &&
+			    facts->allowed[j].core == info->core)
+				info->smt_rank++;
+		core_keys[n] = info->package * 65536 + info->core;
+		packages[n] = info->package;
+		nodes[n] = info->node;
+		n++;
+	}
+	facts->cpus_allowed = n;
+	facts->cores = count_distinct(core_keys, n);
+	facts->packages = count_distinct(packages, n);
+	facts->numa_nodes = count_distinct(nodes, n);
+	facts->threads_per_core = facts->cores ? n / facts->cores : 1;
+}
+
+int node_of_cpu(const struct machine_facts *facts, int cpu)
+{
+	for (int i = 0; i < facts->cpus_allowed; i++)
+		if (facts->allowed[i].cpu == cpu)
+			return facts->allowed[i].node;
+	return -1;
+}
+
+void topology_print(const struct machine_facts *facts)
+{
+	printf("machine:  %s (%s)\n", facts->hostname, facts->arch);
+	printf("cpu:      %s\n", facts->cpu_model);
+	printf("kernel:   %s\n", facts->kernel);
+	printf("governor: %s\n", facts->governor);
+	printf("cpus:     %d online, %d allowed; %d cores, %d packages, %d NUMA nodes, "
+	       "%d threads per core\n",
+	       facts->cpus_online, facts->cpus_allowed, facts->cores, facts->packages,
+	       facts->numa_nodes, facts->threads_per_core);
+	printf("%5s %8s %5s %5s %4s\n", "cpu", "package", "core", "node", "smt");
+	for (int i = 0; i < facts->cpus_allowed; i++) {
+		const struct cpu_info *c = &facts->allowed[i];
+		printf("%5d %8d %5d %5d %4d\n", c->cpu, c->package, c->core, c->node, c->smt_rank);
+	}
+}
+
+/* Sort keys for pinning: compact fills a core's siblings, then a package, then a node. */
+static int compare_compact(const void *a, const void *b)
+{
+	const struct cpu_info *x = a, *y = b;
+	if (x->node != y->node)
+		return x->node - y->node;
+	if (x->package != y->package)
+		return x->package - y->package;
+	if (x->core != y->core)
+		return x->core - y->core;
+	return x->smt_rank - y->smt_rank;
+}
+
+/*
+ * Scatter spreads: first one hardware thread per core, alternating nodes (the i-th core of
+ * each node before the (i+1)-th of any), and SMT siblings only once every core has a thread.
+ */
+struct scatter_key {
+	int smt_rank;
+	int rank_in_node; /* position among the node's CPUs of the same smt_rank, compact order */
+	int node;
+	int cpu;
+};
+
+static int compare_scatter(const void *a, const void *b)
+{
+	const struct scatter_key *x = a, *y = b;
+	if (x->smt_rank != y->smt_rank)
+		return x->smt_rank - y->smt_rank;
+	if (x->rank_in_node != y->rank_in_node)
+		return x->rank_in_node - y->rank_in_node;
+	if (x->node != y->node)
+		return x->node - y->node;
+	return x->cpu - y->cpu;
+}
+
+void pin_plan(const struct machine_facts *facts, enum pin_mode mode, const int *list,
+	      int list_len, unsigned int nthreads, int *cpu_of_slot)
+{
+	static struct cpu_info order[MAX_CPUS];
+	static struct scatter_key keys[MAX_CPUS];
+	int n = facts->cpus_allowed;
+
+	if (mode == PIN_NONE) {
+		for (unsigned int i = 0; i < nthreads; i++)
+			cpu_of_slot[i] = -1;
+		return;
+	}
+	if (mode == PIN_LIST) {
+		for (int i = 0; i < list_len; i++)
+			if (node_of_cpu(facts, list[i]) < 0)
+				usage_error("--pin: CPU %d is not online or not allowed for this process",
+					    list[i]);
+		for (unsigned int i = 0; i < nthreads; i++)
+			cpu_of_slot[i] = list[i % (unsigned int)list_len];
+		return;
+	}
+	memcpy(order, facts->allowed, (size_t)n * sizeof(order[0]));
+	qsort(order, (size_t)n, sizeof(order[0]), compare_compact);
+	if (mode == PIN_COMPACT) {
+		for (unsigned int i = 0; i < nthreads; i++)
+			cpu_of_slot[i] = order[i % (unsigned int)n].cpu;
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		int rank = 0;
+		for (int j = 0; j < i; j++)
+			rank += order[j].node == order[i].node && order[j].smt_rank == order[i].smt_rank;
+		keys[i] = (struct scatter_key){ order[i].smt_rank, rank, order[i].node, order[i].cpu };
+	}
+	qsort(keys, (size_t)n, sizeof(keys[0]), compare_scatter);
+	for (unsigned int i = 0; i < nthreads; i++)
+		cpu_of_slot[i] = keys[i % (unsigned int)n].cpu;
+}

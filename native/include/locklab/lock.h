@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lock.h - the interface between a lock and the locklab engine. Plugins compile against this.
+ *
+ * A lock family is one C file that defines one `struct lock_ops` per lock and registers each
+ * with one line in native/locks/registry.def (built in) or exports it as
+ * `locklab_plugin_lock` from a shared object (out of tree, see examples/plugin/).
+ *
+ * The engine allocates `lock_size` bytes aligned to LOCKLAB_CACHELINE, zeroed, calls init()
+ * once, runs threads that call lock/unlock (and read_lock/read_unlock for reader-writer locks),
+ * then calls destroy(). Each call receives the calling thread's `struct lock_thread`, which
+ * holds the thread's identity and its queue nodes, so queue locks never allocate in the hot path.
+ */
+#ifndef LOCKLAB_LOCK_H
+#define LOCKLAB_LOCK_H
+
+#include <stdalign.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arch.h"
+
+/* Bump when struct lock_ops or struct lock_thread changes; plugins are checked against it. */
+#define LOCKLAB_ABI_VERSION 1
+
+enum lock_flags {
+	LOCK_SPINS = 1u << 0,        /* waiters busy-wait (at least for a while) */
+	LOCK_SLEEPS = 1u << 1,       /* waiters may block in the kernel */
+	LOCK_READER_WRITER = 1u << 2, /* read_lock/read_unlock are provided */
+	LOCK_PRIO_INHERIT = 1u << 3, /* boosts the owner's priority */
+	LOCK_EXTERNAL = 1u << 4,     /* a peer from another project (ck, glibc): not ours to patch */
+	LOCK_TSAN_OPAQUE = 1u << 5,  /* uses inline-asm atomics that ThreadSanitizer cannot see */
+};
+
+/* One tunable: `--param name=value`. Values are integers; the meaning says the unit. */
+struct lock_tunable {
+	const char *name;
+	long default_value;
+	long min_value;
+	long max_value;
+	const char *meaning;
+};
+
+/* What init() is told about the run. */
+struct lock_init_args {
+	const long *params;    /* one value per tunable, in the order of ops->tunables */
+	unsigned int nthreads; /* threads that will use the lock, readers and writers together */
+};
+
+#define LOCK_QNODE_BYTES 128
+#define LOCK_QNODES_PER_THREAD 4
+
+/*
+ * A thread's context. `index` is dense (0..nthreads-1) so array locks and encoded queue tails
+ * (index + 1, 0 meaning none, as the kernel's tail encoding) can use it directly.
+ * `cpu` and `numa_node` are -1 when the thread is not pinned. Queue nodes are per thread and
+ * live as long as the run, so a lock may leave a pointer to one in a queue (CLH recycles them).
+ */
+struct lock_thread {
+	unsigned int index;
+	int cpu;
+	int numa_node;
+	int reserved;
+	/* For locks that hold per-thread state between lock() and unlock() (array slot, CLH node). */
+	void *lock_private;
+	alignas(LOCKLAB_CACHELINE) unsigned char qnode[LOCK_QNODES_PER_THREAD][LOCK_QNODE_BYTES];
+};
+
+/* A queue node of the thread, as a typed pointer: lock_qnode(self, 0, struct mcs_node). */
+#define lock_qnode(self, i, type) ((type *)(void *)(self)->qnode[(i)])
+
+struct lock_ops {
+	unsigned int abi_version; /* LOCKLAB_ABI_VERSION */
+	const char *name;         /* --lock NAME; lower case, digits, '-' and '_' */
+	const char *family;       /* e.g. "spin-queue", "sleeping", "peer-ck" */
+	const char *summary;      /* one line */
+	const char *source;       /* paper, commit or mail the algorithm comes from */
+	unsigned int flags;       /* enum lock_flags */
+	size_t lock_size;
+	const struct lock_tunable *tunables; /* terminated by an entry with name == NULL */
+
+	/* Return 0, or a negative errno (the engine reports it and exits 2). May be NULL. */
+	int (*init)(void *lock, const struct lock_init_args *args);
+	void (*destroy)(void *lock); /* may be NULL */
+
+	void (*lock)(void *lock, struct lock_thread *self);
+	void (*unlock)(void *lock, struct lock_thread *self);
+	bool (*trylock)(void *lock, struct lock_thread *self); /* may be NULL */
+
+	/* Reader-writer locks only (LOCK_READER_WRITER). */
+	void (*read_lock)(void *lock, struct lock_thread *self);
+	void (*read_unlock)(void *lock, struct lock_thread *self);
+};
+
+/* A plugin exports exactly this symbol. */
+#define LOCKLAB_PLUGIN_SYMBOL "locklab_plugin_lock"
+
+/* Terminator for tunable tables. */
+#define LOCK_TUNABLES_END { NULL, 0, 0, 0, NULL }
+
+#endif /* LOCKLAB_LOCK_H */

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Concurrency Kit spinlocks, linked from the system's libck (Debian: libck-dev), as peers:
+ * ck_ticket, ck_mcs, ck_clh and ck_fas.
+ *
+ * Source: Concurrency Kit 0.7 by S. Bahra et al., include/spinlock/{ticket,mcs,clh,fas}.h.
+ * They are header-inline, so they compile into this file with the system's headers; nothing
+ * of ck is copied here. They use inline-asm atomics, which ThreadSanitizer cannot see, so the
+ * TSAN build leaves them out (LOCK_TSAN_OPAQUE).
+ *
+ * Per-thread state: ck_mcs's context node is the thread's queue node 0; ck_clh swaps nodes
+ * like our clh, so the node a thread owns is tracked in self->lock_private.
+ */
+#include <stdlib.h>
+
+#include <ck_spinlock.h>
+
+#include <locklab/lock.h>
+
+static const struct lock_tunable no_tunables[] = { LOCK_TUNABLES_END };
+
+_Static_assert(sizeof(struct ck_spinlock_mcs) <= LOCK_QNODE_BYTES, "ck_mcs node fits a qnode");
+_Static_assert(sizeof(struct ck_spinlock_clh) <= LOCK_QNODE_BYTES, "ck_clh node fits a qnode");
+
+/* ---- ck_ticket ---------------------------------------------------------------------------- */
+
+static void ck_ticket_lock_op(void *lockp, struct lock_thread *self)
+{
+	(void)self;
+	ck_spinlock_ticket_lock(lockp);
+}
+
+static void ck_ticket_unlock_op(void *lockp, struct lock_thread *self)
+{
+	(void)self;
+	ck_spinlock_ticket_unlock(lockp);
+}
+
+static bool ck_ticket_trylock_op(void *lockp, struct lock_thread *self)
+{
+	(void)self;
+	return ck_spinlock_ticket_trylock(lockp);
+}
+
+static int ck_ticket_init_op(void *lockp, const struct lock_init_args *args)
+{
+	(void)args;
+	ck_spinlock_ticket_init(lockp);
+	return 0;
+}
+
+const struct lock_ops ck_ticket_ops = {
+	.abi_version = LOCKLAB_ABI_VERSION,
+	.name = "ck_ticket",
+	.family = "peer-ck",
+	.summary = "Concurrency Kit ticket spinlock",
+	.source = "Concurrency Kit 0.7, include/spinlock/ticket.h",
+	.flags = LOCK_SPINS | LOCK_EXTERNAL | LOCK_TSAN_OPAQUE,
+	.lock_size = sizeof(struct ck_spinlock_ticket),
+	.tunables = no_tunables,
+	.init = ck_ticket_init_op,
+	.lock = ck_ticket_lock_op,
+	.unlock = ck_ticket_unlock_op,
+	.trylock = ck_ticket_trylock_op,
+};
+
+/* ---- ck_mcs -------------------------------------------------------------------------------- */
+
+static void ck_mcs_lock_op(void *lockp, struct lock_thread *self)
+{
+	ck_spinlock_mcs_lock(lockp, lock_qnode(self, 0, struct ck_spinlock_mcs));
+}
+
+static void ck_mcs_unlock_op(void *lockp, struct lock_thread *self)
+{
+	ck_spinlock_mcs_unlock(lockp, lock_qnode(self, 0, struct ck_spinlock_mcs));
+}
+
+static bool ck_mcs_trylock_op(void *lockp, struct lock_thread *self)
+{
+	return ck_spinlock_mcs_trylock(lockp, lock_qnode(self, 0, struct ck_spinlock_mcs));
+}
+
+static int ck_mcs_init_op(void *lockp, const struct lock_init_args *args)
+{
+	(void)args;
+	ck_spinlock_mcs_init(lockp);
+	return 0;
+}
+
+const struct lock_ops ck_mcs_ops = {
+	.abi_version = LOCKLAB_ABI_VERSION,
+	.name = "ck_mcs",
+	.family = "peer-ck",
+	.summary = "Concurrency Kit MCS queue spinlock",
+	.source = "Concurrency Kit 0.7, include/spinlock/mcs.h",
+	.flags = LOCK_SPINS | LOCK_EXTERNAL | LOCK_TSAN_OPAQUE,
+	.lock_size = sizeof(struct ck_spinlock_mcs *),
+	.tunables = no_tunables,
+	.init = ck_mcs_init_op,
+	.lock = ck_mcs_lock_op,
+	.unlock = ck_mcs_unlock_op,
+	.trylock = ck_mcs_trylock_op,
+};
+
+/* ---- ck_clh -------------------------------------------------------------------------------- */
+
+struct ck_clh_lock {
+	struct ck_spinlock_clh *queue;
+	struct ck_spinlock_clh *initial_unowned; /* for destroy() only */
+};
+
+static int ck_clh_init_op(void *lockp, const struct lock_init_args *args)
+{
+	struct ck_clh_lock *lock = lockp;
+	(void)args;
+	lock->initial_unowned = calloc(1, sizeof(*lock->initial_unowned));
+	if (lock->initial_unowned == NULL)
+		return -12; /* -ENOMEM */
+	ck_spinlock_clh_init(&lock->queue, lock->initial_unowned);
+	return 0;
+}
+
+static void ck_clh_destroy_op(void *lockp)
+{
+	struct ck_clh_lock *lock = lockp;
+	free(lock->initial_unowned);
+}
+
+static void ck_clh_lock_op(void *lockp, struct lock_thread *self)
+{
+	struct ck_clh_lock *lock = lockp;
+	if (self->lock_private == NULL)
+		self->lock_private = lock_qnode(self, 0, struct ck_spinlock_clh);
+	ck_spinlock_clh_lock(&lock->queue, self->lock_private);
+}
+
+static void ck_clh_unlock_op(void *lockp, struct lock_thread *self)
+{
+	(void)lockp;
+	/* ck_spinlock_clh_unlock replaces the thread's node with its predecessor's. */
+	ck_spinlock_clh_unlock((struct ck_spinlock_clh **)&self->lock_private);
+}
+
+const struct lock_ops ck_clh_ops = {
+	.abi_version = LOCKLAB_ABI_VERSION,
+	.name = "ck_clh",
+	.family = "peer-ck",
+	.summary = "Concurrency Kit CLH queue spinlock",
+	.source = "Concurrency Kit 0.7, include/spinlock/clh.h",
+	.flags = LOCK_SPINS | LOCK_EXTERNAL | LOCK_TSAN_OPAQUE,
+	.lock_size = sizeof(struct ck_clh_lock),
+	.tunables = no_tunables,
+	.init = ck_clh_init_op,
+	.destroy = ck_clh_destroy_op,
+	.lock = ck_clh_lock_op,
+	.unlock = ck_clh_unlock_op,
+};
+
+/* ---- ck_fas -------------------------------------------------------------------------------- */
+
+static void ck_fas_lock_op(void *lockp, struct lock_thread *self)
+{
+	(void)self;
+	ck_spinlock_fas_lock(lockp);
+}
+
+static void ck_fas_unlock_op(void *lockp, struct lock_thread *self)
+{
+	(void)self;
+	ck_spinlock_fas_unlock(lockp);
+}
+
+static bool ck_fas_trylock_op(void *lockp, struct lock_thread *self)
+{
+	(void)self;
+	return ck_spinlock_fas_trylock(lockp);
+}
+
+static int ck_fas_init_op(void *lockp, const struct lock_init_args *args)
+{
+	(void)args;
+	ck_spinlock_fas_init(lockp);
+	return 0;
+}
+
+const struct lock_ops ck_fas_ops = {
+	.abi_version = LOCKLAB_ABI_VERSION,
+	.name = "ck_fas",
+	.family = "peer-ck",
+	.summary = "Concurrency Kit fetch-and-store (test-and-set) spinlock",
+	.source = "Concurrency Kit 0.7, include/spinlock/fas.h",
+	.flags = LOCK_SPINS | LOCK_EXTERNAL | LOCK_TSAN_OPAQUE,
+	.lock_size = sizeof(struct ck_spinlock_fas),
+	.tunables = no_tunables,
+	.init = ck_fas_init_op,
+	.lock = ck_fas_lock_op,
+	.unlock = ck_fas_unlock_op,
+	.trylock = ck_fas_trylock_op,
+};

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * MCS queue lock.
+ *
+ * Source: J. M. Mellor-Crummey, M. L. Scott, "Algorithms for Scalable Synchronization on
+ * Shared-Memory Multiprocessors", ACM TOCS 9(1), 1991, section 2.4 (the list-based queuing
+ * lock). The kernel's kernel/locking/mcs_spinlock.h and qspinlock's queue are built on it.
+ *
+ * State: `tail` points to the last waiter's node, NULL when the lock is free. Each waiter
+ * spins on `locked` in its own node, so a release touches exactly one remote cache line.
+ *
+ *   lock:    init my node; prev = xchg(tail, me); if prev, link prev->next = me and spin on
+ *            my->locked until the predecessor hands over.
+ *   unlock:  if no successor is linked yet, try cmpxchg(tail, me, NULL); if that fails a
+ *            successor is between its xchg and its link, so wait for my->next; then hand
+ *            over with next->locked = 1.
+ *
+ * Ordering:
+ *   - the xchg on tail is fully ordered: RELEASE publishes my node's init before anyone can
+ *     find it, ACQUIRE (when prev == NULL) pairs with the cmpxchg_release in unlock;
+ *   - prev->next is stored RELEASE and read ACQUIRE, so the successor's init of its `locked`
+ *     field happens before the predecessor's hand-over store to it;
+ *   - the hand-over is RELEASE, the spin on my->locked ACQUIRE: the critical section passes.
+ * The node is the thread's queue node 0, never allocated in the hot path.
+ */
+#include <stddef.h>
+
+#include <locklab/kernel.h>
+#include <locklab/lock.h>
+
+struct mcs_node {
+	struct mcs_node *next;
+	int locked; /* 1 once the predecessor has handed the lock over */
+};
+
+struct mcs_lock {
+	struct mcs_node *tail;
+};
+
+static void mcs_lock(void *lockp, struct lock_thread *self)
+{
+	struct mcs_lock *lock = lockp;
+	struct mcs_node *node = lock_qnode(self, 0, struct mcs_node);
+	struct mcs_node *prev;
+
+	node->next = NULL;
+	node->locked = 0;
+
+	prev = xchg(&lock->tail, node);
+	if (likely(prev == NULL))
+		return; /* queue was empty: we hold the lock */
+
+	smp_store_release(&prev->next, node); /* pairs with smp_load_acquire(&node->next) */
+	smp_cond_load_acquire(&node->locked, VAL); /* pairs with the hand-over in unlock */
+}
+
+static bool mcs_trylock(void *lockp, struct lock_thread *self)
+{
+	struct mcs_lock *lock = lockp;
+	struct mcs_node *node = lock_qnode(self, 0, struct mcs_node);
+
+	node->next = NULL;
+	node->locked = 0;
+	return cmpxchg_acquire(&lock->tail, NULL, node) == NULL;
+}
+
+static void mcs_unlock(void *lockp, struct lock_thread *self)
+{
+	struct mcs_lock *lock = lockp;
+	struct mcs_node *node = lock_qnode(self, 0, struct mcs_node);
+	struct mcs_node *next = smp_load_acquire(&node->next);
+
+	if (likely(next == NULL)) {
+		/* No successor visible: if we are still the tail, the lock becomes free. */
+		if (cmpxchg_release(&lock->tail, node, NULL) == node)
+			return;
+		/* A successor swapped the tail but has not linked itself yet. */
+		next = smp_cond_load_acquire(&node->next, VAL != NULL);
+	}
+	smp_store_release(&next->locked, 1);
+}
+
+static const struct lock_tunable no_tunables[] = { LOCK_TUNABLES_END };
+
+const struct lock_ops mcs_ops = {
+	.abi_version = LOCKLAB_ABI_VERSION,
+	.name = "mcs",
+	.family = "spin-queue",
+	.summary = "MCS queue lock: FIFO, each waiter spins on its own node",
+	.source = "Mellor-Crummey & Scott, ACM TOCS 9(1) 1991, sec. 2.4",
+	.flags = LOCK_SPINS,
+	.lock_size = sizeof(struct mcs_lock),
+	.tunables = no_tunables,
+	.lock = mcs_lock,
+	.unlock = mcs_unlock,
+	.trylock = mcs_trylock,
+};

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Test-and-set family: tas, ttas, ttas_backoff.
+ *
+ * Sources:
+ *   T. E. Anderson, "The Performance of Spin Lock Alternatives for Shared-Memory
+ *   Multiprocessors", IEEE TPDS 1(1), 1990 (test-and-set, test-and-test-and-set, backoff);
+ *   M. Herlihy, N. Shavit, "The Art of Multiprocessor Programming", ch. 7.2-7.4 (BackoffLock).
+ *
+ * State: one word, 0 = free, 1 = held.
+ *
+ *   tas           every attempt is an atomic exchange: each waiter keeps the line in
+ *                 exclusive state, so the holder's release competes with a storm of RMWs.
+ *   ttas          waiters spin on a plain read (the line stays shared in their caches) and
+ *                 only try the exchange once the lock looks free.
+ *   ttas_backoff  as ttas, but after a failed exchange wait a random time in [0, limit)
+ *                 pauses, doubling limit from backoff_min up to backoff_max. Spreading retries
+ *                 out reduces the burst of RMWs that follows every release.
+ *
+ * Ordering: the successful exchange is ACQUIRE (pairs with the RELEASE store in unlock), so
+ * the critical section cannot float above it. Failed exchanges and the read-only spin need
+ * none: they only decide whether to try again.
+ */
+#include <locklab/kernel.h>
+#include <locklab/lock.h>
+
+struct tas_lock {
+	u32 locked;
+};
+
+static bool tas_trylock(void *lockp, struct lock_thread *self)
+{
+	struct tas_lock *lock = lockp;
+	(void)self;
+	return xchg_acquire(&lock->locked, 1) == 0;
+}
+
+static void tas_lock(void *lockp, struct lock_thread *self)
+{
+	struct tas_lock *lock = lockp;
+	(void)self;
+	while (xchg_acquire(&lock->locked, 1) != 0)
+		cpu_relax();
+}
+
+static void tas_unlock(void *lockp, struct lock_thread *self)
+{
+	struct tas_lock *lock = lockp;
+	(void)self;
+	smp_store_release(&lock->locked, 0); /* pairs with xchg_acquire() in lock/trylock */
+}
+
+static void ttas_lock(void *lockp, struct lock_thread *self)
+{
+	struct tas_lock *lock = lockp;
+	(void)self;
+	for (;;) {
+		if (xchg_acquire(&lock->locked, 1) == 0)
+			return;
+		/* Read-only spin: no coherence traffic until the holder writes. */
+		while (READ_ONCE(lock->locked) != 0)
+			cpu_relax();
+	}
+}
+
+/* ttas_backoff keeps its random state in the thread's first queue node. */
+struct backoff_state {
+	u64 random;
+};
+
+static u32 backoff_random(struct backoff_state *state, unsigned int thread_index)
+{
+	if (unlikely(state->random == 0))
+		state->random = 0x9e3779b97f4a7c15ull * (thread_index + 1);
+	/* xorshift64: cheap, and good enough to desynchronise waiters. */
+	state->random ^= state->random << 13;
+	state->random ^= state->random >> 7;
+	state->random ^= state->random << 17;
+	return (u32)(state->random >> 32);
+}
+
+enum { BACKOFF_MIN, BACKOFF_MAX };
+
+static const struct lock_tunable ttas_backoff_tunables[] = {
+	{ "backoff_min", 4, 1, 1 << 20, "first backoff limit, in cpu_relax() pauses" },
+	{ "backoff_max", 1024, 1, 1 << 24, "largest backoff limit, in cpu_relax() pauses" },
+	LOCK_TUNABLES_END,
+};
+
+struct ttas_backoff_lock {
+	u32 locked;
+	u32 backoff_min;
+	u32 backoff_max;
+};
+
+static int ttas_backoff_init(void *lockp, const struct lock_init_args *args)
+{
+	struct ttas_backoff_lock *lock = lockp;
+	if (args->params[BACKOFF_MIN] > args->params[BACKOFF_MAX])
+		return -22; /* -EINVAL: min above max */
+	lock->backoff_min = (u32)args->params[BACKOFF_MIN];
+	lock->backoff_max = (u32)args->params[BACKOFF_MAX];
+	return 0;
+}
+
+static void ttas_backoff_lock(void *lockp, struct lock_thread *self)
+{
+	struct ttas_backoff_lock *lock = lockp;
+	struct backoff_state *state = lock_qnode(self, 0, struct backoff_state);
+	u32 limit = lock->backoff_min;
+
+	for (;;) {
+		while (READ_ONCE(lock->locked) != 0)
+			cpu_relax();
+		if (xchg_acquire(&lock->locked, 1) == 0)
+			return;
+		/* Lost the race after seeing it free: others are contending, back off. */
+		for (u32 pause = backoff_random(state, self->index) % limit; pause > 0; pause--)
+			cpu_relax();
+		if (limit < lock->backoff_max)
+			limit = limit * 2 < lock->backoff_max ? limit * 2 : lock->backoff_max;
+	}
+}
+
+static bool ttas_backoff_trylock(void *lockp, struct lock_thread *self)
+{
+	struct ttas_backoff_lock *lock = lockp;
+	(void)self;
+	return READ_ONCE(lock->locked) == 0 && xchg_acquire(&lock->locked, 1) == 0;
+}
+
+static void ttas_backoff_unlock(void *lockp, struct lock_thread *self)
+{
+	struct ttas_backoff_lock *lock = lockp;
+	(void)self;
+	smp_store_release(&lock->locked, 0);
+}
+
+static const struct lock_tunable no_tunables[] = { LOCK_TUNABLES_END };
+
+const struct lock_ops tas_ops = {
+	.abi_version = LOCKLAB_ABI_VERSION,
+	.name = "tas",
+	.family = "spin-simple",
+	.summary = "test-and-set: spin on an atomic exchange",
+	.source = "Anderson, IEEE TPDS 1(1) 1990",
+	.flags = LOCK_SPINS,
+	.lock_size = sizeof(struct tas_lock),
+	.tunables = no_tunables,
+	.lock = tas_lock,
+	.unlock = tas_unlock,
+	.trylock = tas_trylock,
+};
+
+const struct lock_ops ttas_ops = {
+	.abi_version = LOCKLAB_ABI_VERSION,
+	.name = "ttas",
+	.family = "spin-simple",
+	.summary = "test-and-test-and-set: spin reading, exchange when free",
+	.source = "Anderson, IEEE TPDS 1(1) 1990",
+	.flags = LOCK_SPINS,
+	.lock_size = sizeof(struct tas_lock),
+	.tunables = no_tunables,
+	.lock = ttas_lock,
+	.unlock = tas_unlock,
+	.trylock = tas_trylock,
+};
+
+const struct lock_ops ttas_backoff_ops = {
+	.abi_version = LOCKLAB_ABI_VERSION,
+	.name = "ttas_backoff",
+	.family = "spin-simple",
+	.summary = "ttas with randomised exponential backoff after a lost race",
+	.source = "Anderson, IEEE TPDS 1(1) 1990; Herlihy & Shavit, AMP ch. 7.4",
+	.flags = LOCK_SPINS,
+	.lock_size = sizeof(struct ttas_backoff_lock),
+	.tunables = ttas_backoff_tunables,
+	.init = ttas_backoff_init,
+	.lock = ttas_backoff_lock,
+	.unlock = ttas_backoff_unlock,
+	.trylock = ttas_backoff_trylock,
+};
