@@ -318,7 +318,7 @@ int report_write(struct run_state *run, int status)
 	struct role_summary writers, readers;
 	struct usage_totals usage = { 0, 0, 0, 0 };
 	char violation_text[256] = "";
-	char error_text[256] = "";
+	char error_text[512] = "";
 
 	if (private_ok) {
 		check_violations(run, &violations);
@@ -335,6 +335,9 @@ int report_write(struct run_state *run, int status)
 	summarise_role(run, false, private_ok, &writers);
 	summarise_role(run, true, private_ok, &readers);
 	uint64_t total = writers.acquisitions + readers.acquisitions;
+	uint64_t since_start = 0; /* warm-up included: what locktorture's Total counts */
+	for (unsigned int i = 0; i < run->nthreads; i++)
+		since_start += __atomic_load_n(&run->workers[i]->acquisitions_total, __ATOMIC_RELAXED);
 	double window = status == EXIT_WATCHDOG ? monotonic_s() - run->window_start_s : run->window_s;
 	double throughput = window > 0 ? (double)total / window : NAN;
 	describe_violations(&violations, violation_text, sizeof(violation_text));
@@ -391,6 +394,7 @@ int report_write(struct run_state *run, int status)
 	json_uint(j, "total_acquisitions", total);
 	json_uint(j, "write_acquisitions", writers.acquisitions);
 	json_uint(j, "read_acquisitions", readers.acquisitions);
+	json_uint(j, "acquisitions_since_start", since_start);
 	json_begin_object(j, "violations");
 	json_bool(j, "checked", private_ok);
 	json_uint(j, "total", violations.total);

@@ -134,8 +134,8 @@ static void drive(struct run_state *run)
 	bool paused = false;
 
 	if (config->warmup_s == 0) {
+		/* CONTROL_MEASURE was set before the threads were released. */
 		run->window_start_s = start;
-		control_set(run, CONTROL_MEASURE);
 		record_interval(run, 0);
 		next_interval = start + config->interval_s;
 	}
@@ -270,6 +270,8 @@ int run_benchmark(const struct bench_config *config, const struct machine_facts 
 		 run.cpu_of_slot);
 
 	pthread_barrier_init(&run.start_barrier, NULL, run.nthreads + 1);
+	/* Without a warm-up the window opens with the first acquisition. */
+	run.control = config->warmup_s == 0 ? CONTROL_MEASURE : 0;
 	for (unsigned int i = 0; i < run.nthreads; i++) {
 		struct worker *w = aligned_zalloc(sizeof(*w));
 		w->run = &run;

@@ -105,13 +105,17 @@ static void maybe_long_hold(struct worker *w)
 		cpu_relax();
 }
 
-/* The first writer to reach --ops stops the run; it holds the lock, so the count is exact. */
-static void stop_at_target(struct run_state *run)
+/*
+ * The first writer to reach --ops stops the run; it holds the lock, so the count is exact.
+ * Returns the new control word, so the caller leaves after this acquisition.
+ */
+static uint32_t stop_at_target(struct run_state *run)
 {
 	double now = monotonic_s();
 	uint32_t before = __atomic_fetch_or(&run->control, CONTROL_STOP, __ATOMIC_ACQ_REL);
 	if (!(before & CONTROL_STOP))
 		run->window_end_s = now;
+	return before | CONTROL_STOP;
 }
 
 static void count_acquisition(struct worker *w, bool measuring)
@@ -156,7 +160,7 @@ static void writer_loop(struct worker *w, uint32_t control_seen)
 			w->violations_readers++;
 		cs->writes++;
 		if (measuring && target && ++cs->window_writes == target)
-			stop_at_target(run);
+			control = stop_at_target(run);
 		for (unsigned int i = 0; i < cs_lines; i++)
 			cs->lines[i].value++;
 		if (hold)
