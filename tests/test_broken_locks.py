@@ -1,0 +1,89 @@
+"""The torture engine must catch a broken lock and must not hang on a deadlocked one."""
+
+import time
+
+from conftest import plugin_path, run_engine
+
+
+def test_broken_lock_is_flagged(tmp_path):
+    run = run_engine(
+        [
+            "--plugin",
+            str(plugin_path("opt", "broken_tts")),
+            "--nwriters",
+            "4",
+            "--duration",
+            "2",
+            "--watchdog",
+            "10",
+        ],
+        "opt",
+        tmp_path,
+    )
+    assert run.returncode == 1, run.stderr
+    assert run.result["status"] == "violation"
+    violations = run.result["violations"]
+    assert violations["total"] > 0
+    assert violations["overlapping_writers"] + violations["write_counter_mismatch"] > 0
+    assert "correctness violation with lock 'broken_tts'" in run.stderr
+
+
+def test_broken_lock_is_flagged_under_asan(tmp_path):
+    run = run_engine(
+        ["--plugin", str(plugin_path("asan", "broken_tts")), "--nwriters", "4", "--duration", "2"],
+        "asan",
+        tmp_path,
+    )
+    assert run.returncode == 1, run.stderr
+
+
+def test_broken_lock_is_a_data_race_for_tsan(tmp_path):
+    """TSAN sees the critical section's plain counter race when the lock does not order it."""
+    run = run_engine(
+        ["--plugin", str(plugin_path("tsan", "broken_tts")), "--nwriters", "4", "--duration", "2"],
+        "tsan",
+        tmp_path,
+    )
+    assert run.returncode in (1, 66), run.stderr
+    assert run.returncode == 1 or "ThreadSanitizer: data race" in run.stderr
+
+
+def test_watchdog_stops_a_deadlock(tmp_path):
+    started = time.monotonic()
+    run = run_engine(
+        [
+            "--plugin",
+            str(plugin_path("opt", "never_unlock")),
+            "--nwriters",
+            "2",
+            "--duration",
+            "30",
+            "--watchdog",
+            "1",
+        ],
+        "opt",
+        tmp_path,
+    )
+    assert run.returncode == 3, run.stderr
+    assert run.result["status"] == "watchdog"
+    assert "deadlock or livelock" in run.result["error"]
+    # Not a timing assertion on the lock: the run must end long before its 30 s duration.
+    assert time.monotonic() - started < 25
+
+
+def test_watchdog_on_a_single_thread(tmp_path):
+    run = run_engine(
+        [
+            "--plugin",
+            str(plugin_path("opt", "never_unlock")),
+            "--nwriters",
+            "1",
+            "--ops",
+            "1000",
+            "--watchdog",
+            "0.5",
+        ],
+        "opt",
+        tmp_path,
+    )
+    assert run.returncode == 3

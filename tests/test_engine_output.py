@@ -1,0 +1,202 @@
+"""The engine's output: the JSON schema, exact counts, the series, stat lines, placement."""
+
+import re
+
+import jsonschema
+import pytest
+from conftest import plugin_path, run_engine
+
+
+def test_result_validates_against_schema(tmp_path, result_schema):
+    run = run_engine(
+        [
+            "--lock",
+            "ticket",
+            "--nwriters",
+            "2",
+            "--duration",
+            "0.3",
+            "--warmup",
+            "0.1",
+            "--hold-ns",
+            "100",
+            "--cs-lines",
+            "1",
+        ],
+        tmp_path=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr
+    jsonschema.validate(run.result, result_schema)
+
+
+def test_rw_result_validates_and_reports_reads_apart(tmp_path, result_schema):
+    run = run_engine(
+        ["--lock", "pthread_rwlock", "--nwriters", "1", "--nreaders", "2", "--duration", "0.3"],
+        tmp_path=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr
+    jsonschema.validate(run.result, result_schema)
+    result = run.result
+    assert result["read_acquisitions"] > 0
+    assert (
+        result["total_acquisitions"] == result["read_acquisitions"] + result["write_acquisitions"]
+    )
+    assert result["latency_ns"]["read"] is not None
+    roles = [t["role"] for t in result["threads"]]
+    assert roles == ["writer", "reader", "reader"]
+
+
+def test_watchdog_result_validates(tmp_path, result_schema):
+    run = run_engine(
+        [
+            "--plugin",
+            str(plugin_path("opt", "never_unlock")),
+            "--nwriters",
+            "2",
+            "--watchdog",
+            "0.5",
+        ],
+        tmp_path=tmp_path,
+    )
+    assert run.returncode == 3
+    jsonschema.validate(run.result, result_schema)
+    assert run.result["violations"]["checked"] is False
+
+
+def test_schema_rejects_a_result_missing_a_key(tmp_path, result_schema):
+    run = run_engine(["--lock", "tas", "--duration", "0.1"], tmp_path=tmp_path)
+    broken = dict(run.result)
+    del broken["latency_ns"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, result_schema)
+
+
+def test_ops_counts_exactly(tmp_path):
+    """--ops N stops at exactly N measured write acquisitions: the count is taken under the lock."""
+    run = run_engine(["--lock", "mcs", "--nwriters", "3", "--ops", "5000"], tmp_path=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.result["write_acquisitions"] == 5000
+    assert sum(t["acquisitions"] for t in run.result["threads"]) == 5000
+
+
+def test_per_thread_counts_add_up_and_fairness_is_sane(tmp_path):
+    run = run_engine(
+        ["--lock", "ticket", "--nwriters", "2", "--duration", "0.3"], tmp_path=tmp_path
+    )
+    result = run.result
+    assert sum(t["acquisitions"] for t in result["threads"]) == result["total_acquisitions"]
+    fairness = result["fairness"]["write"]
+    assert 0 < fairness["jain_index"] <= 1
+    assert 0.5 <= fairness["fairness_factor"] <= 1
+    assert fairness["max"] >= fairness["min"]
+
+
+def test_interval_series_covers_the_window(tmp_path):
+    run = run_engine(
+        ["--lock", "tas", "--nwriters", "2", "--duration", "0.5", "--interval", "0.05"],
+        tmp_path=tmp_path,
+    )
+    intervals = run.result["intervals"]
+    assert len(intervals) >= 3
+    assert sum(i["write_acquisitions"] for i in intervals) <= run.result["write_acquisitions"]
+    times = [i["t_s"] for i in intervals]
+    assert times == sorted(times)
+
+
+def test_warmup_is_discarded(tmp_path):
+    """Acquisitions made during the warm-up are in the since-start total, not the measured one."""
+    run = run_engine(
+        ["--lock", "tas", "--nwriters", "1", "--duration", "0.2", "--warmup", "0.2"],
+        tmp_path=tmp_path,
+    )
+    result = run.result
+    assert result["write_acquisitions"] > 0
+    assert result["acquisitions_since_start"] > result["write_acquisitions"]
+    no_warmup = run_engine(
+        ["--lock", "tas", "--nwriters", "1", "--ops", "1000"], tmp_path=tmp_path
+    ).result
+    assert no_warmup["acquisitions_since_start"] == no_warmup["write_acquisitions"] == 1000
+
+
+STAT_LINE = re.compile(r"^(Writes|Reads ):  Total: \d+  Max/Min: \d+/\d+ (\?\?\?)? Fail: 0 $")
+
+
+def test_stat_lines_use_locktorture_format(tmp_path):
+    run = run_engine(
+        [
+            "--lock",
+            "pthread_rwlock",
+            "--nwriters",
+            "1",
+            "--nreaders",
+            "1",
+            "--duration",
+            "0.3",
+            "--stat-interval",
+            "0.1",
+        ],
+        tmp_path=tmp_path,
+    )
+    lines = [line for line in run.stdout.splitlines() if line.startswith(("Writes", "Reads"))]
+    assert lines
+    for line in lines:
+        assert STAT_LINE.match(line), line
+
+
+def test_pinning_is_reported(tmp_path):
+    run = run_engine(
+        ["--lock", "tas", "--nwriters", "2", "--duration", "0.1", "--pin", "0"], tmp_path=tmp_path
+    )
+    assert [t["cpu"] for t in run.result["threads"]] == [0, 0]
+    run = run_engine(
+        ["--lock", "tas", "--nwriters", "2", "--duration", "0.1", "--pin", "scatter"],
+        tmp_path=tmp_path,
+    )
+    cpus = [t["cpu"] for t in run.result["threads"]]
+    assert all(cpu >= 0 for cpu in cpus)
+    assert all(t["node"] >= 0 for t in run.result["threads"])
+
+
+def test_machine_facts_and_calibration(tmp_path):
+    run = run_engine(["--lock", "tas", "--duration", "0.1", "--hold-ns", "2000"], tmp_path=tmp_path)
+    machine = run.result["machine"]
+    assert machine["cpus_online"] >= 1
+    assert machine["cores"] * machine["threads_per_core"] <= machine["cpus_allowed"] * 2
+    calibration = run.result["calibration"]
+    assert calibration["hold_ns_requested"] == 2000
+    assert calibration["hold_iterations"] > 0
+    assert calibration["hold_ns_measured"] > 0
+
+
+def test_sleeping_lock_reports_context_switches(tmp_path):
+    run = run_engine(
+        ["--lock", "futex_mutex", "--nwriters", "4", "--duration", "0.3", "--hold-ns", "1000"],
+        tmp_path=tmp_path,
+    )
+    switches = run.result["context_switches"]
+    assert switches["voluntary"] >= 0
+    assert switches["voluntary_per_1000_acquisitions"] is not None
+    assert run.result["cpu"]["ms_per_1000_acquisitions"] is not None
+
+
+def test_json_to_stdout_keeps_stdout_clean(tmp_path):
+    run = run_engine(
+        ["--lock", "tas", "--duration", "0.1", "--stat-interval", "0.05", "--json", "-"],
+        json_out=False,
+    )
+    assert run.stdout.lstrip().startswith("{")
+    assert "Writes:" in run.stderr
+
+
+def test_example_plugin_runs_and_takes_params(tmp_path):
+    plugin = str(plugin_path("opt", "example_ticket"))
+    listed = run_engine(["--plugin", plugin, "--list"], json_out=False)
+    assert "example_ticket" in listed.stdout
+    run = run_engine(
+        ["--plugin", plugin, "--nwriters", "2", "--duration", "0.2", "--param", "spin_pause=4"],
+        tmp_path=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.result["config"]["lock"] == "example_ticket"
+    assert run.result["config"]["params"] == {"spin_pause": 4}
+    assert run.result["config"]["plugin"] == plugin

@@ -1,0 +1,122 @@
+"""Bad input: one clear line on stderr, exit status 2, never a crash."""
+
+import pytest
+from conftest import list_locks, plugin_path, run_engine
+
+BAD_INPUT = {
+    "unknown lock": (["--lock", "no_such_lock"], "unknown lock 'no_such_lock'"),
+    "no lock": (["--nwriters", "2"], "--lock is required"),
+    "negative writers": (["--lock", "tas", "--nwriters", "-1"], "--nwriters"),
+    "writers not a number": (["--lock", "tas", "--nwriters", "two"], "--nwriters"),
+    "too many writers": (["--lock", "tas", "--nwriters", "100000"], "out of range"),
+    "no threads": (["--lock", "tas", "--nwriters", "0"], "no threads"),
+    "negative duration": (["--lock", "tas", "--duration", "-1"], "must not be negative"),
+    "duration not a number": (["--lock", "tas", "--duration", "1s"], "not a number"),
+    "zero duration": (["--lock", "tas", "--duration", "0"], "--duration must be above 0"),
+    "nan duration": (["--lock", "tas", "--duration", "nan"], "not a number"),
+    "zero ops": (["--lock", "tas", "--ops", "0"], "out of range"),
+    "negative warmup": (["--lock", "tas", "--warmup", "-2"], "must not be negative"),
+    "readers on a mutex": (["--lock", "tas", "--nreaders", "2"], "not a reader-writer lock"),
+    "ops without writers": (
+        ["--lock", "pthread_rwlock", "--nwriters", "0", "--nreaders", "2", "--ops", "10"],
+        "needs --nwriters",
+    ),
+    "unknown param": (["--lock", "ttas_backoff", "--param", "nope=1"], "no tunable 'nope'"),
+    "param out of range": (
+        ["--lock", "ttas_backoff", "--param", "backoff_max=0"],
+        "out of range",
+    ),
+    "param not an integer": (["--lock", "ttas_backoff", "--param", "backoff_max=x"], "integer"),
+    "param without value": (["--lock", "ttas_backoff", "--param", "backoff_max"], "NAME=VALUE"),
+    "param on a lock without tunables": (["--lock", "tas", "--param", "a=1"], "no tunables"),
+    "backoff min above max": (
+        [
+            "--lock",
+            "ttas_backoff",
+            "--param",
+            "backoff_min=64",
+            "--param",
+            "backoff_max=8",
+            "--duration",
+            "0.1",
+        ],
+        "failed to initialise",
+    ),
+    "bad pin mode": (["--lock", "tas", "--pin", "sideways"], "--pin"),
+    "pin to an absent CPU": (["--lock", "tas", "--pin", "4000"], "--pin"),
+    "bad pin range": (["--lock", "tas", "--pin", "3-1"], "--pin"),
+    "unknown option": (["--lock", "tas", "--frobnicate"], "unknown option"),
+    "missing value": (["--lock"], "needs a value"),
+    "stray argument": (["--lock", "tas", "extra"], "unexpected argument"),
+    "tiny watchdog": (["--lock", "tas", "--watchdog", "0.01"], "--watchdog"),
+    "missing plugin": (["--plugin", "/nonexistent/lock.so"], "cannot load plugin"),
+}
+
+
+@pytest.mark.parametrize(("args", "expected"), BAD_INPUT.values(), ids=BAD_INPUT.keys())
+def test_bad_input_is_one_line_and_exit_2(args, expected):
+    run = run_engine(args, json_out=False)
+    assert run.returncode == 2
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1, run.stderr
+    assert lines[0].startswith("locklab-bench: error: ")
+    assert expected in lines[0]
+
+
+def test_plugin_that_is_not_a_lock():
+    """A shared object without the symbol is refused, not called."""
+    run = run_engine(["--plugin", "libm.so.6"], json_out=False)
+    assert run.returncode == 2
+    assert "does not export 'locklab_plugin_lock'" in run.stderr
+
+
+def test_same_plugin_twice_is_a_name_clash():
+    plugin = str(plugin_path("opt", "example_ticket"))
+    run = run_engine(["--plugin", plugin, "--plugin", plugin], json_out=False)
+    assert run.returncode == 2
+    assert "already exists" in run.stderr
+
+
+def test_help_exits_0():
+    run = run_engine(["--help"], json_out=False)
+    assert run.returncode == 0
+    assert "--nwriters" in run.stdout
+
+
+def test_list_names_every_lock_with_family_and_summary():
+    run = run_engine(["--list"], json_out=False)
+    assert run.returncode == 0
+    names = [line.split()[0] for line in run.stdout.splitlines()]
+    expected = {
+        "tas",
+        "ttas",
+        "ttas_backoff",
+        "ticket",
+        "mcs",
+        "clh",
+        "anderson",
+        "futex_mutex",
+        "pthread_mutex",
+        "pthread_spinlock",
+        "pthread_rwlock",
+        "ck_ticket",
+        "ck_mcs",
+        "ck_clh",
+        "ck_fas",
+    }
+    assert expected <= set(names)
+    assert len(names) == len(set(names))
+    for line in run.stdout.splitlines():
+        assert len(line.split(None, 2)) == 3, line
+
+
+def test_list_json_has_sources_and_tunables():
+    locks = {lock["name"]: lock for lock in list_locks()}
+    for lock in locks.values():
+        assert lock["source"], lock["name"]
+        assert lock["family"], lock["name"]
+    backoff = {t["name"]: t for t in locks["ttas_backoff"]["tunables"]}
+    assert backoff["backoff_max"]["default"] == 1024
+    assert backoff["backoff_min"]["min"] <= backoff["backoff_min"]["default"]
+    assert "reader_writer" in locks["pthread_rwlock"]["flags"]
+    assert "sleeps" in locks["futex_mutex"]["flags"]
