@@ -62,9 +62,14 @@ demo: deps build venv
 
 test: deps build-all venv
 	$(VENV)/bin/ruff check python tests bench
+	$(VENV)/bin/ruff format --check python tests bench
 	$(VENV)/bin/python -m pytest -q tests
 
-bench: deps build venv
+$(BUILD)/opt/inline_%: bench/inline_loop.c native/locks/%.c $(HEADERS)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS_opt) -Inative/locks -DLOCK_SOURCE='"$*.c"' -DLOCK_OPS=$*_ops \
+		-o $@ bench/inline_loop.c
+
+bench: deps build venv $(BUILD)/opt/inline_tas $(BUILD)/opt/inline_ticket
 	$(VENV)/bin/python bench/engine_overhead.py
 
 clean:

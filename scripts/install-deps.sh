@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages locklab needs, only those missing. Safe to run repeatedly.
+#   gcc, make         the native engine (gcc's libtsan2/libasan8 come with it)
+#   libck-dev         Concurrency Kit, the peer locks (ck_ticket, ck_mcs, ck_clh, ck_fas)
+#   python3-venv      the front end's virtualenv
+set -euo pipefail
+
+packages=(gcc make libc6-dev libck-dev python3-venv)
+missing=()
+for package in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
+        || missing+=("$package")
+done
+((${#missing[@]} == 0)) && exit 0
+
+echo "locklab: installing Debian packages: ${missing[*]}"
+as_root=()
+if ((EUID != 0)); then
+    command -v sudo >/dev/null || { echo "locklab: error: need root or sudo to install ${missing[*]}" >&2; exit 1; }
+    as_root=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${as_root[@]}" apt-get update -qq
+"${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
