@@ -126,6 +126,31 @@ static void count_acquisition(struct worker *w, bool measuring)
 				 __ATOMIC_RELAXED);
 }
 
+/* One acquisition in latency_every is timed: start the cycle count before lock(). */
+static inline bool sample_begin(struct worker *w, uint64_t *started)
+{
+	bool timed = --w->sample_countdown == 0;
+	if (unlikely(timed))
+		*started = arch_cycles();
+	return timed;
+}
+
+/*
+ * Bookkeeping after unlock, the same for writers and readers: count, record the sampled wait,
+ * and act on a changed control word. Returns false when the thread must leave.
+ */
+static inline bool acquisition_done(struct worker *w, bool measuring, bool timed,
+				    uint64_t waited, uint32_t control, uint32_t *control_seen)
+{
+	count_acquisition(w, measuring);
+	if (unlikely(timed)) {
+		w->sample_countdown = w->run->config->latency_every;
+		if (measuring)
+			histogram_record(w->latency, waited);
+	}
+	return likely(control == *control_seen) || handle_control(w, control, control_seen);
+}
+
 static void writer_loop(struct worker *w, uint32_t control_seen)
 {
 	struct run_state *run = w->run;
@@ -142,9 +167,7 @@ static void writer_loop(struct worker *w, uint32_t control_seen)
 
 	for (;;) {
 		uint64_t started = 0;
-		bool timed = --w->sample_countdown == 0;
-		if (unlikely(timed))
-			started = arch_cycles();
+		bool timed = sample_begin(w, &started);
 
 		ops->lock(lock, self);
 
@@ -174,13 +197,7 @@ static void writer_loop(struct worker *w, uint32_t control_seen)
 
 		ops->unlock(lock, self);
 
-		count_acquisition(w, measuring);
-		if (unlikely(timed)) {
-			w->sample_countdown = config->latency_every;
-			if (measuring)
-				histogram_record(w->latency, waited);
-		}
-		if (unlikely(control != control_seen) && !handle_control(w, control, &control_seen))
+		if (!acquisition_done(w, measuring, timed, waited, control, &control_seen))
 			return;
 		if (gap)
 			busy_loop(gap);
@@ -202,9 +219,7 @@ static void reader_loop(struct worker *w, uint32_t control_seen)
 
 	for (;;) {
 		uint64_t started = 0;
-		bool timed = --w->sample_countdown == 0;
-		if (unlikely(timed))
-			started = arch_cycles();
+		bool timed = sample_begin(w, &started);
 
 		ops->read_lock(lock, self);
 
@@ -228,13 +243,7 @@ static void reader_loop(struct worker *w, uint32_t control_seen)
 
 		ops->read_unlock(lock, self);
 
-		count_acquisition(w, measuring);
-		if (unlikely(timed)) {
-			w->sample_countdown = config->latency_every;
-			if (measuring)
-				histogram_record(w->latency, waited);
-		}
-		if (unlikely(control != control_seen) && !handle_control(w, control, &control_seen))
+		if (!acquisition_done(w, measuring, timed, waited, control, &control_seen))
 			break;
 		if (gap)
 			busy_loop(gap);
