@@ -58,6 +58,10 @@ static void shuffle(struct worker *w, uint32_t control)
 /*
  * Called when the control word changed since the last acquisition. Returns false when the
  * thread must leave.
+ *
+ * Each thread snapshots its own rusage (context switches, CPU) when it first sees the window
+ * open and when it sees the stop, so no other thread reads its counters mid-run. A thread that
+ * is asleep inside a sleeping lock when the window opens starts its window late, by that wait.
  */
 static bool handle_control(struct worker *w, uint32_t control, uint32_t *control_seen)
 {
