@@ -224,6 +224,8 @@ struct run_state {
 };
 
 void *worker_main(void *arg);
+/* All acquisitions so far, warm-up included; also the watchdog's measure of progress. */
+uint64_t acquisitions_since_start(const struct run_state *run);
 /* Runs the whole measurement; returns the exit status. */
 int run_benchmark(const struct bench_config *config, const struct machine_facts *facts);
 

@@ -335,9 +335,7 @@ int report_write(struct run_state *run, int status)
 	summarise_role(run, false, private_ok, &writers);
 	summarise_role(run, true, private_ok, &readers);
 	uint64_t total = writers.acquisitions + readers.acquisitions;
-	uint64_t since_start = 0; /* warm-up included: what locktorture's Total counts */
-	for (unsigned int i = 0; i < run->nthreads; i++)
-		since_start += __atomic_load_n(&run->workers[i]->acquisitions_total, __ATOMIC_RELAXED);
+	uint64_t since_start = acquisitions_since_start(run); /* what locktorture's Total counts */
 	double window = status == EXIT_WATCHDOG ? monotonic_s() - run->window_start_s : run->window_s;
 	double throughput = window > 0 ? (double)total / window : NAN;
 	describe_violations(&violations, violation_text, sizeof(violation_text));

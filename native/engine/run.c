@@ -101,7 +101,7 @@ static void record_interval(struct run_state *run, double t_s)
 	run->intervals[run->nintervals++] = (struct interval_sample){ t_s, writes, reads };
 }
 
-static uint64_t progress_count(const struct run_state *run)
+uint64_t acquisitions_since_start(const struct run_state *run)
 {
 	uint64_t total = 0;
 	for (unsigned int i = 0; i < run->nthreads; i++)
@@ -120,6 +120,14 @@ static void watchdog_fire(struct run_state *run, double idle_s)
 	_exit(EXIT_WATCHDOG);
 }
 
+/* The measured window starts now: its time, and the series' first point. */
+static void open_window(struct run_state *run, double now, double *next_interval)
+{
+	run->window_start_s = now;
+	record_interval(run, 0);
+	*next_interval = now + run->config->interval_s;
+}
+
 /* The control loop; returns when the window has ended. */
 static void drive(struct run_state *run)
 {
@@ -133,12 +141,8 @@ static void drive(struct run_state *run)
 	uint64_t last_progress = 0;
 	bool paused = false;
 
-	if (config->warmup_s == 0) {
-		/* CONTROL_MEASURE was set before the threads were released. */
-		run->window_start_s = start;
-		record_interval(run, 0);
-		next_interval = start + config->interval_s;
-	}
+	if (config->warmup_s == 0)
+		open_window(run, start, &next_interval); /* CONTROL_MEASURE was set at start */
 
 	for (;;) {
 		sleep_s(TICK_S);
@@ -146,10 +150,8 @@ static void drive(struct run_state *run)
 		uint32_t control = __atomic_load_n(&run->control, __ATOMIC_ACQUIRE);
 
 		if (!(control & CONTROL_MEASURE) && now - start >= config->warmup_s) {
-			run->window_start_s = now;
+			open_window(run, now, &next_interval);
 			control_set(run, CONTROL_MEASURE);
-			record_interval(run, 0);
-			next_interval = now + config->interval_s;
 			continue;
 		}
 		if (control & CONTROL_STOP)
@@ -184,7 +186,7 @@ static void drive(struct run_state *run)
 			control_changed(run);
 			next_shuffle += config->shuffle_interval_s;
 		}
-		uint64_t progress = progress_count(run);
+		uint64_t progress = acquisitions_since_start(run);
 		if (progress != last_progress || paused) {
 			last_progress = progress;
 			last_progress_time = now;
@@ -199,7 +201,7 @@ static void join_workers(struct run_state *run)
 {
 	double limit = run->config->watchdog_s > 0 ? run->config->watchdog_s : 0;
 	double deadline = monotonic_s() + limit;
-	uint64_t last_progress = progress_count(run);
+	uint64_t last_progress = acquisitions_since_start(run);
 	for (unsigned int i = 0; i < run->nthreads; i++) {
 		if (limit == 0) {
 			pthread_join(run->workers[i]->thread, NULL);
@@ -215,7 +217,7 @@ static void join_workers(struct run_state *run)
 			}
 			if (pthread_timedjoin_np(run->workers[i]->thread, NULL, &until) == 0)
 				break;
-			uint64_t progress = progress_count(run);
+			uint64_t progress = acquisitions_since_start(run);
 			if (progress != last_progress) {
 				last_progress = progress;
 				deadline = monotonic_s() + limit;
