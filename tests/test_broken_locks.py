@@ -2,14 +2,16 @@
 
 import time
 
+import pytest
 from conftest import plugin_path, run_engine
 
 
-def test_broken_lock_is_flagged(tmp_path):
+@pytest.mark.parametrize("variant", ["opt", "asan"])
+def test_broken_lock_is_flagged(variant, tmp_path):
     run = run_engine(
         [
             "--plugin",
-            str(plugin_path("opt", "broken_tts")),
+            str(plugin_path(variant, "broken_tts")),
             "--nwriters",
             "4",
             "--duration",
@@ -17,7 +19,7 @@ def test_broken_lock_is_flagged(tmp_path):
             "--watchdog",
             "10",
         ],
-        "opt",
+        variant,
         tmp_path,
     )
     assert run.returncode == 1, run.stderr
@@ -26,15 +28,6 @@ def test_broken_lock_is_flagged(tmp_path):
     assert violations["total"] > 0
     assert violations["overlapping_writers"] + violations["write_counter_mismatch"] > 0
     assert "correctness violation with lock 'broken_tts'" in run.stderr
-
-
-def test_broken_lock_is_flagged_under_asan(tmp_path):
-    run = run_engine(
-        ["--plugin", str(plugin_path("asan", "broken_tts")), "--nwriters", "4", "--duration", "2"],
-        "asan",
-        tmp_path,
-    )
-    assert run.returncode == 1, run.stderr
 
 
 def test_broken_lock_is_a_data_race_for_tsan(tmp_path):
