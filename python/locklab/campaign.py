@@ -1,0 +1,165 @@
+"""Campaign files: an experiment described in TOML (see examples/campaigns/)."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from locklab.errors import LocklabError
+from locklab.experiment import AXES, ExperimentSpec, Variant
+
+TOP_KEYS = {
+    "name",
+    "repeat",
+    "duration",
+    "warmup",
+    "baseline",
+    "pin",
+    "seed",
+    "interval",
+    "long_hold_ms",
+    "stutter",
+    "sweep",
+    "variant",
+}
+VARIANT_KEYS = {"label", "lock", "params", "plugin"}
+
+
+def load_campaign(path: Path) -> ExperimentSpec:
+    """Parse and shape-check a campaign file; lock names and params are checked later, against
+    the engine's catalogue, by ExperimentSpec.validate."""
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise LocklabError(f"{path}: cannot read: {error.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        # tomllib's message already ends with "(at line N, column M)".
+        raise LocklabError(f"{path}: malformed TOML: {error}") from None
+    return _CampaignReader(path, text).spec(data)
+
+
+def locate_error(path: Path, error: LocklabError) -> LocklabError:
+    """Prefix a validation error about a campaign with the file and the line it points at: the
+    first line holding the error's first quoted name (an unknown lock, a bad param)."""
+    quoted = re.search(r"'([^']+)'", str(error))
+    line = None
+    if quoted:
+        lines = path.read_text().splitlines()
+        line = next((n for n, text in enumerate(lines, 1) if quoted.group(1) in text), None)
+    where = f"{path}:{line}" if line else str(path)
+    return LocklabError(f"{where}: {error}", error.exit_code)
+
+
+class _CampaignReader:
+    def __init__(self, path: Path, text: str) -> None:
+        self.path = path
+        self.lines = text.splitlines()
+
+    def fail(self, message: str, key: str | None = None) -> LocklabError:
+        line = self._line_of(key) if key else None
+        where = f"{self.path}:{line}" if line else f"{self.path}"
+        return LocklabError(f"{where}: {message}")
+
+    def _line_of(self, key: str) -> int | None:
+        """The first line that assigns ``key`` or opens table ``key``: tomllib does not report
+        positions for well-formed files, and an error without a line is hard to act on."""
+        pattern = re.compile(rf"^\s*(\[\[?\s*{re.escape(key)}\s*\]\]?|\"?{re.escape(key)}\"?\s*=)")
+        return next((n for n, line in enumerate(self.lines, 1) if pattern.match(line)), None)
+
+    def spec(self, data: dict) -> ExperimentSpec:
+        unknown = sorted(set(data) - TOP_KEYS)
+        if unknown:
+            raise self.fail(
+                f"unknown key '{unknown[0]}' (known: {', '.join(sorted(TOP_KEYS))})", unknown[0]
+            )
+        name = self.typed(data, "name", str, self.path.stem)
+        variants = self.variants(data.get("variant"))
+        sweep = self.sweep(data.get("sweep", {}))
+        spec = ExperimentSpec(
+            name=name,
+            variants=variants,
+            sweep=sweep,
+            repeat=self.typed(data, "repeat", int, 5),
+            duration_s=self.number(data, "duration", 10.0),
+            warmup_s=self.number(data, "warmup", 2.0),
+            baseline=self.typed(data, "baseline", str, ""),
+            pin=self.typed(data, "pin", str, "none"),
+            seed=self.typed(data, "seed", int, 1),
+            interval_s=self.number(data, "interval", 0.1),
+            long_hold_ms=self.typed(data, "long_hold_ms", int, 0),
+            stutter_s=self.number(data, "stutter", 0.0),
+        )
+        return spec
+
+    def variants(self, raw: object) -> list[Variant]:
+        if raw is None:
+            raise self.fail("no [[variant]] tables: a campaign needs at least one lock")
+        if not isinstance(raw, list):
+            raise self.fail("'variant' must be an array of tables, written [[variant]]", "variant")
+        variants = []
+        for index, table in enumerate(raw, 1):
+            if not isinstance(table, dict):
+                raise self.fail(f"variant {index} is not a table", "variant")
+            unknown = sorted(set(table) - VARIANT_KEYS)
+            if unknown:
+                raise self.fail(
+                    f"variant {index}: unknown key '{unknown[0]}' "
+                    f"(known: {', '.join(sorted(VARIANT_KEYS))})",
+                    unknown[0],
+                )
+            lock = self.typed(table, "lock", str, None)
+            if lock is None:
+                raise self.fail(f"variant {index} has no 'lock'", "variant")
+            params = table.get("params", {})
+            if not isinstance(params, dict) or not all(
+                isinstance(v, int) and not isinstance(v, bool) for v in params.values()
+            ):
+                raise self.fail(
+                    f"variant {index}: params must be a table of integers, "
+                    "like params = {{ backoff_max = 64 }}",
+                    "params",
+                )
+            plugin = self.typed(table, "plugin", str, None)
+            if plugin is not None and not Path(plugin).is_absolute():
+                plugin = str((self.path.parent / plugin).resolve())
+            label = self.typed(table, "label", str, lock)
+            variants.append(Variant(label, lock, tuple(params.items()), plugin))
+        return variants
+
+    def sweep(self, raw: object) -> dict[str, list[int]]:
+        if not isinstance(raw, dict):
+            raise self.fail("'sweep' must be a table, written [sweep]", "sweep")
+        sweep: dict[str, list[int]] = {}
+        for axis, values in raw.items():
+            if axis not in AXES:
+                raise self.fail(f"sweep: unknown axis '{axis}' (axes: {', '.join(AXES)})", axis)
+            if isinstance(values, int) and not isinstance(values, bool):
+                values = [values]
+            if not isinstance(values, list) or not values:
+                raise self.fail(f"sweep.{axis} must be a non-empty array of integers", axis)
+            if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+                raise self.fail(f"sweep.{axis} must hold integers only (got {values})", axis)
+            sweep[axis] = list(values)
+        return sweep
+
+    def typed(self, data: dict, key: str, kind: type, default: Any) -> Any:
+        value = data.get(key, default)
+        if value is default:
+            return value
+        if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+            raise self.fail(f"'{key}' must be {_kind_name(kind)} (got {value!r})", key)
+        return value
+
+    def number(self, data: dict, key: str, default: float) -> float:
+        value = data.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.fail(f"'{key}' must be a number of seconds (got {value!r})", key)
+        return float(value)
+
+
+def _kind_name(kind: type) -> str:
+    return {str: "a string", int: "an integer"}.get(kind, kind.__name__)

@@ -1,0 +1,494 @@
+"""The ``locklab`` command.
+
+Every problem the user can fix ends as one line, ``locklab: error: ...``, and exit status 2;
+a sweep in which some lock failed its runs (violation, deadlock) exits 1 after printing the
+table of what did finish; an interrupted sweep exits 130 and keeps every finished run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+
+from rich.console import Console
+from rich.table import Table
+
+from locklab import __version__, export, provenance, table
+from locklab.analysis import Analysis, Settings, analyse_comparison, analyse_experiment
+from locklab.campaign import load_campaign, locate_error
+from locklab.engine import Engine, find_engine
+from locklab.errors import LocklabError
+from locklab.experiment import (
+    AXES,
+    ExperimentSpec,
+    Variant,
+    parse_int_list,
+    parse_param,
+)
+from locklab.runner import run_sweep
+from locklab.stats import DEFAULT_ALPHA, DEFAULT_DRIFT, DEFAULT_NOISE_CV, TESTS
+from locklab.store import Experiment, Store
+
+DEFAULT_STORE = "locklab-results"
+EXIT_RUN_FAILED = 1
+EXIT_INTERRUPTED = 130
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (LocklabError), not usage text and a message."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise LocklabError(f"{self.prog.removeprefix('locklab ')}: {message}")
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+
+
+def _common(parser: argparse.ArgumentParser, statistics: bool = False) -> None:
+    parser.add_argument(
+        "--store",
+        default=os.environ.get("LOCKLAB_STORE", DEFAULT_STORE),
+        help="results store directory (default ./locklab-results, or $LOCKLAB_STORE)",
+    )
+    if statistics:
+        group = parser.add_argument_group("statistics")
+        group.add_argument(
+            "--test",
+            choices=TESTS,
+            default="welch",
+            help="significance test per cell (default welch: Welch's t-test)",
+        )
+        group.add_argument(
+            "--alpha",
+            type=float,
+            default=DEFAULT_ALPHA,
+            help=f"significance level (default {DEFAULT_ALPHA})",
+        )
+        group.add_argument(
+            "--noise-cv",
+            type=float,
+            default=DEFAULT_NOISE_CV,
+            help=f"flag cells whose CV exceeds this (default {DEFAULT_NOISE_CV})",
+        )
+        group.add_argument(
+            "--drift",
+            type=float,
+            default=DEFAULT_DRIFT,
+            help="flag runs whose throughput moves by more than this fraction over the "
+            f"measured window (default {DEFAULT_DRIFT})",
+        )
+        group.add_argument("--plain", action="store_true", help="print the table without color")
+
+
+def _engine_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--engine", help="path of locklab-bench (default: $LOCKLAB_ENGINE, the virtualenv, PATH)"
+    )
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="locklab", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--version", action="version", version=f"locklab {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+
+    listing = commands.add_parser("list", help="every lock, with family, summary and tunables")
+    _engine_option(listing)
+    listing.add_argument("--plugin", action="append", default=[], help="also list this plugin")
+    listing.add_argument("--json", action="store_true", help="the engine's JSON catalogue")
+
+    run = commands.add_parser("run", help="run a sweep and print its table")
+    _common(run, statistics=True)
+    _engine_option(run)
+    what = run.add_argument_group("what to run")
+    what.add_argument("--lock", help="locks to compare, comma-separated: tas,ticket,mcs")
+    what.add_argument("--plugin", action="append", default=[], help="load a lock plugin (.so)")
+    what.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        help="NAME=VALUE for every lock with that tunable, or LOCK.NAME=VALUE (repeatable)",
+    )
+    what.add_argument("--baseline", help="the lock the others are compared with (default first)")
+    what.add_argument("--name", help="experiment name (default: the locks)")
+    sweep = run.add_argument_group("sweep axes: comma lists and ranges, like 1,2,4 or 1-4,8")
+    for axis in AXES:
+        sweep.add_argument(f"--{axis.replace('_', '-')}", dest=axis, help=f"{axis} values")
+    how = run.add_argument_group("how")
+    how.add_argument("--repeat", type=int, default=5, help="runs per cell (default 5)")
+    how.add_argument(
+        "--duration", type=_number, default=10.0, help="measured seconds per run (default 10)"
+    )
+    how.add_argument(
+        "--warmup",
+        type=_number,
+        default=2.0,
+        help="seconds run and discarded before measuring (default 2)",
+    )
+    how.add_argument("--pin", default="none", help="none | compact | scatter | CPU list")
+    how.add_argument(
+        "--interval",
+        type=_number,
+        default=0.1,
+        help="throughput series period, for the steady-state check (default 0.1)",
+    )
+    how.add_argument("--seed", type=int, default=1, help="seed of the run order (default 1)")
+    how.add_argument(
+        "--resume", metavar="EXP", help="finish an interrupted experiment: run only what is missing"
+    )
+
+    campaign = commands.add_parser("campaign", help="run the experiment a TOML file describes")
+    campaign.add_argument("file", type=Path)
+    _common(campaign, statistics=True)
+    _engine_option(campaign)
+    campaign.add_argument(
+        "--dry-run", action="store_true", help="check the file and print the plan, run nothing"
+    )
+
+    results = commands.add_parser("results", help="list the stored experiments")
+    _common(results)
+
+    show = commands.add_parser("table", help="print an experiment's table again")
+    show.add_argument("experiment", metavar="EXP", help="experiment id or name")
+    _common(show, statistics=True)
+
+    compare = commands.add_parser("compare", help="compare two experiments, B against A")
+    compare.add_argument("a", metavar="EXP_A")
+    compare.add_argument("b", metavar="EXP_B")
+    _common(compare, statistics=True)
+
+    export_ = commands.add_parser("export", help="export an experiment")
+    export_.add_argument("experiment", metavar="EXP")
+    export_.add_argument("--format", choices=export.FORMATS, default="csv")
+    export_.add_argument("--output", "-o", type=Path, help="file to write (default stdout)")
+    _common(export_, statistics=True)
+
+    merge = commands.add_parser("merge", help="import the experiments of another store")
+    merge.add_argument(
+        "other",
+        type=Path,
+        metavar="OTHER_STORE",
+        help="a store directory or its locklab.db, copied from another machine",
+    )
+    _common(merge)
+    return parser
+
+
+# -- commands --------------------------------------------------------------------------------
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    engine = Engine(find_engine(args.engine))
+    catalogue = engine.catalogue(tuple(args.plugin))
+    if args.json:
+        locks = [
+            {
+                "name": lock.name,
+                "family": lock.family,
+                "summary": lock.summary,
+                "source": lock.source,
+                "flags": list(lock.flags),
+                "tunables": [t.__dict__ for t in lock.tunables],
+            }
+            for lock in catalogue.values()
+        ]
+        print(json.dumps({"locks": locks}, indent=2))
+        return 0
+    listing = _listing("lock", "family", "summary", "tunables: default [min..max]")
+    for lock in catalogue.values():
+        tunables = ", ".join(
+            f"{t.name}={t.default} [{t.minimum}..{t.maximum}]" for t in lock.tunables
+        )
+        listing.add_row(lock.name, lock.family, lock.summary, tunables or "-")
+    _stdout_console().print(listing)
+    return 0
+
+
+def _listing(*titles: str) -> Table:
+    listing = Table(box=None, pad_edge=False, header_style="bold")
+    for title in titles:
+        listing.add_column(title, overflow="fold")
+    return listing
+
+
+def _stdout_console() -> Console:
+    """Color and the terminal's width on a terminal; into a file or pipe, no color and lines
+    long enough that nothing wraps."""
+    console = Console(highlight=False, markup=False)
+    if not console.is_terminal:
+        console = Console(highlight=False, markup=False, width=240, no_color=True)
+    return console
+
+
+def _spec_from_options(args: argparse.Namespace, engine: Engine) -> ExperimentSpec:
+    if not args.lock:
+        raise LocklabError("run: give --lock A,B,... (or --resume EXP)")
+    locks = [name.strip() for name in args.lock.split(",")]
+    if not all(locks):
+        raise LocklabError(f"--lock: empty lock name in '{args.lock}'")
+    plugins = tuple(str(Path(p).resolve()) for p in args.plugin)
+    catalogue = engine.catalogue(plugins)
+    unknown = next((name for name in locks if name not in catalogue), None)
+    if unknown:
+        raise LocklabError(f"unknown lock '{unknown}' (see 'locklab list')")
+    params: dict[str, list[tuple[str, int]]] = {name: [] for name in locks}
+    for text in args.param:
+        scope, name, value = parse_param(text)
+        targets = [scope] if scope else [lock for lock in locks if catalogue[lock].tunable(name)]
+        if scope and scope not in params:
+            raise LocklabError(f"--param {text}: '{scope}' is not one of the locks run")
+        if not targets:
+            raise LocklabError(f"--param {text}: none of the locks has a param '{name}'")
+        for lock in targets:
+            params[lock].append((name, value))
+    plugin_of = _plugin_of(engine, plugins)
+    variants = [Variant(lock, lock, tuple(params[lock]), plugin_of.get(lock)) for lock in locks]
+    sweep = {
+        axis: parse_int_list(axis, getattr(args, axis))
+        for axis in AXES
+        if getattr(args, axis) is not None
+    }
+    return ExperimentSpec(
+        name=args.name or "-".join(locks),
+        variants=variants,
+        sweep=sweep,
+        repeat=args.repeat,
+        duration_s=args.duration,
+        warmup_s=args.warmup,
+        baseline=args.baseline or locks[0],
+        pin=args.pin,
+        seed=args.seed,
+        interval_s=args.interval,
+    )
+
+
+def _plugin_of(engine: Engine, plugins: tuple[str, ...]) -> dict[str, str]:
+    """Which plugin each plugin lock comes from, so each run loads only what it needs."""
+    built_in = set(engine.catalogue())
+    found: dict[str, str] = {}
+    for plugin in plugins:
+        for name in engine.catalogue((plugin,)):
+            if name not in built_in:
+                found[name] = plugin
+    return found
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    if not 0 < args.alpha < 1:
+        raise LocklabError(f"--alpha must be between 0 and 1 (got {args.alpha})")
+    if args.noise_cv <= 0 or args.drift <= 0:
+        raise LocklabError("--noise-cv and --drift must be above 0")
+    return Settings(args.test, args.alpha, args.noise_cv, args.drift)
+
+
+def _print_analysis(analysis: Analysis, plain: bool) -> None:
+    console = Console(highlight=False, soft_wrap=True)
+    if plain or not console.is_terminal:
+        sys.stdout.write(table.plain(analysis))
+    else:
+        console.print(table.colored(analysis), end="")
+
+
+def _execute(args: argparse.Namespace, engine: Engine, store: Store, experiment: Experiment) -> int:
+    settings = _settings(args)
+    spec = experiment.spec
+    errors = Console(stderr=True, highlight=False, soft_wrap=True)
+    runs_planned = len(spec.schedule())
+    minutes = runs_planned * spec.expected_run_s() / 60
+    errors.print(
+        f'experiment #{experiment.id} "{experiment.name}" in {store.path}: {runs_planned} runs, '
+        f"about {minutes:.1f} min in all"
+    )
+    try:
+        outcome = run_sweep(engine, store, experiment, errors)
+    except KeyboardInterrupt:
+        kept = len(store.finished(experiment))
+        print(
+            f"locklab: interrupted: {kept} of {runs_planned} runs of #{experiment.id} are kept; "
+            f"finish with: locklab run --store {args.store} --resume {experiment.id}",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    _print_analysis(analyse_experiment(experiment, store.runs(experiment), settings), args.plain)
+    for line in outcome.failures:
+        print(f"locklab: error: {line}", file=sys.stderr)
+    return EXIT_RUN_FAILED if outcome.failures else 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    engine = Engine(find_engine(args.engine))
+    if args.resume:
+        given = [f"--{axis}" for axis in AXES if getattr(args, axis) is not None]
+        given += ["--lock"] if args.lock else []
+        if given:
+            raise LocklabError(f"--resume runs the stored plan: drop {', '.join(given)}")
+        store = Store(Path(args.store), create=False)
+        experiment = store.experiment(args.resume)
+        experiment.spec.validate(engine.catalogue(experiment.spec.plugins()))
+        return _execute(args, engine, store, experiment)
+    spec = _spec_from_options(args, engine)
+    spec.validate(engine.catalogue(spec.plugins()))
+    store = Store(Path(args.store))
+    experiment = store.create_experiment(spec, _host(), provenance.version(), provenance.commit())
+    return _execute(args, engine, store, experiment)
+
+
+def cmd_campaign(args: argparse.Namespace) -> int:
+    spec = load_campaign(args.file)
+    engine = Engine(find_engine(args.engine))
+    try:
+        spec.validate(engine.catalogue(spec.plugins()))
+    except LocklabError as error:
+        raise locate_error(args.file, error) from None
+    if args.dry_run:
+        configs = spec.configurations()
+        print(
+            f'{args.file}: "{spec.name}": {len(spec.variants)} variants x '
+            f"{len(configs) // len(spec.variants)} points x {spec.repeat} repeats = "
+            f"{len(configs) * spec.repeat} runs, about "
+            f"{len(configs) * spec.repeat * spec.expected_run_s() / 60:.1f} min"
+        )
+        for config, repeat in spec.schedule()[: len(configs)]:
+            print(f"  {repeat + 1}: {' '.join(spec.engine_args(config, repeat))}")
+        return 0
+    store = Store(Path(args.store))
+    experiment = store.create_experiment(spec, _host(), provenance.version(), provenance.commit())
+    return _execute(args, engine, store, experiment)
+
+
+def cmd_results(args: argparse.Namespace) -> int:
+    store = Store(Path(args.store), create=False)
+    listing = _listing("id", "name", "created", "host", "locks", "sweep", "runs", "state", "origin")
+    for experiment in store.experiments():
+        spec = experiment.spec
+        runs = store.runs(experiment, with_results=False)
+        planned = len(spec.configurations()) * spec.repeat
+        ok = len(store.finished(experiment))
+        failed = sum(run.status != "ok" for run in runs)
+        state = "complete" if ok >= planned else f"incomplete: {planned - ok} missing"
+        if failed:
+            state += f", {failed} failed"
+        sweep = " ".join(
+            f"{axis}={','.join(map(str, values))}"
+            for axis, values in spec.sweep.items()
+            if len(values) > 1 or axis == "nwriters"
+        )
+        listing.add_row(
+            str(experiment.id),
+            experiment.name,
+            experiment.created.replace("T", " "),
+            experiment.host or "-",
+            ",".join(v.label for v in spec.variants),
+            sweep,
+            f"{ok}/{planned}",
+            state,
+            experiment.origin,
+        )
+    _stdout_console().print(listing)
+    return 0
+
+
+def cmd_table(args: argparse.Namespace) -> int:
+    store = Store(Path(args.store), create=False)
+    experiment = store.experiment(args.experiment)
+    _print_analysis(
+        analyse_experiment(experiment, store.runs(experiment), _settings(args)), args.plain
+    )
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    store = Store(Path(args.store), create=False)
+    a, b = store.experiment(args.a), store.experiment(args.b)
+    analysis = analyse_comparison(a, store.runs(a), b, store.runs(b), _settings(args))
+    _print_analysis(analysis, args.plain)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    store = Store(Path(args.store), create=False)
+    experiment = store.experiment(args.experiment)
+    runs = store.runs(experiment)
+    analysis = analyse_experiment(experiment, runs, _settings(args))
+    if args.format == "csv":
+        text = export.to_csv(analysis)
+    elif args.format == "json":
+        text = export.to_json(analysis, experiment, runs)
+    else:
+        text = export.to_markdown(analysis)
+    if args.output:
+        try:
+            args.output.write_text(text)
+        except OSError as error:
+            raise LocklabError(f"{args.output}: cannot write: {error.strerror}") from None
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    other = Store(args.other, create=False)
+    store = Store(Path(args.store))
+    if other.path.resolve() == store.path.resolve():
+        raise LocklabError(f"merge: {args.other} is this store")
+    imported, present = store.merge(other)
+    for experiment in imported:
+        print(
+            f"imported #{experiment.id} \"{experiment.name}\" from {experiment.host or '?'} "
+            f"({len(store.runs(experiment, with_results=False))} runs)"
+        )
+    if present:
+        print(f"{len(present)} experiment(s) already here, left as they are")
+    return 0
+
+
+COMMANDS = {
+    "list": cmd_list,
+    "run": cmd_run,
+    "campaign": cmd_campaign,
+    "results": cmd_results,
+    "table": cmd_table,
+    "compare": cmd_compare,
+    "export": cmd_export,
+    "merge": cmd_merge,
+}
+
+
+def _host() -> str:
+    import socket
+
+    return socket.gethostname()
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM (kill) ends a sweep the way Ctrl-C does: finished runs are already stored."""
+    raise KeyboardInterrupt
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.command](args)
+    except LocklabError as error:
+        print(f"locklab: error: {error}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        print("locklab: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `locklab table 3 | head`
+        sys.stderr.close()
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,175 @@
+"""Finding and running the native engine, ``locklab-bench``.
+
+Every measurement is one engine process; this module only builds its command line, waits for it
+and reads the JSON it prints. Nothing of Python runs inside a measurement.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from locklab.errors import LocklabError
+
+ENGINE_NAME = "locklab-bench"
+# Engine exit statuses (native/engine/engine.h).
+EXIT_OK, EXIT_VIOLATION, EXIT_USAGE, EXIT_WATCHDOG = 0, 1, 2, 3
+# Beyond warm-up + duration + watchdog: thread start, calibration and the JSON, with room to spare
+# on a loaded machine. Past it the run is killed and recorded as a timeout.
+RUN_TIMEOUT_MARGIN_S = 60.0
+
+
+@dataclass(frozen=True)
+class Tunable:
+    name: str
+    default: int
+    minimum: int
+    maximum: int
+    meaning: str
+
+
+@dataclass(frozen=True)
+class LockInfo:
+    name: str
+    family: str
+    summary: str
+    source: str
+    flags: tuple[str, ...]
+    tunables: tuple[Tunable, ...]
+
+    @property
+    def reader_writer(self) -> bool:
+        return "reader_writer" in self.flags
+
+    def tunable(self, name: str) -> Tunable | None:
+        return next((t for t in self.tunables if t.name == name), None)
+
+
+@dataclass
+class EngineOutcome:
+    """What one engine process left: its exit status, its JSON (when it wrote one), its stderr."""
+
+    command: list[str]
+    exit_code: int
+    result: dict | None
+    stderr: str
+    wall_s: float
+    timed_out: bool = False
+    status: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.timed_out:
+            self.status = "timeout"
+        elif self.result is not None and self.exit_code in (EXIT_OK, EXIT_VIOLATION, EXIT_WATCHDOG):
+            self.status = self.result.get("status", "error")
+        else:
+            self.status = "error"
+
+    def error_line(self) -> str:
+        """The engine's own last stderr line, or a description of how it ended."""
+        if self.timed_out:
+            return f"killed after {self.wall_s:.0f} s without finishing"
+        if self.result is not None and self.result.get("error"):
+            return str(self.result["error"])
+        lines = [line for line in self.stderr.splitlines() if line.strip()]
+        if lines:
+            return lines[-1].removeprefix("locklab-bench: error: ")
+        return f"exit status {self.exit_code}"
+
+
+def find_engine(explicit: str | None = None) -> Path:
+    """The engine to run: --engine, then $LOCKLAB_ENGINE, then the one beside this Python
+    (the virtualenv's bin/, where ``make`` puts it), then $PATH."""
+    candidates: list[tuple[str, str | None]] = [
+        ("--engine", explicit),
+        ("LOCKLAB_ENGINE", os.environ.get("LOCKLAB_ENGINE")),
+        ("the virtualenv", str(Path(sys.executable).parent / ENGINE_NAME)),
+        ("PATH", shutil.which(ENGINE_NAME)),
+    ]
+    for origin, candidate in candidates:
+        if not candidate:
+            continue
+        path = Path(candidate)
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+        if origin in ("--engine", "LOCKLAB_ENGINE"):
+            raise LocklabError(f"engine not found: {origin} names '{candidate}', not an executable")
+    raise LocklabError(
+        f"engine not found: no {ENGINE_NAME} in the virtualenv or on PATH "
+        "(build it with 'make build venv', or give --engine PATH)"
+    )
+
+
+class Engine:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._catalogues: dict[tuple[str, ...], dict[str, LockInfo]] = {}
+
+    def catalogue(self, plugins: tuple[str, ...] = ()) -> dict[str, LockInfo]:
+        """Every lock the engine knows, with these plugins loaded, by name."""
+        if plugins not in self._catalogues:
+            command = [str(self.path)]
+            for plugin in plugins:
+                command += ["--plugin", plugin]
+            command += ["--list", "--json", "-"]
+            proc = self._call(command, timeout_s=30.0)
+            if proc.returncode != 0:
+                last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+                raise LocklabError(f"engine {self.path}: --list failed: {last}")
+            locks = json.loads(proc.stdout)["locks"]
+            self._catalogues[plugins] = {lock["name"]: _lock_info(lock) for lock in locks}
+        return self._catalogues[plugins]
+
+    def run(self, args: list[str], timeout_s: float) -> EngineOutcome:
+        """One measurement: the engine with ``args`` and ``--json -``, waited for at most
+        ``timeout_s``. Ctrl-C kills the engine and propagates."""
+        command = [str(self.path), *args, "--json", "-"]
+        start = time.monotonic()
+        try:
+            proc = self._call(command, timeout_s=timeout_s)
+        except subprocess.TimeoutExpired as expired:
+            return EngineOutcome(
+                command, -9, None, _text(expired.stderr), time.monotonic() - start, True
+            )
+        wall_s = time.monotonic() - start
+        result = None
+        if proc.stdout.strip():
+            try:
+                result = json.loads(proc.stdout)
+            except json.JSONDecodeError:
+                result = None
+        return EngineOutcome(command, proc.returncode, result, proc.stderr, wall_s)
+
+    def _call(self, command: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
+        try:
+            return subprocess.run(
+                command, capture_output=True, text=True, timeout=timeout_s, check=False
+            )
+        except OSError as error:
+            raise LocklabError(f"engine {self.path} cannot run: {error.strerror}") from None
+
+
+def _lock_info(lock: dict) -> LockInfo:
+    tunables = tuple(
+        Tunable(t["name"], t["default"], t["min"], t["max"], t["meaning"]) for t in lock["tunables"]
+    )
+    return LockInfo(
+        lock["name"],
+        lock["family"],
+        lock["summary"],
+        lock["source"],
+        tuple(lock["flags"]),
+        tunables,
+    )
+
+
+def _text(data: bytes | str | None) -> str:
+    if data is None:
+        return ""
+    return data if isinstance(data, str) else data.decode(errors="replace")

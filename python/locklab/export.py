@@ -1,0 +1,152 @@
+"""Exporting an experiment: CSV (one row per cell), JSON (everything, runs included) and
+Markdown (the table and verdicts, for an issue tracker or a wiki)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+
+from locklab import provenance
+from locklab.analysis import Analysis
+from locklab.experiment import AXES
+from locklab.store import Experiment, Run
+
+FORMATS = ("csv", "json", "markdown")
+EXPORT_SCHEMA = 1
+
+
+def cell_records(analysis: Analysis) -> list[dict]:
+    """One flat record per (section, row, column) that has runs."""
+    records = []
+    for section in analysis.sections:
+        for row in section.rows:
+            for index, column in enumerate(analysis.columns):
+                cell = section.cells.get((index, row))
+                if cell is None:
+                    continue
+                point = dict(section.fixed) | {analysis.row_axis: row}
+                comparison = cell.comparison
+                records.append(
+                    {
+                        "variant": column.header,
+                        **{axis: point.get(axis) for axis in AXES if axis in point},
+                        "n": cell.summary.n,
+                        "mean_kops_per_s": _finite(cell.summary.mean),
+                        "std_kops_per_s": _finite(cell.summary.std),
+                        "ci95_kops_per_s": cell.summary.ci95,
+                        "cv": cell.summary.cv,
+                        "rel_pct": _finite(comparison.rel_pct) if comparison else None,
+                        "p_value": comparison.p_value if comparison else None,
+                        "significant": comparison.significant if comparison else None,
+                        "noisy": cell.noisy,
+                        "drifting_runs": cell.drifting_runs,
+                        "failed_runs": cell.failed_runs,
+                        "flags": cell.flags(),
+                    }
+                )
+    return records
+
+
+def to_csv(analysis: Analysis) -> str:
+    records = cell_records(analysis)
+    fields = list(dict.fromkeys(key for record in records for key in record))
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(records)
+    return buffer.getvalue()
+
+
+def to_json(analysis: Analysis, experiment: Experiment, runs: list[Run]) -> str:
+    document = {
+        "schema": EXPORT_SCHEMA,
+        "exported_by": {"locklab": provenance.version(), "commit": provenance.commit()},
+        "experiment": {
+            "id": experiment.id,
+            "uuid": experiment.uuid,
+            "name": experiment.name,
+            "created": experiment.created,
+            "origin": experiment.origin,
+            "host": experiment.host,
+            "locklab_version": experiment.locklab_version,
+            "locklab_commit": experiment.locklab_commit,
+            "spec": experiment.spec.to_dict(),
+        },
+        "statistics": {
+            "test": analysis.settings.test,
+            "alpha": analysis.settings.alpha,
+            "noise_cv": analysis.settings.noise_cv,
+            "drift": analysis.settings.drift,
+            "unit": "kops/s",
+        },
+        "cells": cell_records(analysis),
+        "verdicts": [
+            {
+                "section": dict(section.fixed),
+                "variant": analysis.columns[index].header,
+                "verdict": text,
+            }
+            for section in analysis.sections
+            for index, text in section.verdicts.items()
+        ],
+        "runs": [
+            {
+                "config_key": run.config_key,
+                "repeat": run.repeat,
+                "status": run.status,
+                "exit_code": run.exit_code,
+                "throughput_ops_per_s": run.throughput_ops_per_s,
+                "error": run.error,
+                "wall_s": run.wall_s,
+                "result": run.result,
+            }
+            for run in runs
+        ],
+    }
+    return json.dumps(document, indent=2) + "\n"
+
+
+def to_markdown(analysis: Analysis) -> str:
+    out = [f"**{analysis.title[0]}**", ""]
+    out += [f"_{line}_  " for line in analysis.title[1:]]
+    for section in analysis.sections:
+        out.append("")
+        if section.fixed:
+            out += [f"**{', '.join(f'{a}={v}' for a, v in section.fixed)}**", ""]
+        header = [analysis.row_axis]
+        for column in analysis.columns:
+            stats = ["mean", "std"] + (["rel"] if column.compared_to is not None else [])
+            header += [f"{column.header} {stat}" for stat in stats]
+        out.append("| " + " | ".join(header) + " |")
+        out.append("|" + "|".join("---:" for _ in header) + "|")
+        for row in section.rows:
+            cells = [str(row)]
+            for index, column in enumerate(analysis.columns):
+                cell = section.cells.get((index, row))
+                with_rel = column.compared_to is not None
+                if cell is None or cell.summary.n == 0:
+                    cells += ["-"] * (3 if with_rel else 2)
+                    continue
+                flags = cell.flags()
+                cells += [f"{cell.summary.mean:.2f}", f"{cell.summary.std:.2f}"]
+                if with_rel:
+                    assert cell.comparison is not None
+                    rel = f"{cell.comparison.rel_pct:+.1f}%"
+                    cells.append(f"**{rel}**" if cell.comparison.significant else rel)
+                if flags:
+                    cells[-1] += f" {flags}"
+            out.append("| " + " | ".join(cells) + " |")
+        if section.verdicts:
+            out += ["", f"Verdict against {analysis.baseline_name} (throughput in kops/s):", ""]
+            out += [
+                f"- **{analysis.columns[index].header}**: {text}"
+                for index, text in section.verdicts.items()
+            ]
+    out += ["", analysis.legend().replace("   ", "; "), ""]
+    return "\n".join(out)
+
+
+def _finite(value: float) -> float | None:
+    return None if math.isnan(value) else value

@@ -1,0 +1,30 @@
+"""Which locklab produced a result: its version and, in a git checkout, its commit."""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+from pathlib import Path
+
+from locklab import __version__
+
+
+@functools.cache
+def commit() -> str | None:
+    """``git describe --always --dirty`` of the checkout this package runs from, if any."""
+    try:
+        proc = subprocess.run(
+            ["git", "describe", "--always", "--dirty"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout.strip() or None if proc.returncode == 0 else None
+
+
+def version() -> str:
+    return __version__

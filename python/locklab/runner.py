@@ -1,0 +1,106 @@
+"""Running an experiment's sweep: one engine process per run, each stored as it finishes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from locklab import provenance
+from locklab.engine import EXIT_USAGE, Engine
+from locklab.errors import LocklabError
+from locklab.experiment import RUN_WATCHDOG_S, Configuration
+from locklab.store import Experiment, Run, Store
+
+STATUS_WORDS = {
+    "violation": "correctness violation",
+    "watchdog": f"deadlock (watchdog: no acquisition for {RUN_WATCHDOG_S:g} s)",
+    "timeout": "engine hung",
+    "error": "engine failed",
+}
+
+
+@dataclass
+class SweepOutcome:
+    planned: int
+    already_done: int
+    ran: int = 0
+    skipped: int = 0
+    failures: list[str] = field(default_factory=list)  # one line per failed variant
+
+
+def describe(config: Configuration) -> str:
+    shown = [f"{axis}={value}" for axis, value in config.axes if value or axis == "nwriters"]
+    return f"{config.variant.label} {' '.join(shown)}"
+
+
+def run_sweep(
+    engine: Engine, store: Store, experiment: Experiment, console: Console
+) -> SweepOutcome:
+    """Run what is missing of ``experiment``, in its interleaved order. A variant whose run
+    fails (violation, deadlock) is not run again in this sweep; the others go on."""
+    spec = experiment.spec
+    schedule = spec.schedule()
+    done = store.finished(experiment)
+    todo = [(config, repeat) for config, repeat in schedule if (config.key, repeat) not in done]
+    outcome = SweepOutcome(planned=len(schedule), already_done=len(schedule) - len(todo))
+    failed: set[str] = set()
+    version, commit = provenance.version(), provenance.commit()
+    per_run_s = spec.expected_run_s()
+    columns = (
+        TextColumn("{task.fields[current]:<32}"),
+        BarColumn(),
+        TextColumn("{task.fields[runs]}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console, transient=False) as progress:
+        task = progress.add_task(
+            "sweep", total=len(todo) * per_run_s, current="", runs=_runs_text(outcome)
+        )
+        for config, repeat in todo:
+            progress.update(task, current=f"{describe(config)} #{repeat + 1}")
+            if config.variant.label in failed:
+                outcome.skipped += 1
+                progress.advance(task, per_run_s)
+                continue
+            result = engine.run(spec.engine_args(config, repeat), spec.run_timeout_s())
+            run = Run(
+                config.key,
+                repeat,
+                result.status,
+                result.exit_code,
+                (result.result or {}).get("throughput_ops_per_s")
+                if result.status == "ok"
+                else None,
+                None if result.status == "ok" else result.error_line(),
+                result.result,
+                (result.result or {}).get("machine"),
+                result.wall_s,
+            )
+            store.add_run(experiment, run, result.command, version, commit)
+            outcome.ran += 1
+            progress.update(task, runs=_runs_text(outcome))
+            progress.advance(task, per_run_s)
+            if result.exit_code == EXIT_USAGE:
+                raise LocklabError(f"the engine refused {describe(config)}: {result.error_line()}")
+            if result.status != "ok":
+                failed.add(config.variant.label)
+                outcome.failures.append(
+                    f"{config.variant.label}: {STATUS_WORDS.get(result.status, result.status)} at "
+                    f"{describe(config)} (repeat {repeat + 1}): {result.error_line()}; "
+                    "its remaining runs were skipped"
+                )
+    return outcome
+
+
+def _runs_text(outcome: SweepOutcome) -> str:
+    return f"{outcome.already_done + outcome.ran}/{outcome.planned} runs"

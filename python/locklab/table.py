@@ -1,0 +1,144 @@
+"""The table in seed 000's layout: rows are the swept axis, each lock has mean, std and rel
+columns (the baseline has no rel), in kops/s.
+
+One layout, two renderings: fixed-width plain text that pastes into a mailing-list mail, and the
+same text with color for the terminal. A narrow flag column after each lock carries the markers
+explained in the legend under the table.
+"""
+
+from __future__ import annotations
+
+import math
+
+from rich.text import Text
+
+from locklab.analysis import Analysis, Cell, Section
+
+Segment = tuple[str, str]  # (text, rich style; "" for none)
+Line = list[Segment]
+
+ROW_HEADER = "Statistic (kops/s):"
+GAP = 2  # spaces between column groups
+FLAG_WIDTH = 3
+
+
+def _number(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.2f}"
+
+
+def _cells_text(cell: Cell | None, with_rel: bool) -> list[Segment]:
+    """mean, std, [rel], flags of one cell, with styles."""
+    if cell is None or cell.summary.n == 0:
+        missing = [("-", "dim"), ("-", "dim")] + ([("-", "dim")] if with_rel else [])
+        return [*missing, ("x" if cell is not None else "", "red")]
+    mean = (_number(cell.summary.mean), "")
+    std = (_number(cell.summary.std) if cell.summary.n > 1 else "-", "")
+    segments = [mean, std]
+    if with_rel:
+        comparison = cell.comparison
+        assert comparison is not None
+        rel = "-" if math.isnan(comparison.rel_pct) else f"{comparison.rel_pct:+.1f}%"
+        style = "dim"
+        if comparison.significant:
+            style = "bold green" if comparison.rel_pct > 0 else "bold red"
+        segments.append((rel, style))
+    flags = cell.flags()
+    segments.append((flags, "yellow" if "!" in flags or "^" in flags or "x" in flags else "dim"))
+    return segments
+
+
+def _section_lines(analysis: Analysis, section: Section) -> list[Line]:
+    columns = analysis.columns
+    has_rel = [column.compared_to is not None for column in columns]
+    # Every row as text first, to size the columns.
+    header_stats = [["mean", "std", *(["rel"] if rel else []), ""] for rel in has_rel]
+    body: list[tuple[str, list[list[Segment]]]] = []
+    for row in section.rows:
+        groups = [
+            _cells_text(section.cells.get((index, row)), has_rel[index])
+            for index in range(len(columns))
+        ]
+        body.append((str(row), groups))
+    widths: list[list[int]] = []
+    for index, column in enumerate(columns):
+        column_widths = [
+            max([len(header_stats[index][k])] + [len(groups[index][k][0]) for _, groups in body])
+            for k in range(len(header_stats[index]))
+        ]
+        column_widths[-1] = max(column_widths[-1], FLAG_WIDTH)
+        # A long lock name widens the group's last column rather than overflowing into the next.
+        group_width = sum(column_widths) + len(column_widths) - 1
+        if len(column.header) > group_width:
+            column_widths[-1] += len(column.header) - group_width
+        widths.append(column_widths)
+    first = max(len(ROW_HEADER), *(len(label) for label, _ in body))
+
+    def group_segments(index: int, cells: list[Segment]) -> list[Segment]:
+        out: list[Segment] = [(" " * GAP, "")]
+        for k, (text, style) in enumerate(cells):
+            last = k == len(cells) - 1
+            # Numbers right-aligned; the flag column left-aligned against its numbers.
+            padded = text.ljust(widths[index][k]) if last else text.rjust(widths[index][k])
+            out.append(((" " if k else "") + padded, style))
+        return out
+
+    lines: list[Line] = []
+    if section.fixed:
+        lines.append([(", ".join(f"{a}={v}" for a, v in section.fixed) + ":", "bold")])
+    header: Line = [("Lock:".ljust(first), "bold")]
+    for index, column in enumerate(columns):
+        group_width = sum(widths[index]) + len(widths[index]) - 1
+        style = "bold cyan" if column.compared_to is None else "bold"
+        header += [(" " * GAP, ""), (column.header.ljust(group_width), style)]
+    lines.append(header)
+    statistic: Line = [(ROW_HEADER.ljust(first), "bold")]
+    for index in range(len(columns)):
+        statistic += group_segments(index, [(text, "bold") for text in header_stats[index]])
+    lines.append(statistic)
+    lines.append([(f"{analysis.row_axis}:", "bold")])
+    for label, groups in body:
+        line: Line = [(label.ljust(first), "")]
+        for index, cells in enumerate(groups):
+            line += group_segments(index, cells)
+        lines.append(line)
+    return [_rstrip(line) for line in lines]
+
+
+def _rstrip(line: Line) -> Line:
+    """No trailing spaces: mail clients and diff tools treat them badly."""
+    while line and not line[-1][0].strip():
+        line = line[:-1]
+    if line:
+        text, style = line[-1]
+        line = [*line[:-1], (text.rstrip(), style)]
+    return line
+
+
+def lines(analysis: Analysis) -> list[Line]:
+    out: list[Line] = [[(title, "bold")] for title in analysis.title]
+    for section in analysis.sections:
+        out.append([])
+        out += _section_lines(analysis, section)
+        if section.verdicts:
+            out.append([])
+            out.append([(f"Verdict against {analysis.baseline_name}:", "bold")])
+            for index, text in section.verdicts.items():
+                style = "green" if "faster" in text and "slower" not in text else ""
+                style = "red" if "slower" in text and "faster" not in text else style
+                out.append([(f"  {analysis.columns[index].header}: ", "bold"), (text, style)])
+    out.append([])
+    out.append([(analysis.legend(), "dim")])
+    return out
+
+
+def plain(analysis: Analysis) -> str:
+    return "\n".join("".join(text for text, _ in line) for line in lines(analysis)) + "\n"
+
+
+def colored(analysis: Analysis) -> Text:
+    text = Text()
+    for line in lines(analysis):
+        for segment, style in line:
+            text.append(segment, style=style or None)
+        text.append("\n")
+    return text
