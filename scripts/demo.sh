@@ -1,28 +1,13 @@
 #!/usr/bin/env bash
-# The quick default experiment: a few locks at 1, 2 and 4 writers, short runs, on this machine.
-# Prints one line per run and writes the engine's JSON for each under locklab-results/demo/.
+# The quick default experiment, through locklab: a few locks at 1, 2 and 4 writers, short runs,
+# 3 interleaved repeats, on this machine. Prints the table and verdicts, stores every run in
+# locklab-results/, and writes the table as Markdown beside it.
 set -euo pipefail
-bench=.venv/bin/locklab-bench
-out=locklab-results/demo
-mkdir -p "$out"
+locklab=.venv/bin/locklab
+report=locklab-results/demo-report.md
 
-"$bench" --topology | head -5
+"$locklab" run --name demo --lock pthread_mutex,futex_mutex,tas,ticket,mcs \
+    --nwriters 1,2,4 --hold-ns 100 --gap-ns 100 --repeat 3 --duration 0.5 --warmup 0.2
+"$locklab" export demo --format markdown --output "$report"
 echo
-printf '%-14s %8s %14s %12s %12s %10s\n' lock nwriters "ops/s" "p50 wait ns" "p99 wait ns" "ctxsw/1k"
-for lock in tas ticket mcs futex_mutex pthread_mutex; do
-    for nwriters in 1 2 4; do
-        json="$out/$lock-$nwriters.json"
-        "$bench" --lock "$lock" --nwriters "$nwriters" --duration 1 --warmup 0.2 \
-            --hold-ns 100 --gap-ns 100 --json "$json" >/dev/null
-        .venv/bin/python - "$json" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))
-lat = r["latency_ns"]["write"] or {}
-cs = r["context_switches"]["voluntary_per_1000_acquisitions"] or 0.0
-print(f"{r['config']['lock']:<14} {r['config']['nwriters']:>8} {r['throughput_ops_per_s']:>14,.0f} "
-      f"{lat.get('p50', 0):>12,.0f} {lat.get('p99', 0):>12,.0f} {cs:>10.2f}")
-PY
-    done
-done
-echo
-echo "results: $out/ (one engine JSON per run)"
+echo "stored in locklab-results/ ('.venv/bin/locklab results'); report: $report"

@@ -82,13 +82,15 @@ class Analysis:
     settings: Settings
     baseline_name: str
 
-    def legend(self) -> str:
+    def legend(self) -> list[str]:
         s = self.settings
-        return (
-            f"~ no significant difference ({stats.TEST_NAMES[s.test]}, p >= {s.alpha:g})   "
-            f"? too few runs to test   ! noisy: CV > {s.noise_cv:.0%}   "
-            "^ a run still drifting after warm-up   x failed runs"
-        )
+        return [
+            f"~ no significant difference ({stats.TEST_NAMES[s.test]}, p >= {s.alpha:g})",
+            "? too few runs to test",
+            f"! noisy: CV > {s.noise_cv:.0%}",
+            "^ a run still drifting after warm-up",
+            "x failed runs",
+        ]
 
 
 def parse_key(config_key: str) -> tuple[str, tuple[tuple[str, int], ...]]:
@@ -114,7 +116,7 @@ def analyse_experiment(experiment: Experiment, runs: list[Run], settings: Settin
     baseline = labels.index(spec.baseline)
     columns = [
         Column(
-            _variant_header(spec, label),
+            label,
             None if index == baseline else baseline,
             grouped.get(label, {}),
         )
@@ -126,7 +128,7 @@ def analyse_experiment(experiment: Experiment, runs: list[Run], settings: Settin
     for column in columns:
         if column.compared_to is not None:
             column.compared_to = 0
-    title = [experiment_line(experiment), *machine_lines(runs)]
+    title = [experiment_line(experiment), *machine_lines(runs), *variant_lines(spec)]
     return _analyse(title, spec, columns, settings, spec.baseline)
 
 
@@ -294,9 +296,14 @@ def _shown_fixed(
     )
 
 
-def _variant_header(spec: ExperimentSpec, label: str) -> str:
-    variant = spec.variant(label)
-    return label if variant.describe() == label else f"{label}={variant.describe()}"
+def variant_lines(spec: ExperimentSpec) -> list[str]:
+    """What each column label runs, where the label alone does not say it."""
+    described = [
+        f"{v.label} = {v.describe()}" + (f" from {v.plugin}" if v.plugin else "")
+        for v in spec.variants
+        if v.label != v.describe() or v.plugin
+    ]
+    return [f"variants: {'; '.join(described)}"] if described else []
 
 
 def experiment_line(experiment: Experiment) -> str:

@@ -37,8 +37,12 @@ def load_campaign(path: Path) -> ExperimentSpec:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        # tomllib's message already ends with "(at line N, column M)".
-        raise LocklabError(f"{path}: malformed TOML: {error}") from None
+        # tomllib's message ends with "(at line N, column M)", or "(at end of document)".
+        last_line = len(text.splitlines())
+        message = str(error).replace(
+            "(at end of document)", f"(at end of document, line {last_line})"
+        )
+        raise LocklabError(f"{path}: malformed TOML: {message}") from None
     return _CampaignReader(path, text).spec(data)
 
 
@@ -49,7 +53,8 @@ def locate_error(path: Path, error: LocklabError) -> LocklabError:
     line = None
     if quoted:
         lines = path.read_text().splitlines()
-        line = next((n for n, text in enumerate(lines, 1) if quoted.group(1) in text), None)
+        word = re.compile(rf"(?<![\w.-]){re.escape(quoted.group(1))}(?![\w.-])")
+        line = next((n for n, text in enumerate(lines, 1) if word.search(text)), None)
     where = f"{path}:{line}" if line else str(path)
     return LocklabError(f"{where}: {error}", error.exit_code)
 

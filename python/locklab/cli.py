@@ -325,6 +325,7 @@ def _execute(args: argparse.Namespace, engine: Engine, store: Store, experiment:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    _settings(args)  # refuse bad statistics options before running anything
     engine = Engine(find_engine(args.engine))
     if args.resume:
         given = [f"--{axis}" for axis in AXES if getattr(args, axis) is not None]
@@ -343,6 +344,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_campaign(args: argparse.Namespace) -> int:
+    _settings(args)
     spec = load_campaign(args.file)
     engine = Engine(find_engine(args.engine))
     try:

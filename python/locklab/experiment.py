@@ -213,7 +213,9 @@ def validate_variant(variant: Variant, catalogue: dict[str, LockInfo]) -> None:
         tunable = info.tunable(name)
         if tunable is None:
             known = ", ".join(t.name for t in info.tunables) or "none"
-            raise LocklabError(f"lock '{variant.lock}' has no param '{name}' (its params: {known})")
+            raise LocklabError(
+                f"param '{name}' is not a tunable of lock '{variant.lock}' (its params: {known})"
+            )
         if not tunable.minimum <= value <= tunable.maximum:
             raise LocklabError(
                 f"param {variant.lock}.{name}={value} is out of range "

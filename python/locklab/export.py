@@ -135,8 +135,8 @@ def to_markdown(analysis: Analysis) -> str:
                     assert cell.comparison is not None
                     rel = f"{cell.comparison.rel_pct:+.1f}%"
                     cells.append(f"**{rel}**" if cell.comparison.significant else rel)
-                if flags:
-                    cells[-1] += f" {flags}"
+                if flags:  # a bare ~ may start GitHub strikethrough
+                    cells[-1] += " " + flags.replace("~", "\\~")
             out.append("| " + " | ".join(cells) + " |")
         if section.verdicts:
             out += ["", f"Verdict against {analysis.baseline_name} (throughput in kops/s):", ""]
@@ -144,7 +144,7 @@ def to_markdown(analysis: Analysis) -> str:
                 f"- **{analysis.columns[index].header}**: {text}"
                 for index, text in section.verdicts.items()
             ]
-    out += ["", analysis.legend().replace("   ", "; "), ""]
+    out += ["", "; ".join(analysis.legend()).replace("~", "\\~"), ""]
     return "\n".join(out)
 
 

@@ -36,9 +36,10 @@ class SweepOutcome:
     failures: list[str] = field(default_factory=list)  # one line per failed variant
 
 
-def describe(config: Configuration) -> str:
-    shown = [f"{axis}={value}" for axis, value in config.axes if value or axis == "nwriters"]
-    return f"{config.variant.label} {' '.join(shown)}"
+def describe(config: Configuration, swept: set[str]) -> str:
+    """The variant and the axes that vary in this sweep: enough to tell the runs apart."""
+    shown = [f"{axis}={value}" for axis, value in config.axes if axis in swept]
+    return " ".join([config.variant.label, *shown])
 
 
 def run_sweep(
@@ -54,6 +55,7 @@ def run_sweep(
     failed: set[str] = set()
     version, commit = provenance.version(), provenance.commit()
     per_run_s = spec.expected_run_s()
+    swept = {axis for axis, values in spec.sweep.items() if len(values) > 1} | {"nwriters"}
     columns = (
         TextColumn("{task.fields[current]:<32}"),
         BarColumn(),
@@ -67,7 +69,7 @@ def run_sweep(
             "sweep", total=len(todo) * per_run_s, current="", runs=_runs_text(outcome)
         )
         for config, repeat in todo:
-            progress.update(task, current=f"{describe(config)} #{repeat + 1}")
+            progress.update(task, current=f"{describe(config, swept)} #{repeat + 1}")
             if config.variant.label in failed:
                 outcome.skipped += 1
                 progress.advance(task, per_run_s)
@@ -91,12 +93,14 @@ def run_sweep(
             progress.update(task, runs=_runs_text(outcome))
             progress.advance(task, per_run_s)
             if result.exit_code == EXIT_USAGE:
-                raise LocklabError(f"the engine refused {describe(config)}: {result.error_line()}")
+                raise LocklabError(
+                    f"the engine refused {describe(config, swept)}: {result.error_line()}"
+                )
             if result.status != "ok":
                 failed.add(config.variant.label)
                 outcome.failures.append(
                     f"{config.variant.label}: {STATUS_WORDS.get(result.status, result.status)} at "
-                    f"{describe(config)} (repeat {repeat + 1}): {result.error_line()}; "
+                    f"{describe(config, swept)} (repeat {repeat + 1}): {result.error_line()}; "
                     "its remaining runs were skipped"
                 )
     return outcome

@@ -127,7 +127,9 @@ def lines(analysis: Analysis) -> list[Line]:
                 style = "red" if "slower" in text and "faster" not in text else style
                 out.append([(f"  {analysis.columns[index].header}: ", "bold"), (text, style)])
     out.append([])
-    out.append([(analysis.legend(), "dim")])
+    legend = analysis.legend()
+    out.append([("   ".join(legend[:2]), "dim")])
+    out.append([("   ".join(legend[2:]), "dim")])
     return out
 
 

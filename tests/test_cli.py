@@ -1,0 +1,285 @@
+"""The locklab command: bad input, campaign files, a small real sweep, and resume after kill.
+
+Runs are bounded by tiny durations and few threads; nothing asserts on throughput or time.
+"""
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, bench_path
+from locklab import cli
+
+EXAMPLE = ROOT / "examples" / "campaigns" / "spin-backoff.toml"
+SWEEP_TIMEOUT_S = 120
+
+
+@pytest.fixture(autouse=True)
+def engine_env(monkeypatch):
+    monkeypatch.setenv("LOCKLAB_ENGINE", str(bench_path("opt")))
+
+
+def locklab(*args: str, store: Path, timeout: float = SWEEP_TIMEOUT_S, env=None):
+    """The installed command, as a user runs it (a separate process: no shared state)."""
+    return subprocess.run(
+        [sys.executable, "-m", "locklab.cli", *args, "--store", str(store)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=ROOT,
+        env=env or os.environ,
+    )
+
+
+def one_error_line(capsys, code: int, expected: str, status: int = 2):
+    captured = capsys.readouterr()
+    assert code == status, captured
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, captured.err
+    assert lines[0].startswith("locklab: error: ")
+    assert expected in lines[0], lines[0]
+    assert "Traceback" not in captured.err
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--lock", "nosuch"], "unknown lock 'nosuch'"),
+        (["--lock", "tas,,ticket"], "empty lock name"),
+        (["--lock", "tas", "--param", "nosuch=1"], "none of the locks has a param 'nosuch'"),
+        (["--lock", "ttas_backoff", "--param", "backoff_max=0"], "out of range"),
+        (["--lock", "tas", "--param", "mcs.x=1"], "'mcs' is not one of the locks"),
+        (["--lock", "tas", "--param", "novalue"], "expected NAME=VALUE"),
+        (["--lock", "tas", "--nwriters", ""], "nwriters: empty value"),
+        (["--lock", "tas", "--nwriters", "1,two"], "'two' is not an integer"),
+        (["--lock", "tas", "--nwriters", "4-1"], "runs backwards"),
+        (["--lock", "tas", "--nwriters", "1,1"], "given twice"),
+        (["--lock", "tas", "--nwriters", "0"], "no threads"),
+        (["--lock", "tas", "--nwriters", "-2"], "out of range"),
+        (["--lock", "tas", "--nreaders", "1"], "not a reader-writer lock"),
+        (["--lock", "tas", "--duration", "-1"], "duration: must not be negative"),
+        (["--lock", "tas", "--duration", "0"], "duration: must be at least"),
+        (["--lock", "tas", "--duration", "soon"], "'soon' is not a number"),
+        (["--lock", "tas", "--warmup", "-0.5"], "warmup: must not be negative"),
+        (["--lock", "tas", "--repeat", "0"], "repeat must be"),
+        (["--lock", "tas", "--baseline", "mcs"], "baseline 'mcs'"),
+        (["--lock", "tas", "--pin", "sideways"], "pin must be"),
+        (["--lock", "tas", "--alpha", "2"], "--alpha"),
+        (["--lock", "tas", "--unknown-option"], "unrecognized arguments"),
+        (["--nwriters", "1"], "give --lock"),
+        (["--lock", "tas", "--engine", "/nonexistent/locklab-bench"], "engine not found"),
+    ],
+)
+def test_bad_run_input_is_one_line_and_exit_2(tmp_path, capsys, args, expected):
+    code = cli.main(["run", "--store", str(tmp_path / "store"), *args])
+    one_error_line(capsys, code, expected)
+    assert not (tmp_path / "store").exists()  # nothing created for a refused experiment
+
+
+def test_missing_engine(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("LOCKLAB_ENGINE")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    code = cli.main(["run", "--store", str(tmp_path), "--lock", "tas"])
+    one_error_line(capsys, code, "engine not found")
+
+
+@pytest.mark.parametrize("command", [["table", "1"], ["results"], ["export", "1"]])
+def test_missing_store_or_experiment(tmp_path, capsys, command):
+    code = cli.main([*command, "--store", str(tmp_path / "none")])
+    one_error_line(capsys, code, "no results store")
+
+
+CAMPAIGNS = {
+    "unclosed array": ('name = "x"\nrepeat = [\n', "malformed TOML", "line 2"),
+    "two values": ('name = "x"\nrepeat = 3 3\n', "malformed TOML", "line 2, column"),
+    "unknown key": ('name = "x"\nrepeats = 3\n', ":2: unknown key 'repeats'", ""),
+    "no variant": ('name = "x"\n[sweep]\nnwriters = [1]\n', "no [[variant]]", ""),
+    "unknown lock": ('[[variant]]\nlock = "tas"\n\n[[variant]]\nlock = "taz"\n', ":5:", "'taz'"),
+    "bad param": (
+        '[[variant]]\nlock = "ttas_backoff"\nparams = { backof = 3 }\n',
+        ":3: param 'backof'",
+        "",
+    ),
+    "param not int": ('[[variant]]\nlock = "tas"\nparams = { x = "y" }\n', ":3:", "integers"),
+    "empty sweep": ('[sweep]\nnwriters = []\n[[variant]]\nlock = "tas"\n', ":2:", "non-empty"),
+    "bad axis": ('[sweep]\nthreads = [1]\n[[variant]]\nlock = "tas"\n', ":2:", "'threads'"),
+    "negative duration": ('duration = -1\n[[variant]]\nlock = "tas"\n', "must not be negative", ""),
+    "string repeat": ('repeat = "5"\n[[variant]]\nlock = "tas"\n', ":1: 'repeat'", ""),
+    "variant not table": ("variant = 3\n", "array of tables", ""),
+    "duplicate label": ('[[variant]]\nlock = "tas"\n[[variant]]\nlock = "tas"\n', "used twice", ""),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CAMPAIGNS))
+def test_malformed_campaign_files(tmp_path, capsys, case):
+    text, expected, also = CAMPAIGNS[case]
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    code = cli.main(["campaign", str(path), "--store", str(tmp_path / "store")])
+    line = one_error_line(capsys, code, expected)
+    assert also in line
+    assert not (tmp_path / "store").exists()
+
+
+def test_campaign_error_names_the_line(tmp_path, capsys):
+    path = tmp_path / "bad.toml"
+    path.write_text(EXAMPLE.read_text().replace('lock = "ttas"\n', 'lock = "ttaz"\n'))
+    code = cli.main(["campaign", str(path), "--dry-run"])
+    captured = capsys.readouterr()
+    line_number = 1 + path.read_text().splitlines().index('lock = "ttaz"')
+    assert code == 2
+    assert captured.err.strip() == (
+        f"locklab: error: {path}:{line_number}: unknown lock 'ttaz' (see 'locklab list')"
+    )
+
+
+def test_example_campaign_is_valid(capsys):
+    assert cli.main(["campaign", str(EXAMPLE), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert '"spin-backoff": 4 variants x 3 points x 5 repeats = 60 runs' in out
+
+
+def test_small_sweep_end_to_end(tmp_path):
+    store = tmp_path / "store"
+    proc = locklab(
+        "run", "--lock", "ticket,tas", "--nwriters", "1,2", "--repeat", "2",
+        "--duration", "0.1", "--warmup", "0", "--name", "tiny", "--plain", store=store,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith('experiment #1 "tiny": 2 runs per cell')
+    assert any(line.split()[:3] == ["Lock:", "ticket", "tas"] for line in lines)
+    assert any(line.startswith("  tas: ") for line in lines)  # its verdict
+    rows = [line.split()[0] for line in lines[lines.index("nwriters:") + 1 :][:2]]
+    assert rows == ["1", "2"]
+    assert "8/8 runs" in proc.stderr
+
+    listing = locklab("results", store=store)
+    assert listing.returncode == 0
+    assert "tiny" in listing.stdout and "complete" in listing.stdout
+
+    again = locklab("table", "tiny", "--plain", store=store)
+    assert again.returncode == 0 and again.stdout == proc.stdout
+
+    for fmt, marker in (("csv", "mean_kops_per_s"), ("json", '"runs"'), ("markdown", "| nwriters")):
+        exported = locklab("export", "1", "--format", fmt, store=store)
+        assert exported.returncode == 0 and marker in exported.stdout
+
+    with sqlite3.connect(store / "locklab.db") as db:
+        rows = db.execute("SELECT status, result_json, locklab_version FROM runs").fetchall()
+    assert len(rows) == 8 and all(status == "ok" for status, _, _ in rows)
+    assert all('"machine"' in result and version for _, result, version in rows)
+
+
+def test_interleaved_randomised_order(tmp_path):
+    store = tmp_path / "store"
+    proc = locklab(
+        "run", "--lock", "tas,ticket", "--nwriters", "1,2", "--repeat", "3", "--duration",
+        "0.05", "--warmup", "0", store=store,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    with sqlite3.connect(store / "locklab.db") as db:
+        order = db.execute("SELECT config_key, repeat FROM runs ORDER BY id").fetchall()
+    # Round by round: every configuration once per repeat before the next repeat starts ...
+    assert [repeat for _, repeat in order] == [0] * 4 + [1] * 4 + [2] * 4
+    # ... and not in the same order every round.
+    rounds = [[key for key, _ in order[i : i + 4]] for i in (0, 4, 8)]
+    assert len({tuple(r) for r in rounds}) > 1
+
+
+def test_broken_lock_fails_the_sweep_but_keeps_the_others(tmp_path):
+    store = tmp_path / "store"
+    plugin = ROOT / "build" / "opt" / "plugins" / "broken_tts.so"
+    proc = locklab(
+        "run", "--plugin", str(plugin), "--lock", "ticket,broken_tts", "--nwriters", "4",
+        "--repeat", "2", "--duration", "0.3", "--warmup", "0", "--plain", store=store,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("locklab: error:")]
+    assert len(errors) == 1 and "broken_tts: correctness violation" in errors[0]
+    assert "ticket" in proc.stdout  # the table of what did finish
+
+
+def wait_for_runs(db_path: Path, count: int, deadline_s: float) -> int:
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if db_path.exists():
+            try:
+                with sqlite3.connect(db_path) as db:
+                    done = db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+                if done >= count:
+                    return done
+            except sqlite3.OperationalError:
+                pass  # tables not created yet
+        time.sleep(0.05)
+    return -1
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
+def test_resume_after_killed_sweep(tmp_path, how):
+    store = tmp_path / "store"
+    args = [
+        "run", "--lock", "tas,ticket", "--nwriters", "1,2", "--repeat", "3",
+        "--duration", "0.2", "--warmup", "0", "--store", str(store),
+    ]  # fmt: skip
+    sweep = subprocess.Popen(
+        [sys.executable, "-m", "locklab.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        assert wait_for_runs(store / "locklab.db", 3, deadline_s=60) >= 3
+        sweep.send_signal(how)
+        _, err = sweep.communicate(timeout=30)
+    finally:
+        sweep.kill()
+        sweep.wait()
+    with sqlite3.connect(store / "locklab.db") as db:
+        kept = db.execute("SELECT config_key, repeat FROM runs WHERE status='ok'").fetchall()
+    assert 3 <= len(kept) < 12
+    if how == signal.SIGINT:
+        assert sweep.returncode == 130
+        assert "--resume 1" in err.strip().splitlines()[-1]
+
+    listing = locklab("results", store=store)
+    assert f"{len(kept)}/12" in listing.stdout and "missing" in listing.stdout
+
+    resumed = locklab("run", "--resume", "1", "--plain", store=store)
+    assert resumed.returncode == 0, resumed.stderr
+    with sqlite3.connect(store / "locklab.db") as db:
+        done = db.execute("SELECT config_key, repeat FROM runs WHERE status='ok'").fetchall()
+    assert len(done) == 12 and len(set(done)) == 12  # each (config, repeat) exactly once
+    assert set(kept) <= set(done)
+    assert "12/12" in locklab("results", store=store).stdout
+
+
+def test_resume_refuses_a_new_plan(tmp_path, capsys):
+    code = cli.main(["run", "--store", str(tmp_path), "--resume", "1", "--lock", "tas"])
+    one_error_line(capsys, code, "--resume runs the stored plan")
+
+
+def test_merge_and_compare_across_stores(tmp_path):
+    here, there = tmp_path / "here", tmp_path / "there"
+    for store in (here, there):
+        proc = locklab(
+            "run", "--lock", "tas,ticket", "--nwriters", "1", "--repeat", "2",
+            "--duration", "0.05", "--warmup", "0", store=store,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+    merged = locklab("merge", str(there), store=here)
+    assert merged.returncode == 0 and merged.stdout.startswith('imported #2 "tas-ticket"')
+    assert "already here" in locklab("merge", str(there), store=here).stdout
+    compared = locklab("compare", "1", "2", "--plain", store=here)
+    assert compared.returncode == 0, compared.stderr
+    assert compared.stdout.startswith("#2 compared with #1")
+    assert "tas #1" in compared.stdout and "ticket #2" in compared.stdout

@@ -1,0 +1,102 @@
+"""Statistics against hand-computed values and against scipy.stats."""
+
+import math
+
+import numpy as np
+import pytest
+from locklab import stats
+from locklab.analysis import _where
+from scipy import stats as scipy_stats
+
+
+def test_summary_matches_hand_computation():
+    summary = stats.summarize([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert summary.n == 5
+    assert summary.mean == pytest.approx(3.0)
+    # sample variance: (4 + 1 + 0 + 1 + 4) / 4 = 2.5
+    assert summary.std == pytest.approx(math.sqrt(2.5))
+    # t(0.975, 4) = 2.776445; half-width = t * s / sqrt(n)
+    assert summary.ci95 == pytest.approx(2.776445 * math.sqrt(2.5) / math.sqrt(5), rel=1e-5)
+    assert summary.cv == pytest.approx(math.sqrt(2.5) / 3.0)
+
+
+def test_summary_of_one_or_no_value():
+    assert stats.summarize([7.0]).ci95 is None
+    assert stats.summarize([7.0]).cv is None
+    assert stats.summarize([]).n == 0
+
+
+def test_welch_matches_hand_computation():
+    a, b = [1.0, 2.0, 3.0, 4.0, 5.0], [2.0, 4.0, 6.0, 8.0, 10.0]
+    # var/n: 2.5/5 = 0.5 and 10/5 = 2; t = 3 / sqrt(2.5); df = 2.5^2 / (0.5^2/4 + 2^2/4)
+    t = 3 / math.sqrt(2.5)
+    df = 2.5**2 / (0.25 / 4 + 4 / 4)
+    assert df == pytest.approx(5.882353, rel=1e-6)
+    expected = 2 * scipy_stats.t.sf(t, df)
+    assert stats.welch_p_value(a, b) == pytest.approx(expected, rel=1e-9)
+    assert stats.welch_p_value(a, b) == pytest.approx(0.1075, abs=5e-4)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_welch_matches_scipy(seed):
+    rng = np.random.default_rng(seed)
+    a = rng.normal(100, 5, size=5)
+    b = rng.normal(104, 9, size=7)
+    expected = scipy_stats.ttest_ind(a, b, equal_var=False).pvalue
+    assert stats.welch_p_value(list(a), list(b)) == pytest.approx(expected, rel=1e-9)
+
+
+def test_welch_with_constant_samples():
+    assert stats.welch_p_value([5.0, 5.0], [5.0, 5.0]) == 1.0
+    assert stats.welch_p_value([5.0, 5.0], [6.0, 6.0]) == 0.0
+
+
+def test_mann_whitney_matches_scipy_exact():
+    a, b = [1.0, 2.0, 3.0, 4.0, 5.0], [6.0, 7.0, 8.0, 9.0, 10.0]
+    # Complete separation of 5 vs 5: exact two-sided p = 2 / C(10, 5) = 2 / 252.
+    assert stats.mann_whitney_p_value(a, b) == pytest.approx(2 / 252)
+    # With 3 vs 3 it can never reach 0.05: why Welch is the default.
+    assert stats.mann_whitney_p_value([1.0, 2.0, 3.0], [4.0, 5.0, 6.0]) == pytest.approx(0.1)
+
+
+def test_compare_rel_and_significance():
+    base = [100.0, 101.0, 99.0, 100.5, 99.5]
+    faster = [110.0, 111.0, 109.0, 110.5, 109.5]
+    comparison = stats.compare(base, faster)
+    assert comparison.rel_pct == pytest.approx(10.0)
+    assert comparison.significant and comparison.p_value < 1e-6
+    same = stats.compare(base, [100.2, 99.1, 100.9, 99.8, 100.0])
+    assert not same.significant
+    single = stats.compare(base, [120.0])
+    assert single.p_value is None and not single.significant
+    assert single.rel_pct == pytest.approx(20.0)
+
+
+def test_steady_state_matches_scipy_linregress():
+    rng = np.random.default_rng(3)
+    times = np.arange(1, 21) * 0.1
+    flat = 1e6 + rng.normal(0, 1e4, size=20)
+    rising = flat + (times - times[0]) * 2e5  # +200k/s per s over 1.9 s: ~ +38 %
+    for series in (flat, rising):
+        fit = scipy_stats.linregress(times, series)
+        drift = stats.steady_state(list(times), list(series))
+        assert drift is not None
+        assert drift.p_value == pytest.approx(fit.pvalue, rel=1e-6, abs=1e-12)
+        assert drift.change == pytest.approx(fit.slope * 1.9 / series.mean())
+    assert not stats.steady_state(list(times), list(flat)).drifting
+    assert stats.steady_state(list(times), list(rising)).drifting
+    assert stats.steady_state([0.1, 0.2], [1.0, 2.0]) is None  # too few points
+
+
+@pytest.mark.parametrize(
+    ("rows", "expected"),
+    [
+        ([2], "2"),
+        ([8, 16, 32], ">= 8"),
+        ([1, 2], "<= 2"),
+        ([2, 4], "2-4"),
+        ([1, 4, 16], "1, 4, 16"),
+    ],
+)
+def test_where_names_row_sets(rows, expected):
+    assert _where(rows, [1, 2, 4, 8, 16, 32]) == expected

@@ -1,0 +1,203 @@
+"""The table, verdicts and exports, on a store filled with known numbers (no engine runs)."""
+
+import csv
+import io
+import json
+
+import pytest
+from locklab import export, table
+from locklab.analysis import Settings, analyse_comparison, analyse_experiment
+from locklab.experiment import ExperimentSpec, Variant
+from locklab.store import Run, Store
+
+MACHINE = {
+    "hostname": "testbox",
+    "arch": "x86_64",
+    "cpu_model": "Test CPU",
+    "cpus_online": 2,
+    "numa_nodes": 1,
+    "governor": "performance",
+    "kernel": "6.1.0 #1 SMP",
+}
+
+
+def flat_intervals(ops: float, slope: float = 0.0) -> list[dict]:
+    return [
+        {"t_s": 0.1 * i, "ops_per_s": ops + slope * 0.1 * i, "span_s": 0.1} for i in range(1, 21)
+    ]
+
+
+def fill(store: Store, spec: ExperimentSpec, kops: dict, drifting: frozenset = frozenset()):
+    """kops: {(label, nwriters): [kops/s per repeat]}; a None value is a failed run."""
+    experiment = store.create_experiment(spec, "testbox", "0.1.0", "abc1234")
+    for (label, nwriters), values in kops.items():
+        config = next(
+            c
+            for c in spec.configurations()
+            if c.variant.label == label and c.axis("nwriters") == nwriters
+        )
+        for repeat, value in enumerate(values):
+            ok = value is not None
+            ops = value * 1000 if ok else None
+            slope = ops * 0.5 if ok and (label, nwriters) in drifting else 0.0
+            result = {"machine": MACHINE, "intervals": flat_intervals(ops or 0, slope)}
+            run = Run(
+                config.key,
+                repeat,
+                "ok" if ok else "violation",
+                0 if ok else 1,
+                ops,
+                None if ok else "2 overlapping writers",
+                result,
+                MACHINE,
+                1.0,
+            )
+            store.add_run(experiment, run, ["locklab-bench"], "0.1.0", "abc1234")
+    return experiment
+
+
+def spec_two_locks(name="seedlike") -> ExperimentSpec:
+    return ExperimentSpec(
+        name=name,
+        variants=[Variant("k0-stock", "tas"), Variant("k1-rmacq", "ticket")],
+        sweep={"nwriters": [1, 2, 4]},
+        repeat=5,
+        duration_s=60,
+        warmup_s=10,
+        pin="compact",
+    )
+
+
+KOPS = {
+    ("k0-stock", 1): [899.0, 901.0, 900.0, 899.5, 900.5],
+    ("k0-stock", 2): [359.0, 361.0, 360.0, 359.5, 360.5],
+    ("k0-stock", 4): [328.0, 330.0, 329.0, 328.5, 329.5],
+    ("k1-rmacq", 1): [900.0, 902.0, 898.0, 899.0, 901.0],  # same as stock: ~
+    ("k1-rmacq", 2): [416.0, 418.0, 417.0, 416.5, 417.5],  # +15.8 %
+    ("k1-rmacq", 4): [300.0, 360.0, 250.0, 330.0, 340.0],  # noisy
+}
+
+
+@pytest.fixture
+def store(tmp_path):
+    store = Store(tmp_path / "store")
+    yield store
+    store.close()
+
+
+def test_plain_table_has_seed_000_layout(store):
+    experiment = fill(store, spec_two_locks(), KOPS)
+    text = table.plain(analyse_experiment(experiment, store.runs(experiment), Settings()))
+    lines = text.splitlines()
+    assert lines[0].startswith('experiment #1 "seedlike": 5 runs per cell, 60 s measured after')
+    assert lines[1].startswith("machine: testbox, x86_64, Test CPU, 2 CPUs, 1 NUMA node")
+    header = next(i for i, line in enumerate(lines) if line.startswith("Lock:"))
+    assert lines[header].split() == ["Lock:", "k0-stock", "k1-rmacq"]
+    assert lines[header + 1].split() == [
+        "Statistic",
+        "(kops/s):",
+        "mean",
+        "std",
+        "mean",
+        "std",
+        "rel",
+    ]
+    assert lines[header + 2] == "nwriters:"
+    rows = [line.split() for line in lines[header + 3 : header + 6]]
+    assert rows[0] == ["1", "900.00", "0.79", "900.00", "1.58", "+0.0%", "~"]
+    assert rows[1] == ["2", "360.00", "0.79", "417.00", "0.79", "+15.8%"]
+    assert rows[2][:1] == ["4"] and rows[2][-1] == "~!"
+    # Fixed width: every number column ends at the same place on every row.
+    mean_end = lines[header + 1].index("mean") + len("mean")
+    for line in lines[header + 3 : header + 6]:
+        assert line[mean_end - 1] != " " and line[mean_end] == " "
+    assert all(line == line.rstrip() for line in lines)
+
+
+def test_verdict_lines(store):
+    experiment = fill(store, spec_two_locks(), KOPS)
+    text = table.plain(analyse_experiment(experiment, store.runs(experiment), Settings()))
+    verdict = next(line for line in text.splitlines() if line.startswith("  k1-rmacq:"))
+    assert verdict == (
+        "  k1-rmacq: faster at 2 writers (+15.8%, p < 0.001); noisy (CV > 5%) at 4 writers"
+    )
+
+
+def test_verdict_no_difference_and_slower(store):
+    kops = dict(KOPS)
+    kops["k1-rmacq", 2] = [359.0, 361.5, 360.5, 359.0, 360.0]
+    kops["k1-rmacq", 4] = [318.0, 319.0, 318.5, 317.5, 319.5]  # -3.2 %
+    experiment = fill(store, spec_two_locks(), kops)
+    analysis = analyse_experiment(experiment, store.runs(experiment), Settings())
+    assert analysis.sections[0].verdicts[1] == "slower at 4 writers (-3.2%, p < 0.001)"
+    kops["k1-rmacq", 4] = [328.5, 329.0, 328.0, 330.0, 329.5]
+    experiment = fill(store, spec_two_locks("same"), kops)
+    analysis = analyse_experiment(experiment, store.runs(experiment), Settings())
+    assert analysis.sections[0].verdicts[1] == "no significant difference at any thread count"
+
+
+def test_drift_and_failures_are_flagged(store):
+    kops = dict(KOPS)
+    kops["k1-rmacq", 1] = [900.0, 902.0, None, 899.0, 901.0]
+    experiment = fill(store, spec_two_locks(), kops, drifting=frozenset({("k0-stock", 2)}))
+    analysis = analyse_experiment(experiment, store.runs(experiment), Settings())
+    cells = analysis.sections[0].cells
+    assert "x" in cells[1, 1].flags() and cells[1, 1].summary.n == 4
+    assert cells[0, 2].drifting_runs == 5 and "^" in cells[0, 2].flags()
+
+
+def test_mann_whitney_setting_is_used(store):
+    experiment = fill(store, spec_two_locks(), KOPS)
+    analysis = analyse_experiment(experiment, store.runs(experiment), Settings(test="mann-whitney"))
+    assert analysis.sections[0].cells[1, 2].comparison.p_value == pytest.approx(2 / 252)
+    assert "Mann-Whitney U" in analysis.legend()[0]
+
+
+def test_exports(store):
+    experiment = fill(store, spec_two_locks(), KOPS)
+    runs = store.runs(experiment)
+    analysis = analyse_experiment(experiment, runs, Settings())
+    rows = list(csv.DictReader(io.StringIO(export.to_csv(analysis))))
+    assert len(rows) == 6
+    row = next(r for r in rows if r["variant"] == "k1-rmacq" and r["nwriters"] == "2")
+    assert float(row["mean_kops_per_s"]) == pytest.approx(417.0)
+    assert float(row["rel_pct"]) == pytest.approx(15.83, abs=0.01)
+    assert row["significant"] == "True"
+    document = json.loads(export.to_json(analysis, experiment, runs))
+    assert document["experiment"]["spec"]["variants"][1]["label"] == "k1-rmacq"
+    assert len(document["runs"]) == 30 and document["runs"][0]["result"]["machine"] == MACHINE
+    assert document["verdicts"][0]["verdict"].startswith("faster at 2 writers")
+    markdown = export.to_markdown(analysis)
+    assert "| nwriters | k0-stock mean | k0-stock std | k1-rmacq mean |" in markdown
+    assert "| 2 | 360.00 | 0.79 | 417.00 | 0.79 | **+15.8%** |" in markdown
+
+
+def test_compare_two_experiments(store):
+    a = fill(store, spec_two_locks("machine-a"), KOPS)
+    faster = {key: [v * 1.2 for v in values] for key, values in KOPS.items()}
+    b = fill(store, spec_two_locks("machine-b"), faster)
+    analysis = analyse_comparison(a, store.runs(a), b, store.runs(b), Settings())
+    assert [c.header for c in analysis.columns] == [
+        "k0-stock #1",
+        "k0-stock #2",
+        "k1-rmacq #1",
+        "k1-rmacq #2",
+    ]
+    verdicts = analysis.sections[0].verdicts
+    assert verdicts[1] == "faster at >= 1 writers (+20.0% to +20.0%, p < 0.001)"
+    text = table.plain(analysis)
+    assert text.startswith("#2 compared with #1\nA: experiment #1")
+
+
+def test_merge_keeps_machine_facts_and_is_idempotent(tmp_path, store):
+    other = Store(tmp_path / "other")
+    remote = fill(other, spec_two_locks("remote"), KOPS)
+    imported, present = store.merge(other)
+    assert [e.name for e in imported] == ["remote"] and not present
+    mine = imported[0]
+    assert mine.uuid == remote.uuid and mine.origin.startswith("merged from")
+    assert store.runs(mine)[0].machine == MACHINE
+    assert len(store.runs(mine)) == 30
+    imported, present = store.merge(other)
+    assert not imported and [e.uuid for e in present] == [remote.uuid]
+    other.close()
