@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import signal
+import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -466,8 +467,6 @@ COMMANDS = {
 
 
 def _host() -> str:
-    import socket
-
     return socket.gethostname()
 
 
