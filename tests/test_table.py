@@ -201,3 +201,14 @@ def test_merge_keeps_machine_facts_and_is_idempotent(tmp_path, store):
     imported, present = store.merge(other)
     assert not imported and [e.uuid for e in present] == [remote.uuid]
     other.close()
+
+
+def test_confidence_interval_column(store):
+    experiment = fill(store, spec_two_locks(), KOPS)
+    settings = Settings(show_ci=True)
+    lines = table.plain(analyse_experiment(experiment, store.runs(experiment), settings))
+    lines = lines.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("Statistic"))
+    assert lines[header].split()[2:] == ["mean", "std", "ci95", "mean", "std", "ci95", "rel"]
+    # std 0.7906 of 5 runs: t(0.975, 4) * 0.7906 / sqrt(5) = 0.98
+    assert lines[header + 2].split()[:4] == ["1", "900.00", "0.79", "0.98"]

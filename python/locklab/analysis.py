@@ -31,6 +31,7 @@ class Settings:
     alpha: float = stats.DEFAULT_ALPHA
     noise_cv: float = stats.DEFAULT_NOISE_CV
     drift: float = stats.DEFAULT_DRIFT
+    show_ci: bool = False  # a "ci95" column (half-width of the mean's 95% interval) in the table
 
 
 @dataclass

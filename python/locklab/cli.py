@@ -89,6 +89,9 @@ def _common(parser: argparse.ArgumentParser, statistics: bool = False) -> None:
             f"measured window (default {DEFAULT_DRIFT})",
         )
         group.add_argument("--plain", action="store_true", help="print the table without color")
+        group.add_argument(
+            "--ci", action="store_true", help="add each mean's 95%% confidence interval (ci95)"
+        )
 
 
 def _engine_option(parser: argparse.ArgumentParser) -> None:
@@ -288,7 +291,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         raise LocklabError(f"--alpha must be between 0 and 1 (got {args.alpha})")
     if args.noise_cv <= 0 or args.drift <= 0:
         raise LocklabError("--noise-cv and --drift must be above 0")
-    return Settings(args.test, args.alpha, args.noise_cv, args.drift)
+    return Settings(args.test, args.alpha, args.noise_cv, args.drift, args.ci)
 
 
 def _print_analysis(analysis: Analysis, plain: bool) -> None:

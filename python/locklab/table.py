@@ -26,14 +26,17 @@ def _number(value: float) -> str:
     return "-" if math.isnan(value) else f"{value:.2f}"
 
 
-def _cells_text(cell: Cell | None, with_rel: bool) -> list[Segment]:
-    """mean, std, [rel], flags of one cell, with styles."""
+def _cells_text(cell: Cell | None, with_rel: bool, with_ci: bool) -> list[Segment]:
+    """mean, std, [ci95], [rel], flags of one cell, with styles."""
     if cell is None or cell.summary.n == 0:
-        missing = [("-", "dim"), ("-", "dim")] + ([("-", "dim")] if with_rel else [])
+        missing = [("-", "dim")] * (2 + with_ci + with_rel)
         return [*missing, ("x" if cell is not None else "", "red")]
     mean = (_number(cell.summary.mean), "")
     std = (_number(cell.summary.std) if cell.summary.n > 1 else "-", "")
     segments = [mean, std]
+    if with_ci:
+        ci95 = cell.summary.ci95
+        segments.append((f"{ci95:.2f}" if ci95 is not None else "-", "dim"))
     if with_rel:
         comparison = cell.comparison
         assert comparison is not None
@@ -51,11 +54,13 @@ def _section_lines(analysis: Analysis, section: Section) -> list[Line]:
     columns = analysis.columns
     has_rel = [column.compared_to is not None for column in columns]
     # Every row as text first, to size the columns.
-    header_stats = [["mean", "std", *(["rel"] if rel else []), ""] for rel in has_rel]
+    with_ci = analysis.settings.show_ci
+    ci = ["ci95"] if with_ci else []
+    header_stats = [["mean", "std", *ci, *(["rel"] if rel else []), ""] for rel in has_rel]
     body: list[tuple[str, list[list[Segment]]]] = []
     for row in section.rows:
         groups = [
-            _cells_text(section.cells.get((index, row)), has_rel[index])
+            _cells_text(section.cells.get((index, row)), has_rel[index], with_ci)
             for index in range(len(columns))
         ]
         body.append((str(row), groups))
