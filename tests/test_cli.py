@@ -223,6 +223,15 @@ def wait_for_runs(db_path: Path, count: int, deadline_s: float) -> int:
     return -1
 
 
+def children(pid: int) -> list[int]:
+    """Live child processes of ``pid`` (Linux /proc)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        text = (task / "children").read_text() if (task / "children").exists() else ""
+        found += [int(child) for child in text.split()]
+    return found
+
+
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
 def test_resume_after_killed_sweep(tmp_path, how):
     store = tmp_path / "store"
@@ -261,6 +270,33 @@ def test_resume_after_killed_sweep(tmp_path, how):
     assert len(done) == 12 and len(set(done)) == 12  # each (config, repeat) exactly once
     assert set(kept) <= set(done)
     assert "12/12" in locklab("results", store=store).stdout
+
+
+def test_engine_dies_with_a_killed_locklab(tmp_path):
+    """A 30-second run: if SIGKILL of locklab left its engine running, it would still be there
+    long after the check below gives up."""
+    args = ["run", "--lock", "tas", "--repeat", "1", "--duration", "30", "--warmup", "0"]
+    sweep = subprocess.Popen(
+        [sys.executable, "-m", "locklab.cli", *args, "--store", str(tmp_path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while not (engines := children(sweep.pid)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert engines, "locklab never started the engine"
+    finally:
+        sweep.kill()
+        sweep.wait()
+    deadline = time.monotonic() + 5
+    while any(Path(f"/proc/{pid}").exists() for pid in engines) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    alive = [pid for pid in engines if Path(f"/proc/{pid}").exists()]
+    for pid in alive:  # do not leave it spinning when the assertion fails
+        os.kill(pid, signal.SIGKILL)
+    assert not alive
 
 
 def test_resume_refuses_a_new_plan(tmp_path, capsys):
