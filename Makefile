@@ -39,14 +39,22 @@ $(BUILD)/$(1)/locklab-bench: $(ENGINE_SRC) $(LOCK_SRC) $(HEADERS) Makefile
 $(BUILD)/$(1)/plugins/%.so: %.c $(HEADERS) Makefile
 	@mkdir -p $$(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS_$(1)) -shared -fPIC -o $$@ $$<
+
+$(BUILD)/$(1)/unit/%: tests/unit/%.c $(LOCK_SRC) $(HEADERS) Makefile
+	@mkdir -p $$(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS_$(1)) -o $$@ $$< -lm
 endef
 $(foreach v,$(VARIANTS),$(eval $(call variant_rules,$(v))))
 
 plugins_of = $(patsubst %.c,$(BUILD)/$(1)/plugins/%.so,$(notdir $(PLUGIN_SRC)))
+# C unit tests of lock internals (tests/unit/*.c include the lock's source file).
+UNIT_SRC := $(wildcard tests/unit/*.c)
+units_of = $(patsubst tests/unit/%.c,$(BUILD)/$(1)/unit/%,$(UNIT_SRC))
 
 build: $(BUILD)/opt/locklab-bench $(call plugins_of,opt)
 
-build-all: $(foreach v,$(VARIANTS),$(BUILD)/$(v)/locklab-bench $(call plugins_of,$(v)))
+build-all: $(foreach v,$(VARIANTS),$(BUILD)/$(v)/locklab-bench $(call plugins_of,$(v)) \
+	$(call units_of,$(v)))
 
 $(VENV)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)

@@ -57,11 +57,14 @@ struct machine_facts {
 	int cores;
 	int packages;
 	int numa_nodes;
+	int numa_nodes_real; /* before --numa-nodes split the CPUs into virtual nodes */
 	int threads_per_core;
 	struct cpu_info allowed[MAX_CPUS]; /* the CPUs this process may run on, by cpu number */
 };
 
 void machine_facts_read(struct machine_facts *facts);
+/* --numa-nodes: split the allowed CPUs, in order, into `nodes` equal virtual nodes. */
+void topology_split_nodes(struct machine_facts *facts, unsigned int nodes);
 void topology_print(const struct machine_facts *facts);
 
 enum pin_mode { PIN_NONE, PIN_COMPACT, PIN_SCATTER, PIN_LIST };
@@ -88,6 +91,7 @@ struct bench_config {
 	uint64_t gap_ns;
 	unsigned int cs_lines;
 	enum pin_mode pin;
+	unsigned int numa_nodes; /* --numa-nodes; 0: the machine's own */
 	const char *pin_text;
 	int pin_list[MAX_CPUS];
 	int pin_list_len;
@@ -169,6 +173,13 @@ struct worker {
 
 	/* Private to the worker until it has exited. */
 	alignas(LOCKLAB_CACHELINE) uint64_t violations_owner;
+	/* Hand-overs seen by this writer in the window (see struct critical_section). */
+	uint64_t handoffs;           /* the previous holder was another writer */
+	uint64_t handoffs_same_node; /* ... on my NUMA node */
+	uint64_t reacquisitions;     /* the previous holder was me */
+	uint64_t overtaken_max;      /* sampled: most acquisitions by others during one wait */
+	uint64_t overtaken_sum;
+	uint64_t overtaken_samples;
 	uint64_t violations_readers;
 	uint64_t violations_read_data;
 	uint64_t random;
@@ -190,6 +201,14 @@ struct critical_section {
 	uint32_t readers_inside;
 	uint64_t writes;        /* plain: only ever touched under the write lock */
 	uint64_t window_writes; /* plain: for --ops */
+	/* Who held the lock last, for hand-over counts: plain, under the write lock. */
+	uint32_t last_writer;     /* index + 1, 0 before the first */
+	int32_t last_writer_node;
+	/*
+	 * Write acquisitions so far, stored (relaxed) by the holder: a sampled waiter reads it
+	 * before and after its wait to count how many acquisitions overtook it.
+	 */
+	uint64_t write_sequence;
 	struct cs_line *lines;  /* --cs-lines */
 };
 

@@ -16,6 +16,8 @@ int main(int argc, char **argv)
 		return EXIT_FINE;
 	}
 	machine_facts_read(&facts);
+	if (config.numa_nodes)
+		topology_split_nodes(&facts, config.numa_nodes);
 	if (config.topology) {
 		topology_print(&facts);
 		return EXIT_FINE;

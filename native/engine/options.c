@@ -53,6 +53,8 @@ static const char usage_text[] =
 	"  --shuffle-interval S   re-pin every thread to the next CPU every S seconds\n"
 	"placement\n"
 	"  --pin MODE             none | compact | scatter | CPU list like 0,2,4-7 (default none)\n"
+	"  --numa-nodes N         split the CPUs into N virtual NUMA nodes (for NUMA-aware locks\n"
+	"                         on a machine with fewer real nodes); a thread's node is its CPU's\n"
 	"output\n"
 	"  --stat-interval S      print locktorture-style 'Writes: Total:' lines every S seconds\n"
 	"  --interval S           period of the throughput series in the JSON, default 0.1\n"
@@ -83,6 +85,7 @@ enum option_id {
 	OPT_STUTTER,
 	OPT_SHUFFLE,
 	OPT_PIN,
+	OPT_NUMA_NODES,
 	OPT_STAT_INTERVAL,
 	OPT_INTERVAL,
 	OPT_LATENCY_EVERY,
@@ -110,6 +113,7 @@ static const struct option long_options[] = {
 	{ "stutter", required_argument, NULL, OPT_STUTTER },
 	{ "shuffle-interval", required_argument, NULL, OPT_SHUFFLE },
 	{ "pin", required_argument, NULL, OPT_PIN },
+	{ "numa-nodes", required_argument, NULL, OPT_NUMA_NODES },
 	{ "stat-interval", required_argument, NULL, OPT_STAT_INTERVAL },
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
 	{ "latency-every", required_argument, NULL, OPT_LATENCY_EVERY },
@@ -281,6 +285,9 @@ void options_parse(int argc, char **argv, struct bench_config *config)
 		case OPT_STUTTER: config->stutter_s = parse_seconds(optarg); break;
 		case OPT_SHUFFLE: config->shuffle_interval_s = parse_seconds(optarg); break;
 		case OPT_PIN: parse_pin(config, optarg); break;
+		case OPT_NUMA_NODES:
+			config->numa_nodes = (unsigned int)parse_count(optarg, 1, MAX_CPUS);
+			break;
 		case OPT_STAT_INTERVAL: config->stat_interval_s = parse_seconds(optarg); break;
 		case OPT_INTERVAL: config->interval_s = parse_seconds(optarg); break;
 		case OPT_LATENCY_EVERY:

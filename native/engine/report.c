@@ -155,6 +155,60 @@ static void json_fairness(struct json_writer *j, const char *key, const struct r
 	json_end_object(j);
 }
 
+/* Hand-overs between writers, summed over the writers (see worker.c). */
+struct handoff_summary {
+	uint64_t total, same_node, reacquisitions;
+	bool nodes_known; /* every writer pinned, so its node is known */
+	uint64_t overtaken_samples, overtaken_sum, overtaken_max;
+};
+
+static struct handoff_summary handoffs_of(const struct run_state *run)
+{
+	struct handoff_summary h = { 0, 0, 0, true, 0, 0, 0 };
+	for (unsigned int i = 0; i < run->nthreads; i++) {
+		const struct worker *w = run->workers[i];
+		if (w->is_reader)
+			continue;
+		h.total += w->handoffs;
+		h.same_node += w->handoffs_same_node;
+		h.reacquisitions += w->reacquisitions;
+		h.nodes_known &= w->ctx.numa_node >= 0;
+		h.overtaken_samples += w->overtaken_samples;
+		h.overtaken_sum += w->overtaken_sum;
+		if (w->overtaken_max > h.overtaken_max)
+			h.overtaken_max = w->overtaken_max;
+	}
+	return h;
+}
+
+static void json_handoffs(struct json_writer *j, const struct handoff_summary *h, bool private_ok)
+{
+	if (!private_ok) {
+		json_null(j, "handoffs");
+		json_null(j, "overtaken");
+		return;
+	}
+	json_begin_object(j, "handoffs");
+	json_uint(j, "total", h->total);
+	json_uint(j, "same_node", h->same_node);
+	if (h->nodes_known && h->total)
+		json_double(j, "same_node_fraction", (double)h->same_node / (double)h->total);
+	else
+		json_null(j, "same_node_fraction");
+	json_bool(j, "nodes_known", h->nodes_known);
+	json_uint(j, "reacquisitions", h->reacquisitions);
+	json_end_object(j);
+	if (h->overtaken_samples == 0) {
+		json_null(j, "overtaken");
+		return;
+	}
+	json_begin_object(j, "overtaken");
+	json_uint(j, "samples", h->overtaken_samples);
+	json_uint(j, "max", h->overtaken_max);
+	json_double(j, "mean", (double)h->overtaken_sum / (double)h->overtaken_samples);
+	json_end_object(j);
+}
+
 static const char *status_name(int status)
 {
 	switch (status) {
@@ -189,6 +243,7 @@ static void json_config(struct json_writer *j, const struct bench_config *c)
 	json_double(j, "stat_interval_s", c->stat_interval_s);
 	json_double(j, "interval_s", c->interval_s);
 	json_string(j, "pin", c->pin_text);
+	json_uint(j, "numa_nodes", c->numa_nodes);
 	json_uint(j, "seed", c->seed);
 	json_double(j, "watchdog_s", c->watchdog_s);
 	json_uint(j, "latency_every", c->latency_every);
@@ -209,6 +264,7 @@ static void json_machine(struct json_writer *j, const struct machine_facts *m)
 	json_int(j, "cores", m->cores);
 	json_int(j, "packages", m->packages);
 	json_int(j, "numa_nodes", m->numa_nodes);
+	json_int(j, "numa_nodes_real", m->numa_nodes_real);
 	json_int(j, "threads_per_core", m->threads_per_core);
 	json_bool(j, "smt", m->threads_per_core > 1);
 	json_end_object(j);
@@ -332,6 +388,7 @@ int report_write(struct run_state *run, int status)
 			usage.system_s += u.system_s;
 		}
 	}
+	struct handoff_summary handoffs = handoffs_of(run);
 	summarise_role(run, false, private_ok, &writers);
 	summarise_role(run, true, private_ok, &readers);
 	uint64_t total = writers.acquisitions + readers.acquisitions;
@@ -359,6 +416,13 @@ int report_write(struct run_state *run, int status)
 			cycles_to_ns(run, (double)histogram_percentile(&writers.latency, 50)),
 			cycles_to_ns(run, (double)histogram_percentile(&writers.latency, 99)),
 			cycles_to_ns(run, (double)writers.latency.max), writers.fairness.max_min_ratio);
+	if (writers.threads > 1 && private_ok && handoffs.total)
+		fprintf(human, "  hand-overs   %llu between writers, %.1f%% on the same node%s, "
+			"%llu re-acquisitions\n",
+			(unsigned long long)handoffs.total,
+			100.0 * (double)handoffs.same_node / (double)handoffs.total,
+			handoffs.nodes_known ? "" : " (threads unpinned: node unknown)",
+			(unsigned long long)handoffs.reacquisitions);
 	if (readers.threads && private_ok && readers.latency.count)
 		fprintf(human, "  read wait    p50 %.0f ns  p99 %.0f ns  max %.0f ns\n",
 			cycles_to_ns(run, (double)histogram_percentile(&readers.latency, 50)),
@@ -406,6 +470,7 @@ int report_write(struct run_state *run, int status)
 	json_fairness(j, "write", &writers);
 	json_fairness(j, "read", &readers);
 	json_end_object(j);
+	json_handoffs(j, &handoffs, private_ok);
 	json_begin_object(j, "latency_ns");
 	json_latency(j, "write", run, &writers);
 	json_latency(j, "read", run, &readers);

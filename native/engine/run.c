@@ -141,8 +141,13 @@ static void drive(struct run_state *run)
 	uint64_t last_progress = 0;
 	bool paused = false;
 
+	/*
+	 * Without a warm-up the window opens before the threads are released: a fast --ops run
+	 * can otherwise end before the window's start is recorded.
+	 */
 	if (config->warmup_s == 0)
 		open_window(run, start, &next_interval); /* CONTROL_MEASURE was set at start */
+	pthread_barrier_wait(&run->start_barrier);
 
 	for (;;) {
 		sleep_s(TICK_S);
@@ -293,8 +298,7 @@ int run_benchmark(const struct bench_config *config, const struct machine_facts 
 			usage_error("cannot create thread %u of %u: %s", i + 1, run.nthreads,
 				    strerror(err));
 	}
-	pthread_barrier_wait(&run.start_barrier);
-	drive(&run);
+	drive(&run); /* releases the threads */
 	join_workers(&run);
 	run.window_s = run.window_end_s - run.window_start_s;
 

@@ -152,7 +152,18 @@ void machine_facts_read(struct machine_facts *facts)
 	facts->cores = count_distinct(core_keys, n);
 	facts->packages = count_distinct(packages, n);
 	facts->numa_nodes = count_distinct(nodes, n);
+	facts->numa_nodes_real = facts->numa_nodes;
 	facts->threads_per_core = facts->cores ? n / facts->cores : 1;
+}
+
+void topology_split_nodes(struct machine_facts *facts, unsigned int nodes)
+{
+	if ((int)nodes > facts->cpus_allowed)
+		usage_error("--numa-nodes: %u nodes but only %d CPUs", nodes, facts->cpus_allowed);
+	/* Consecutive CPU numbers share a node, as on most real machines. */
+	for (int i = 0; i < facts->cpus_allowed; i++)
+		facts->allowed[i].node = (int)((unsigned int)i * nodes / (unsigned int)facts->cpus_allowed);
+	facts->numa_nodes = (int)nodes;
 }
 
 int node_of_cpu(const struct machine_facts *facts, int cpu)
@@ -169,10 +180,11 @@ void topology_print(const struct machine_facts *facts)
 	printf("cpu:      %s\n", facts->cpu_model);
 	printf("kernel:   %s\n", facts->kernel);
 	printf("governor: %s\n", facts->governor);
-	printf("cpus:     %d online, %d allowed; %d cores, %d packages, %d NUMA nodes, "
+	printf("cpus:     %d online, %d allowed; %d cores, %d packages, %d NUMA nodes%s, "
 	       "%d threads per core\n",
 	       facts->cpus_online, facts->cpus_allowed, facts->cores, facts->packages,
-	       facts->numa_nodes, facts->threads_per_core);
+	       facts->numa_nodes, facts->numa_nodes != facts->numa_nodes_real ? " (virtual)" : "",
+	       facts->threads_per_core);
 	printf("%5s %8s %5s %5s %4s\n", "cpu", "package", "core", "node", "smt");
 	for (int i = 0; i < facts->cpus_allowed; i++) {
 		const struct cpu_info *c = &facts->allowed[i];

@@ -11,6 +11,12 @@
  *            writers' acquisitions at the end: a lost update means two writers overlapped.
  *   readers  find writer_inside == 0, and cs.writes unchanged from entry to exit.
  * Under ThreadSanitizer the plain accesses also make TSAN check the lock's memory ordering.
+ *
+ * Hand-overs, for every lock: a writer notes who held the lock before it (last_writer, in the
+ * critical section's cache line, so no extra miss) and counts a hand-over from another writer,
+ * and whether that writer was on its NUMA node. CNA's whole point shows up as that fraction.
+ * On a sampled acquisition a writer also counts how many acquisitions overtook it while it
+ * waited (write_sequence before and after): a FIFO lock bounds it by the number of writers.
  */
 #include <linux/futex.h>
 #include <sched.h>
@@ -130,12 +136,19 @@ static void count_acquisition(struct worker *w, bool measuring)
 				 __ATOMIC_RELAXED);
 }
 
-/* One acquisition in latency_every is timed: start the cycle count before lock(). */
-static inline bool sample_begin(struct worker *w, uint64_t *started)
+/*
+ * One acquisition in latency_every is sampled: for writers, read the write sequence (to count
+ * who overtakes us), then start the cycle count, last, just before lock().
+ */
+static inline bool sample_begin(struct worker *w, uint64_t *started, const uint64_t *sequence,
+				uint64_t *sequence_before)
 {
 	bool timed = --w->sample_countdown == 0;
-	if (unlikely(timed))
+	if (unlikely(timed)) {
+		if (sequence)
+			*sequence_before = READ_ONCE(*sequence);
 		*started = arch_cycles();
+	}
 	return timed;
 }
 
@@ -155,6 +168,29 @@ static inline bool acquisition_done(struct worker *w, bool measuring, bool timed
 	return likely(control == *control_seen) || handle_control(w, control, control_seen);
 }
 
+/* In the critical section: count the hand-over from the previous holder. */
+static inline void note_handoff(struct worker *w, struct critical_section *cs, uint32_t me)
+{
+	uint32_t previous = cs->last_writer;
+	if (previous == me) {
+		w->reacquisitions++;
+	} else if (previous != 0) {
+		w->handoffs++;
+		w->handoffs_same_node += cs->last_writer_node == w->ctx.numa_node;
+	}
+	cs->last_writer = me;
+	cs->last_writer_node = w->ctx.numa_node;
+}
+
+static inline void note_overtaken(struct worker *w, uint64_t before, uint64_t after)
+{
+	uint64_t overtaken = after - before;
+	w->overtaken_samples++;
+	w->overtaken_sum += overtaken;
+	if (overtaken > w->overtaken_max)
+		w->overtaken_max = overtaken;
+}
+
 static void writer_loop(struct worker *w, uint32_t control_seen)
 {
 	struct run_state *run = w->run;
@@ -170,8 +206,8 @@ static void writer_loop(struct worker *w, uint32_t control_seen)
 	const uint64_t target = config->ops;
 
 	for (;;) {
-		uint64_t started = 0;
-		bool timed = sample_begin(w, &started);
+		uint64_t started = 0, sequence_before = 0;
+		bool timed = sample_begin(w, &started, &cs->write_sequence, &sequence_before);
 
 		ops->lock(lock, self);
 
@@ -186,6 +222,12 @@ static void writer_loop(struct worker *w, uint32_t control_seen)
 		if (unlikely(READ_ONCE(cs->readers_inside) != 0))
 			w->violations_readers++;
 		cs->writes++;
+		WRITE_ONCE(cs->write_sequence, cs->writes);
+		if (measuring) {
+			note_handoff(w, cs, me);
+			if (unlikely(timed))
+				note_overtaken(w, sequence_before, cs->writes - 1);
+		}
 		if (measuring && target && ++cs->window_writes == target)
 			control = stop_at_target(run);
 		for (unsigned int i = 0; i < cs_lines; i++)
@@ -223,7 +265,7 @@ static void reader_loop(struct worker *w, uint32_t control_seen)
 
 	for (;;) {
 		uint64_t started = 0;
-		bool timed = sample_begin(w, &started);
+		bool timed = sample_begin(w, &started, NULL, NULL);
 
 		ops->read_lock(lock, self);
 

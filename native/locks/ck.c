@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Concurrency Kit spinlocks, linked from the system's libck (Debian: libck-dev), as peers:
- * ck_ticket, ck_mcs, ck_clh and ck_fas.
+ * ck_ticket, ck_ticket_pb (proportional backoff, seed 004's peer), ck_mcs, ck_clh and ck_fas.
  *
  * Source: Concurrency Kit 0.7 by S. Bahra et al., include/spinlock/{ticket,mcs,clh,fas}.h.
  * They are header-inline, so they compile into this file with the system's headers; nothing
@@ -62,6 +62,63 @@ const struct lock_ops ck_ticket_ops = {
 	.lock = ck_ticket_lock_op,
 	.unlock = ck_ticket_unlock_op,
 	.trylock = ck_ticket_trylock_op,
+};
+
+/* ---- ck_ticket_pb: the same lock with ck's proportional backoff ------------------------------ */
+
+struct ck_ticket_pb {
+	struct ck_spinlock_ticket ticket;
+	unsigned int shift;
+};
+
+static void ck_ticket_pb_lock_op(void *lockp, struct lock_thread *self)
+{
+	struct ck_ticket_pb *lock = lockp;
+	(void)self;
+	ck_spinlock_ticket_lock_pb(&lock->ticket, lock->shift);
+}
+
+static void ck_ticket_pb_unlock_op(void *lockp, struct lock_thread *self)
+{
+	struct ck_ticket_pb *lock = lockp;
+	(void)self;
+	ck_spinlock_ticket_unlock(&lock->ticket);
+}
+
+static bool ck_ticket_pb_trylock_op(void *lockp, struct lock_thread *self)
+{
+	struct ck_ticket_pb *lock = lockp;
+	(void)self;
+	return ck_spinlock_ticket_trylock(&lock->ticket);
+}
+
+static int ck_ticket_pb_init_op(void *lockp, const struct lock_init_args *args)
+{
+	struct ck_ticket_pb *lock = lockp;
+	ck_spinlock_ticket_init(&lock->ticket);
+	lock->shift = (unsigned int)args->params[0];
+	return 0;
+}
+
+static const struct lock_tunable ck_ticket_pb_tunables[] = {
+	{ "shift", 0, 0, 16,
+	  "backoff = waiters ahead << shift iterations, doubled by ck_backoff_eb while waiting" },
+	LOCK_TUNABLES_END,
+};
+
+const struct lock_ops ck_ticket_pb_ops = {
+	.abi_version = LOCKLAB_ABI_VERSION,
+	.name = "ck_ticket_pb",
+	.family = "peer-ck",
+	.summary = "Concurrency Kit ticket spinlock with proportional backoff (lock_pb)",
+	.source = "Concurrency Kit 0.7, include/spinlock/ticket.h, ck_spinlock_ticket_lock_pb",
+	.flags = LOCK_SPINS | LOCK_EXTERNAL | LOCK_TSAN_OPAQUE,
+	.lock_size = sizeof(struct ck_ticket_pb),
+	.tunables = ck_ticket_pb_tunables,
+	.init = ck_ticket_pb_init_op,
+	.lock = ck_ticket_pb_lock_op,
+	.unlock = ck_ticket_pb_unlock_op,
+	.trylock = ck_ticket_pb_trylock_op,
 };
 
 /* ---- ck_mcs -------------------------------------------------------------------------------- */

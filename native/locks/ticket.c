@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Ticket lock.
+ * Ticket locks: the plain one, and two with proportional backoff (seed 004).
  *
  * Source: J. M. Mellor-Crummey, M. L. Scott, "Algorithms for Scalable Synchronization on
  * Shared-Memory Multiprocessors", ACM TOCS 9(1), 1991, section 2.2; in Linux as the x86
@@ -17,7 +17,27 @@
  *
  * Ordering: taking a ticket needs none; the wait reads now_serving with ACQUIRE, pairing with
  * the RELEASE store in unlock, so the previous holder's critical section is visible.
+ *
+ * Proportional backoff: a waiter that knows it is k-th in line waits about k critical sections
+ * before looking again, instead of hammering the shared line (each poll of now_serving is a
+ * cache miss once the holder writes it). Two ways to size the wait per waiter ahead:
+ *
+ *   ticket_fixed_delay  M. Lespinasse (seed 004, January 2013): one system-wide constant,
+ *                       spinlock_delay, in cpu_relax() pauses per waiter ahead. His best
+ *                       values were 375 (4-socket Barcelona), 75 (2-socket Westmere) and 45
+ *                       (2-socket Sandy Bridge): machine-dependent, hence the tunable.
+ *   ticket_auto_backoff R. van Riel, "x86,smp: auto tune spinlock backoff delay factor"
+ *                       (December 2012 - January 2013): each CPU (here: each thread) learns a
+ *                       delay per lock, in 8-bit fixed point, kept in a 64-entry table hashed
+ *                       by the lock's address. Each wait adds 1/7 to it (up to MAX); waking to
+ *                       find the lock already ours ("overslept") takes max(delay/32, 1) off,
+ *                       as long as it is at least 2. MAX is 16000, or 16 in a virtual machine
+ *                       where a preempted vCPU makes long waits misleading.
+ * Both poll tightly when nobody is ahead (the next owner must not oversleep its turn).
  */
+#include <stdio.h>
+#include <string.h>
+
 #include <locklab/kernel.h>
 #include <locklab/lock.h>
 
@@ -54,7 +74,178 @@ static void ticket_unlock(void *lockp, struct lock_thread *self)
 	smp_store_release(&lock->now_serving, READ_ONCE(lock->now_serving) + 1);
 }
 
+/* ---- proportional backoff ------------------------------------------------------------------ */
+
+#define DELAY_SHIFT 8
+#define DELAY_FIXED_1 (1u << DELAY_SHIFT)
+#define MIN_SPINLOCK_DELAY (1 * DELAY_FIXED_1)
+#define MAX_SPINLOCK_DELAY (16000 * DELAY_FIXED_1)
+#define MAX_SPINLOCK_DELAY_GUEST (16 * DELAY_FIXED_1)
+#define DELAY_HASH_SHIFT 6
+
+struct ticket_backoff_lock {
+	struct ticket_lock ticket;
+	u32 delay_max;      /* auto: fixed-point cap on the learned delay */
+	u32 spinlock_delay; /* fixed: pauses per waiter ahead */
+};
+
+/* van Riel's per-CPU table, per thread here, in the thread's spare queue-node memory. */
+struct delay_table {
+	u32 delay[1u << DELAY_HASH_SHIFT]; /* 0: never used, start at MIN_SPINLOCK_DELAY */
+};
+
+_Static_assert(sizeof(struct delay_table) <= 2 * LOCK_QNODE_BYTES,
+	       "the delay table fits the thread's queue nodes 2 and 3");
+
+static inline u32 *delay_slot(const void *lock, struct lock_thread *self)
+{
+	/* Queue nodes 2 and 3 are contiguous and unused by ticket locks. */
+	struct delay_table *table = lock_qnode(self, 2, struct delay_table);
+	u32 hash = (u32)((uintptr_t)lock >> 6) * 0x9e3779b9u >> (32 - DELAY_HASH_SHIFT);
+	return &table->delay[hash];
+}
+
+static inline void spin_pauses(u64 pauses)
+{
+	while (pauses--)
+		cpu_relax();
+}
+
+static void ticket_auto_backoff_lock(void *lockp, struct lock_thread *self)
+{
+	struct ticket_backoff_lock *lock = lockp;
+	u32 ticket = __atomic_fetch_add(&lock->ticket.next_ticket, 1, __ATOMIC_RELAXED);
+	u32 head = smp_load_acquire(&lock->ticket.now_serving);
+
+	if (likely(head == ticket))
+		return;
+
+	u32 *slot = delay_slot(lock, self);
+	u32 delay = *slot ? *slot : MIN_SPINLOCK_DELAY;
+	for (;;) {
+		u32 waiters_ahead = ticket - head - 1;
+		if (waiters_ahead == 0) {
+			smp_cond_load_acquire(&lock->ticket.now_serving, VAL == ticket);
+			break;
+		}
+		if (delay < lock->delay_max)
+			delay += DELAY_FIXED_1 / 7;
+		spin_pauses(((u64)delay * waiters_ahead) >> DELAY_SHIFT);
+		head = smp_load_acquire(&lock->ticket.now_serving);
+		if (head == ticket) {
+			/* Overslept: the lock was ours before we looked. Wait less next time. */
+			if (delay >= 2 * DELAY_FIXED_1) {
+				u32 step = delay / 32 > DELAY_FIXED_1 ? delay / 32 : DELAY_FIXED_1;
+				delay -= step;
+			}
+			break;
+		}
+	}
+	*slot = delay;
+}
+
+static void ticket_fixed_delay_lock(void *lockp, struct lock_thread *self)
+{
+	struct ticket_backoff_lock *lock = lockp;
+	u32 ticket = __atomic_fetch_add(&lock->ticket.next_ticket, 1, __ATOMIC_RELAXED);
+	(void)self;
+
+	for (;;) {
+		u32 head = smp_load_acquire(&lock->ticket.now_serving);
+		if (head == ticket)
+			return;
+		u32 waiters_ahead = ticket - head - 1;
+		if (waiters_ahead == 0)
+			cpu_relax();
+		else
+			spin_pauses((u64)waiters_ahead * lock->spinlock_delay);
+	}
+}
+
+/* A hypervisor sets the x86 "hypervisor" CPU flag; van Riel caps the delay lower there. */
+static bool running_in_guest(void)
+{
+	char line[4096];
+	bool guest = false;
+	FILE *cpuinfo = fopen("/proc/cpuinfo", "r");
+	if (cpuinfo == NULL)
+		return false;
+	while (!guest && fgets(line, sizeof(line), cpuinfo))
+		guest = strncmp(line, "flags", 5) == 0 && strstr(line, " hypervisor") != NULL;
+	fclose(cpuinfo);
+	return guest;
+}
+
+static int ticket_auto_backoff_init(void *lockp, const struct lock_init_args *args)
+{
+	struct ticket_backoff_lock *lock = lockp;
+	long max = args->params[0];
+	if (max == 0)
+		lock->delay_max = running_in_guest() ? MAX_SPINLOCK_DELAY_GUEST : MAX_SPINLOCK_DELAY;
+	else
+		lock->delay_max = (u32)max * DELAY_FIXED_1;
+	return 0;
+}
+
+static int ticket_fixed_delay_init(void *lockp, const struct lock_init_args *args)
+{
+	struct ticket_backoff_lock *lock = lockp;
+	lock->spinlock_delay = (u32)args->params[0];
+	return 0;
+}
+
+static bool ticket_backoff_trylock(void *lockp, struct lock_thread *self)
+{
+	return ticket_trylock(&((struct ticket_backoff_lock *)lockp)->ticket, self);
+}
+
+static void ticket_backoff_unlock(void *lockp, struct lock_thread *self)
+{
+	ticket_unlock(&((struct ticket_backoff_lock *)lockp)->ticket, self);
+}
+
 static const struct lock_tunable no_tunables[] = { LOCK_TUNABLES_END };
+
+static const struct lock_tunable auto_backoff_tunables[] = {
+	{ "delay_max", 0, 0, 16000,
+	  "cap on the learned delay, in pauses per waiter ahead (0: 16000, or 16 in a VM)" },
+	LOCK_TUNABLES_END,
+};
+
+static const struct lock_tunable fixed_delay_tunables[] = {
+	{ "spinlock_delay", 75, 0, 100000, "pauses per waiter ahead, for every lock and CPU" },
+	LOCK_TUNABLES_END,
+};
+
+const struct lock_ops ticket_auto_backoff_ops = {
+	.abi_version = LOCKLAB_ABI_VERSION,
+	.name = "ticket_auto_backoff",
+	.family = "spin-fair",
+	.summary = "ticket lock, proportional backoff with a per-thread auto-tuned delay",
+	.source = "R. van Riel, x86,smp: auto tune spinlock backoff delay factor, LKML Jan 2013",
+	.flags = LOCK_SPINS,
+	.lock_size = sizeof(struct ticket_backoff_lock),
+	.tunables = auto_backoff_tunables,
+	.init = ticket_auto_backoff_init,
+	.lock = ticket_auto_backoff_lock,
+	.unlock = ticket_backoff_unlock,
+	.trylock = ticket_backoff_trylock,
+};
+
+const struct lock_ops ticket_fixed_delay_ops = {
+	.abi_version = LOCKLAB_ABI_VERSION,
+	.name = "ticket_fixed_delay",
+	.family = "spin-fair",
+	.summary = "ticket lock, proportional backoff with one system-wide delay",
+	.source = "M. Lespinasse, proportional spinlock delay, LKML Jan 2013 (seed 004)",
+	.flags = LOCK_SPINS,
+	.lock_size = sizeof(struct ticket_backoff_lock),
+	.tunables = fixed_delay_tunables,
+	.init = ticket_fixed_delay_init,
+	.lock = ticket_fixed_delay_lock,
+	.unlock = ticket_backoff_unlock,
+	.trylock = ticket_backoff_trylock,
+};
 
 const struct lock_ops ticket_ops = {
 	.abi_version = LOCKLAB_ABI_VERSION,
