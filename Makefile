@@ -80,6 +80,7 @@ $(BUILD)/opt/inline_%: bench/inline_loop.c native/locks/%.c $(HEADERS)
 bench: deps build venv $(BUILD)/opt/inline_tas $(BUILD)/opt/inline_ticket
 	$(VENV)/bin/python bench/engine_overhead.py
 	$(VENV)/bin/python bench/frontend.py
+	$(VENV)/bin/python bench/spinlocks.py
 
 clean:
 	rm -rf $(BUILD)

@@ -319,3 +319,21 @@ def test_merge_and_compare_across_stores(tmp_path):
     assert compared.returncode == 0, compared.stderr
     assert compared.stdout.startswith("#2 compared with #1")
     assert "tas #1" in compared.stdout and "ticket #2" in compared.stdout
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "campaigns").glob("*.toml")), ids=lambda p: p.stem)
+def test_seed_campaigns_are_valid(path, capsys):
+    assert cli.main(["campaign", str(path), "--dry-run"]) == 0
+    assert " runs, about " in capsys.readouterr().out
+
+
+def test_workloads_pair_axes_instead_of_crossing_them(tmp_path, capsys):
+    path = tmp_path / "w.toml"
+    path.write_text(
+        '[sweep]\nnwriters = [1, 2]\n[[workload]]\nname = "noload"\nhold_ns = 0\ngap_ns = 0\n'
+        '[[workload]]\nname = "load"\nhold_ns = 2000\ngap_ns = 2000\n[[variant]]\nlock = "tas"\n'
+    )
+    assert cli.main(["campaign", str(path), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "1 variants x 4 points" in out  # 2 workloads x 2 writer counts, not 2 x 2 x 2
+    assert "--hold-ns 2000 --gap-ns 2000" in out and "--hold-ns 2000 --gap-ns 0" not in out

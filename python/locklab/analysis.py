@@ -70,6 +70,7 @@ class Column:
 class Section:
     fixed: tuple[tuple[str, int], ...]  # the other axes' values, when they vary too
     rows: list[int]
+    label: str = ""  # what to print above the section: its workload and fixed axes
     cells: dict[tuple[int, int], Cell | None] = field(default_factory=dict)  # (column, row)
     verdicts: dict[int, str] = field(default_factory=dict)  # column -> verdict line
 
@@ -173,7 +174,12 @@ def _analyse(
     ) or [tuple((axis, spec.sweep[axis][0]) for axis in fixed_axes)]
     sections = []
     for fixed in fixed_values:
-        section = Section(_shown_fixed(fixed, spec), rows)
+        shown = _shown_fixed(fixed, spec)
+        workload = spec.workload_of(dict(fixed))
+        label = ", ".join(f"{a}={v}" for a, v in shown)
+        if workload:
+            label = f"{workload.name} ({label})" if label else workload.name
+        section = Section(shown, rows, label)
         for row in rows:
             point = tuple((axis, row if axis == row_axis else dict(fixed)[axis]) for axis in AXES)
             for index, column in enumerate(columns):

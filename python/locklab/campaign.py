@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from locklab.errors import LocklabError
-from locklab.experiment import AXES, ExperimentSpec, Variant
+from locklab.experiment import AXES, ExperimentSpec, Variant, Workload
 
 TOP_KEYS = {
     "name",
@@ -21,8 +21,10 @@ TOP_KEYS = {
     "interval",
     "long_hold_ms",
     "stutter",
+    "numa_nodes",
     "sweep",
     "variant",
+    "workload",
 }
 VARIANT_KEYS = {"label", "lock", "params", "plugin"}
 
@@ -97,6 +99,8 @@ class _CampaignReader:
             interval_s=self.number(data, "interval", 0.1),
             long_hold_ms=self.typed(data, "long_hold_ms", int, 0),
             stutter_s=self.number(data, "stutter", 0.0),
+            numa_nodes=self.typed(data, "numa_nodes", int, 0),
+            workloads=self.workloads(data.get("workload", [])),
         )
         return spec
 
@@ -134,6 +138,28 @@ class _CampaignReader:
             label = self.typed(table, "label", str, lock)
             variants.append(Variant(label, lock, tuple(params.items()), plugin))
         return variants
+
+    def workloads(self, raw: object) -> list[Workload]:
+        if not isinstance(raw, list) or not all(isinstance(t, dict) for t in raw):
+            raise self.fail(
+                "'workload' must be an array of tables, written [[workload]]", "workload"
+            )
+        workloads = []
+        for index, table in enumerate(raw, 1):
+            name = self.typed(table, "name", str, f"workload-{index}")
+            axes = []
+            for axis, value in table.items():
+                if axis == "name":
+                    continue
+                if axis not in AXES:
+                    raise self.fail(
+                        f"workload {index}: unknown axis '{axis}' (axes: {', '.join(AXES)})", axis
+                    )
+                if isinstance(value, bool) or not isinstance(value, int):
+                    raise self.fail(f"workload {index}: {axis} must be an integer", axis)
+                axes.append((axis, value))
+            workloads.append(Workload(name, tuple(axes)))
+        return workloads
 
     def sweep(self, raw: object) -> dict[str, list[int]]:
         if not isinstance(raw, dict):

@@ -140,6 +140,9 @@ def build_parser() -> Parser:
     )
     how.add_argument("--pin", default="none", help="none | compact | scatter | CPU list")
     how.add_argument(
+        "--numa-nodes", type=int, default=0, help="split the CPUs into N virtual NUMA nodes"
+    )
+    how.add_argument(
         "--interval",
         type=_number,
         default=0.1,
@@ -157,6 +160,10 @@ def build_parser() -> Parser:
     campaign.add_argument(
         "--dry-run", action="store_true", help="check the file and print the plan, run nothing"
     )
+
+    topology = commands.add_parser("topology", help="CPUs, cores, SMT and NUMA nodes, as detected")
+    _engine_option(topology)
+    topology.add_argument("--numa-nodes", type=int, help="show a split into N virtual nodes")
 
     results = commands.add_parser("results", help="list the stored experiments")
     _common(results)
@@ -272,6 +279,7 @@ def _spec_from_options(args: argparse.Namespace, engine: Engine) -> ExperimentSp
         pin=args.pin,
         seed=args.seed,
         interval_s=args.interval,
+        numa_nodes=args.numa_nodes,
     )
 
 
@@ -371,6 +379,12 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     return _execute(args, engine, store, experiment)
 
 
+def cmd_topology(args: argparse.Namespace) -> int:
+    engine = Engine(find_engine(args.engine))
+    sys.stdout.write(engine.topology(args.numa_nodes))
+    return 0
+
+
 def cmd_results(args: argparse.Namespace) -> int:
     store = Store(Path(args.store), create=False)
     listing = _listing("id", "name", "created", "host", "locks", "sweep", "runs", "state", "origin")
@@ -461,6 +475,7 @@ COMMANDS = {
     "list": cmd_list,
     "run": cmd_run,
     "campaign": cmd_campaign,
+    "topology": cmd_topology,
     "results": cmd_results,
     "table": cmd_table,
     "compare": cmd_compare,

@@ -129,6 +129,17 @@ class Engine:
             self._catalogues[plugins] = {lock["name"]: _lock_info(lock) for lock in locks}
         return self._catalogues[plugins]
 
+    def topology(self, numa_nodes: int | None = None) -> str:
+        """What the engine detects (and, with numa_nodes, how it would split the CPUs)."""
+        command = [str(self.path), "--topology"]
+        if numa_nodes is not None:
+            command += ["--numa-nodes", str(numa_nodes)]
+        proc = self._call(command, timeout_s=30.0)
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+            raise LocklabError(last.removeprefix("locklab-bench: error: "))
+        return proc.stdout
+
     def run(self, args: list[str], timeout_s: float) -> EngineOutcome:
         """One measurement: the engine with ``args`` and ``--json -``, waited for at most
         ``timeout_s``. Ctrl-C kills the engine and propagates."""

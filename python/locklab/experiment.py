@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 from locklab.engine import LockInfo
 from locklab.errors import LocklabError
@@ -66,6 +66,18 @@ class Configuration:
         return dict(self.axes)[name]
 
 
+@dataclass(frozen=True)
+class Workload:
+    """A named point of some axes, like seed 004's "load" (hold 2 us, gap 2 us): the sweep runs
+    at each workload instead of crossing those axes' values with each other."""
+
+    name: str
+    axes: tuple[tuple[str, int], ...]
+
+    def describe(self) -> str:
+        return ", ".join(f"{axis}={value}" for axis, value in self.axes)
+
+
 @dataclass
 class ExperimentSpec:
     name: str
@@ -81,7 +93,8 @@ class ExperimentSpec:
     # Fixed engine workload options, the same for every run (locktorture's names).
     long_hold_ms: int = 0
     stutter_s: float = 0.0
-    engine_options: dict[str, str] = field(default_factory=dict)
+    numa_nodes: int = 0  # --numa-nodes: virtual NUMA nodes (0: the machine's own)
+    workloads: list[Workload] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         for axis in AXES:
@@ -90,11 +103,27 @@ class ExperimentSpec:
             self.baseline = self.variants[0].label
 
     # -- derived -------------------------------------------------------------------------------
+    def points(self) -> list[tuple[tuple[str, int], ...]]:
+        """Every point of the axes: the sweep's product, at each workload if there are any."""
+        sweeps = [self.sweep]
+        if self.workloads:
+            sweeps = [
+                {**self.sweep, **{axis: [value] for axis, value in w.axes}} for w in self.workloads
+            ]
+        points: dict[tuple[tuple[str, int], ...], None] = {}
+        for sweep in sweeps:
+            partial: list[tuple[tuple[str, int], ...]] = [()]
+            for axis in AXES:
+                partial = [(*point, (axis, value)) for point in partial for value in sweep[axis]]
+            points.update(dict.fromkeys(partial))
+        return list(points)
+
     def configurations(self) -> list[Configuration]:
-        points: list[tuple[tuple[str, int], ...]] = [()]
-        for axis in AXES:
-            points = [(*point, (axis, value)) for point in points for value in self.sweep[axis]]
+        points = self.points()
         return [Configuration(variant, point) for variant in self.variants for point in points]
+
+    def workload_of(self, fixed: dict[str, int]) -> Workload | None:
+        return next((w for w in self.workloads if all(fixed.get(a) == v for a, v in w.axes)), None)
 
     def schedule(self) -> list[tuple[Configuration, int]]:
         """Every (configuration, repeat) in the order to run them: repeat rounds, each a fresh
@@ -137,8 +166,8 @@ class ExperimentSpec:
             args += ["--long-hold", str(self.long_hold_ms)]
         if self.stutter_s:
             args += ["--stutter", _num(self.stutter_s)]
-        for option, value in sorted(self.engine_options.items()):
-            args += [f"--{option}", value]
+        if self.numa_nodes:
+            args += ["--numa-nodes", str(self.numa_nodes)]
         # A different engine seed per repeat: random choices (backoff, long holds) must not be
         # the same sequence in every repeat, or the repeats are not independent.
         args += ["--seed", str(self.seed * 1000 + repeat + 1)]
@@ -157,14 +186,20 @@ class ExperimentSpec:
             {"label": v.label, "lock": v.lock, "params": dict(v.params), "plugin": v.plugin}
             for v in self.variants
         ]
+        data["workloads"] = [{"name": w.name, **dict(w.axes)} for w in self.workloads]
         return data
 
     @classmethod
     def from_dict(cls, data: dict) -> ExperimentSpec:
-        data = dict(data)
+        known = {f.name for f in fields(cls)}
+        data = {key: value for key, value in data.items() if key in known}
         data["variants"] = [
             Variant(v["label"], v["lock"], tuple(v["params"].items()), v.get("plugin"))
             for v in data["variants"]
+        ]
+        data["workloads"] = [
+            Workload(w["name"], tuple((a, v) for a, v in w.items() if a != "name"))
+            for w in data.get("workloads", [])
         ]
         return cls(**data)
 
@@ -197,6 +232,16 @@ class ExperimentSpec:
             raise LocklabError(
                 f"pin must be none, compact, scatter or a CPU list like 0,2,4-7 (got '{self.pin}')"
             )
+        if isinstance(self.numa_nodes, bool) or not 0 <= self.numa_nodes <= 1024:
+            raise LocklabError(f"numa_nodes must be from 0 to 1024 (got {self.numa_nodes})")
+        names = [w.name for w in self.workloads]
+        for workload in self.workloads:
+            if not workload.name or names.count(workload.name) > 1:
+                raise LocklabError(f"workload names must be unique and not empty: {names}")
+            if not workload.axes:
+                raise LocklabError(f"workload '{workload.name}' sets no axis")
+            for axis, value in workload.axes:
+                validate_axis(axis, [value])
         readers = [n for n in self.sweep["nreaders"] if n > 0]
         for variant in self.variants:
             if readers and not catalogue[variant.lock].reader_writer:

@@ -113,8 +113,8 @@ def to_markdown(analysis: Analysis) -> str:
     out += [f"_{line}_  " for line in analysis.title[1:]]
     for section in analysis.sections:
         out.append("")
-        if section.fixed:
-            out += [f"**{', '.join(f'{a}={v}' for a, v in section.fixed)}**", ""]
+        if section.label:
+            out += [f"**{section.label}**", ""]
         header = [analysis.row_axis]
         for column in analysis.columns:
             stats = ["mean", "std"] + (["rel"] if column.compared_to is not None else [])

@@ -88,8 +88,8 @@ def _section_lines(analysis: Analysis, section: Section) -> list[Line]:
         return out
 
     lines: list[Line] = []
-    if section.fixed:
-        lines.append([(", ".join(f"{a}={v}" for a, v in section.fixed) + ":", "bold")])
+    if section.label:
+        lines.append([(section.label + ":", "bold")])
     header: Line = [("Lock:".ljust(first), "bold")]
     for index, column in enumerate(columns):
         group_width = sum(widths[index]) + len(widths[index]) - 1

@@ -1,0 +1,138 @@
+"""Kernel spinlock family (seeds 002, 004): qspinlock/CNA internals, virtual NUMA nodes and the
+hand-over counters. Counters only; nothing here asserts on time or throughput.
+
+The oversubscribed torture of qspinlock, cna, the ticket backoff variants and ck_ticket_pb is in
+test_torture.py, which covers every lock the engine lists.
+"""
+
+import subprocess
+
+import pytest
+from conftest import BUILD, CORES, VARIANTS, bench_path, run_engine
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_qspinlock_unit_tests(variant):
+    """Word layout, tail encoding, word transitions, and CNA's hand-over policy driven on a
+    synthetic saturated queue: same-node fraction vs FIFO, and the threshold's bound."""
+    binary = BUILD / variant / "unit" / "qspinlock_test"
+    assert binary.exists(), f"{binary} is missing: run 'make build-all'"
+    proc = subprocess.run([str(binary)], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "all checks passed" in proc.stdout
+
+
+def test_unit_tests_can_fail(tmp_path):
+    """The unit test must catch a CNA that hands over FIFO: compile it against a copy of the
+    lock whose scan never finds a local waiter."""
+    source = (BUILD.parent / "native" / "locks" / "qspinlock.c").read_text()
+    broken = source.replace(
+        "if (scan->numa_node == node->numa_node)", "if (scan->numa_node == -12345)"
+    )
+    assert broken != source
+    (tmp_path / "native" / "locks").mkdir(parents=True)
+    (tmp_path / "native" / "locks" / "qspinlock.c").write_text(broken)
+    (tmp_path / "tests" / "unit").mkdir(parents=True)
+    test_source = (BUILD.parent / "tests" / "unit" / "qspinlock_test.c").read_text()
+    (tmp_path / "tests" / "unit" / "qspinlock_test.c").write_text(test_source)
+    binary = tmp_path / "qspinlock_test"
+    subprocess.run(
+        [
+            "cc", "-std=c11", "-D_GNU_SOURCE", "-O1", "-pthread",
+            f"-I{BUILD.parent / 'native' / 'include'}",
+            "-o", str(binary), str(tmp_path / "tests" / "unit" / "qspinlock_test.c"),
+        ],
+        check=True,
+        timeout=120,
+    )  # fmt: skip
+    proc = subprocess.run([str(binary)], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 1
+    assert "CNA keeps the lock on one node" in proc.stdout
+
+
+def test_topology_with_virtual_nodes():
+    proc = subprocess.run(
+        [str(bench_path("opt")), "--topology", "--numa-nodes", str(CORES)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    assert f"{CORES} NUMA nodes (virtual)" in proc.stdout
+    rows = [line.split() for line in proc.stdout.splitlines() if line.split()[:1] != ["cpu"]]
+    nodes = [int(row[3]) for row in rows if len(row) == 5 and row[0].isdigit()]
+    assert nodes == list(range(CORES))  # one CPU per node, in CPU order
+
+
+@pytest.mark.parametrize("nodes", ["0", str(CORES + 1), "x"])
+def test_bad_numa_nodes(nodes):
+    proc = subprocess.run(
+        [str(bench_path("opt")), "--lock", "mcs", "--numa-nodes", nodes, "--duration", "0.1"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert "--numa-nodes" in proc.stderr
+
+
+@pytest.mark.parametrize("lock", ["mcs", "qspinlock", "cna", "ticket"])
+def test_handoffs_between_nodes_are_counted(lock, tmp_path):
+    """One writer per CPU and one CPU per virtual node: every hand-over between two writers
+    crosses nodes, so the same-node count must be exactly 0. With one node it is every one."""
+    common = ["--lock", lock, "--nwriters", str(CORES), "--pin", "compact", "--ops", "20000"]
+    common += ["--duration", "2", "--latency-every", "1"]
+    split = run_engine([*common, "--numa-nodes", str(CORES)], "opt", tmp_path).result
+    assert split["machine"]["numa_nodes"] == CORES
+    assert [t["node"] for t in split["threads"]] == list(range(CORES))
+    assert split["handoffs"]["nodes_known"] is True
+    assert split["handoffs"]["same_node"] == 0
+    assert (
+        split["handoffs"]["total"] + split["handoffs"]["reacquisitions"] + CORES
+        >= (split["write_acquisitions"])
+    )
+    one = run_engine([*common, "--numa-nodes", "1"], "opt", tmp_path).result
+    assert one["handoffs"]["same_node"] == one["handoffs"]["total"]
+    if one["handoffs"]["total"]:
+        assert one["handoffs"]["same_node_fraction"] == 1.0
+    assert one["overtaken"]["samples"] > 0
+
+
+def test_unpinned_threads_have_no_node(tmp_path):
+    result = run_engine(
+        ["--lock", "mcs", "--nwriters", "2", "--ops", "5000", "--duration", "2"], "opt", tmp_path
+    ).result
+    assert result["handoffs"]["nodes_known"] is False
+    assert result["handoffs"]["same_node_fraction"] is None
+
+
+def test_cna_params(tmp_path):
+    run = run_engine(
+        [
+            "--lock", "cna", "--param", "threshold_handoffs=65536", "--param",
+            "shuffle_reduction=0", "--nwriters", str(2 * CORES), "--pin", "compact",
+            "--numa-nodes", str(CORES), "--ops", "20000", "--duration", "2",
+        ],
+        "opt",
+        tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    params = run.result["config"]["params"]
+    assert params == {"threshold_ns": 1000000, "threshold_handoffs": 65536, "shuffle_reduction": 0}
+
+
+@pytest.mark.parametrize(
+    ("lock", "param"),
+    [("ticket_fixed_delay", "spinlock_delay=375"), ("ticket_auto_backoff", "delay_max=16")],
+)
+def test_backoff_tunables(lock, param, tmp_path):
+    run = run_engine(
+        ["--lock", lock, "--param", param, "--nwriters", "4", "--ops", "20000", "--duration", "2"],
+        "opt",
+        tmp_path,
+    )
+    assert run.returncode == 0, run.stderr
+    name, value = param.split("=")
+    assert run.result["config"]["params"][name] == int(value)
