@@ -96,7 +96,7 @@ def p3(duration: float, pin: str) -> None:
         verdict = "met" if cell["cv"] <= goal else "MISSED"
         alone = direct[cell["variant"], cell["nwriters"]]
         print(
-            f"{cell['variant']:<16} {cell['nwriters']:>8} {cell['mean_kops_per_s']:>14,.1f} "
+            f"{cell['variant']:<16} {cell['nwriters']:>8} {cell['mean']:>14,.1f} "
             f"{cell['cv']:>6.2%} {alone:>12.2%}  <= {goal:.0%} {verdict}"
         )
 

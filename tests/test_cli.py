@@ -169,7 +169,7 @@ def test_small_sweep_end_to_end(tmp_path):
     again = locklab("table", "tiny", "--plain", store=store)
     assert again.returncode == 0 and again.stdout == proc.stdout
 
-    for fmt, marker in (("csv", "mean_kops_per_s"), ("json", '"runs"'), ("markdown", "| nwriters")):
+    for fmt, marker in (("csv", "mean,std"), ("json", '"runs"'), ("markdown", "| nwriters")):
         exported = locklab("export", "1", "--format", fmt, store=store)
         assert exported.returncode == 0 and marker in exported.stdout
 

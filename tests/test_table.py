@@ -40,7 +40,12 @@ def fill(store: Store, spec: ExperimentSpec, kops: dict, drifting: frozenset = f
             ok = value is not None
             ops = value * 1000 if ok else None
             slope = ops * 0.5 if ok and (label, nwriters) in drifting else 0.0
-            result = {"machine": MACHINE, "intervals": flat_intervals(ops or 0, slope)}
+            result = {
+                "machine": MACHINE,
+                "intervals": flat_intervals(ops or 0, slope),
+                # a second metric: one context switch per 1000 acquisitions per 100 kops/s
+                "context_switches": {"voluntary_per_1000_acquisitions": (value or 0) / 100},
+            }
             run = Run(
                 config.key,
                 repeat,
@@ -160,7 +165,7 @@ def test_exports(store):
     rows = list(csv.DictReader(io.StringIO(export.to_csv(analysis))))
     assert len(rows) == 6
     row = next(r for r in rows if r["variant"] == "k1-rmacq" and r["nwriters"] == "2")
-    assert float(row["mean_kops_per_s"]) == pytest.approx(417.0)
+    assert float(row["mean"]) == pytest.approx(417.0)
     assert float(row["rel_pct"]) == pytest.approx(15.83, abs=0.01)
     assert row["significant"] == "True"
     document = json.loads(export.to_json(analysis, experiment, runs))
@@ -184,7 +189,7 @@ def test_compare_two_experiments(store):
         "k1-rmacq #2",
     ]
     verdicts = analysis.sections[0].verdicts
-    assert verdicts[1] == "faster at >= 1 writers (+20.0% to +20.0%, p < 0.001)"
+    assert verdicts[1] == "faster at >= 1 writers (+20.0%, p < 0.001)"
     text = table.plain(analysis)
     assert text.startswith("#2 compared with #1\nA: experiment #1")
 
@@ -212,3 +217,16 @@ def test_confidence_interval_column(store):
     assert lines[header].split()[2:] == ["mean", "std", "ci95", "mean", "std", "ci95", "rel"]
     # std 0.7906 of 5 runs: t(0.975, 4) * 0.7906 / sqrt(5) = 0.98
     assert lines[header + 2].split()[:4] == ["1", "900.00", "0.79", "0.98"]
+
+
+def test_other_metrics(store):
+    experiment = fill(store, spec_two_locks(), KOPS)
+    analysis = analyse_experiment(experiment, store.runs(experiment), Settings(metric="ctxsw"))
+    text = table.plain(analysis)
+    assert "Statistic (voluntary switches/1k ops):" in text
+    assert analysis.sections[0].cells[1, 2].summary.mean == pytest.approx(4.17)
+    assert analysis.sections[0].verdicts[1].startswith("more switches at 2 writers (+15.8%")
+    # A metric the runs did not report: empty cells, no verdict figures, no crash.
+    empty = analyse_experiment(experiment, store.runs(experiment), Settings(metric="same-node"))
+    assert empty.sections[0].cells[0, 1].summary.n == 0
+    assert empty.sections[0].verdicts[1].startswith("not tested")

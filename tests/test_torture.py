@@ -8,6 +8,14 @@ import pytest
 from conftest import CORES, OVERSUBSCRIBED, VARIANTS, list_locks, run_engine
 
 LOCKS = list_locks()
+# Seed 000's stock rtmutex (and k1, which keeps its mark_waiters) has the data race the seed's
+# patches fix: a plain load of the owner word; test_rtmutex.py checks that TSAN finds it. k5
+# keeps neither the barrier nor the acquire, so a slow-path taker after a fast-path release is
+# not ordered after that critical section: TSAN sometimes sees the critical section race.
+RACY_BY_DESIGN = {
+    name: "plain load in mark_waiters, the race seed 000 fixes (see test_rtmutex.py)"
+    for name in ("rtmutex", "rtmutex-k0", "rtmutex-k1")
+} | {"rtmutex-k5": "no acquire left on the slow path (k1 + k3): x86 orders it, C11 does not"}
 
 
 def torture_cases() -> list:
@@ -16,7 +24,9 @@ def torture_cases() -> list:
         for lock in LOCKS:
             marks = []
             if variant == "tsan" and "tsan_opaque" in lock["flags"]:
-                marks.append(pytest.mark.skip(reason="inline-asm atomics are invisible to TSAN"))
+                marks.append(pytest.mark.skip(reason="synchronises where TSAN cannot see"))
+            if variant == "tsan" and lock["name"] in RACY_BY_DESIGN:
+                marks.append(pytest.mark.skip(reason=RACY_BY_DESIGN[lock["name"]]))
             cases.append(pytest.param(variant, lock, id=f"{variant}-{lock['name']}", marks=marks))
     return cases
 

@@ -103,6 +103,7 @@ struct bench_config {
 	const char *plugin_path;
 	bool list;
 	bool topology;
+	const char *scenario; /* NULL: the throughput run; "pi-inversion" */
 };
 
 void options_parse(int argc, char **argv, struct bench_config *config);
@@ -247,6 +248,8 @@ void *worker_main(void *arg);
 uint64_t acquisitions_since_start(const struct run_state *run);
 /* Runs the whole measurement; returns the exit status. */
 int run_benchmark(const struct bench_config *config, const struct machine_facts *facts);
+/* --scenario pi-inversion (scenario_pi.c). */
+int run_pi_scenario(const struct bench_config *config, const struct machine_facts *facts);
 
 /* ---- output (report.c, json.c) --------------------------------------------------------------- */
 struct json_writer;

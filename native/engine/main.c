@@ -22,5 +22,7 @@ int main(int argc, char **argv)
 		topology_print(&facts);
 		return EXIT_FINE;
 	}
+	if (config.scenario)
+		return run_pi_scenario(&config, &facts);
 	return run_benchmark(&config, &facts);
 }

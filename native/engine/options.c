@@ -55,6 +55,10 @@ static const char usage_text[] =
 	"  --pin MODE             none | compact | scatter | CPU list like 0,2,4-7 (default none)\n"
 	"  --numa-nodes N         split the CPUs into N virtual NUMA nodes (for NUMA-aware locks\n"
 	"                         on a machine with fewer real nodes); a thread's node is its CPU's\n"
+	"scenarios\n"
+	"  --scenario pi-inversion  low-priority owner, medium-priority CPU hog, high-priority\n"
+	"                         waiter on one CPU (SCHED_FIFO); --ops iterations (default 20),\n"
+	"                         --hold-ns the owner's critical section (default 1 ms)\n"
 	"output\n"
 	"  --stat-interval S      print locktorture-style 'Writes: Total:' lines every S seconds\n"
 	"  --interval S           period of the throughput series in the JSON, default 0.1\n"
@@ -70,6 +74,7 @@ static const char usage_text[] =
 enum option_id {
 	OPT_LIST = 256,
 	OPT_TOPOLOGY,
+	OPT_SCENARIO,
 	OPT_LOCK,
 	OPT_PLUGIN,
 	OPT_PARAM,
@@ -98,6 +103,7 @@ static const struct option long_options[] = {
 	{ "help", no_argument, NULL, 'h' },
 	{ "list", no_argument, NULL, OPT_LIST },
 	{ "topology", no_argument, NULL, OPT_TOPOLOGY },
+	{ "scenario", required_argument, NULL, OPT_SCENARIO },
 	{ "lock", required_argument, NULL, OPT_LOCK },
 	{ "plugin", required_argument, NULL, OPT_PLUGIN },
 	{ "param", required_argument, NULL, OPT_PARAM },
@@ -260,6 +266,12 @@ void options_parse(int argc, char **argv, struct bench_config *config)
 		case 'h': fputs(usage_text, stdout); exit(EXIT_FINE);
 		case OPT_LIST: config->list = true; break;
 		case OPT_TOPOLOGY: config->topology = true; break;
+		case OPT_SCENARIO:
+			if (strcmp(optarg, "pi-inversion") != 0)
+				usage_error("--scenario: unknown scenario '%s' (known: pi-inversion)",
+					    optarg);
+			config->scenario = optarg;
+			break;
 		case OPT_LOCK: lock_name = optarg; break;
 		case OPT_PLUGIN:
 			config->plugin_path = optarg;

@@ -15,10 +15,7 @@
  * Ordering: every successful acquisition is an ACQUIRE RMW (cmpxchg or xchg); unlock is a
  * RELEASE decrement, and the store of 0 on the contended path is RELEASE as well.
  */
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
+#include <locklab/futex.h>
 #include <locklab/kernel.h>
 #include <locklab/lock.h>
 
@@ -27,17 +24,6 @@ enum { FUTEX_MUTEX_UNLOCKED, FUTEX_MUTEX_LOCKED, FUTEX_MUTEX_CONTENDED };
 struct futex_mutex {
 	u32 word;
 };
-
-static void futex_wait(u32 *word, u32 expected)
-{
-	/* Returns at once if *word != expected (EAGAIN); spurious wakeups are fine: callers loop. */
-	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
-}
-
-static void futex_wake_one(u32 *word)
-{
-	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
 
 static void futex_mutex_lock_slowpath(struct futex_mutex *mutex, u32 seen)
 {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * POSIX thread locks from the C library, as peers: pthread_mutex, pthread_spinlock and
- * pthread_rwlock.
+ * POSIX thread locks from the C library, as peers: pthread_mutex, pthread_mutex_pi
+ * (PTHREAD_PRIO_INHERIT, the peer of rtmutex), pthread_spinlock and pthread_rwlock.
  *
  * Source: IEEE Std 1003.1-2017 (POSIX); the implementation measured is the system's C
  * library (glibc on Debian: nptl/pthread_mutex_lock.c, pthread_spin_lock.c,
@@ -54,6 +54,38 @@ const struct lock_ops pthread_mutex_ops = {
 	.lock_size = sizeof(pthread_mutex_t),
 	.tunables = no_tunables,
 	.init = pthread_mutex_ops_init,
+	.destroy = pthread_mutex_ops_destroy,
+	.lock = pthread_mutex_ops_lock,
+	.unlock = pthread_mutex_ops_unlock,
+	.trylock = pthread_mutex_ops_trylock,
+};
+
+/* ---- pthread_mutex_pi: priority inheritance (glibc: the kernel's PI futex underneath) -------- */
+
+static int pthread_mutex_pi_ops_init(void *lockp, const struct lock_init_args *args)
+{
+	pthread_mutexattr_t attr;
+	int err;
+	(void)args;
+	if ((err = pthread_mutexattr_init(&attr)) != 0)
+		return -err;
+	err = pthread_mutexattr_setprotocol(&attr, PTHREAD_PRIO_INHERIT);
+	if (err == 0)
+		err = pthread_mutex_init(lockp, &attr);
+	pthread_mutexattr_destroy(&attr);
+	return -err;
+}
+
+const struct lock_ops pthread_mutex_pi_ops = {
+	.abi_version = LOCKLAB_ABI_VERSION,
+	.name = "pthread_mutex_pi",
+	.family = "peer-libc",
+	.summary = "the C library's pthread_mutex_t with PTHREAD_PRIO_INHERIT",
+	.source = "POSIX.1-2017 (PTHREAD_PRIO_INHERIT); glibc nptl over FUTEX_LOCK_PI",
+	.flags = LOCK_SLEEPS | LOCK_PRIO_INHERIT | LOCK_EXTERNAL,
+	.lock_size = sizeof(pthread_mutex_t),
+	.tunables = no_tunables,
+	.init = pthread_mutex_pi_ops_init,
 	.destroy = pthread_mutex_ops_destroy,
 	.lock = pthread_mutex_ops_lock,
 	.unlock = pthread_mutex_ops_unlock,

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from locklab import stats
 from locklab.errors import LocklabError
 from locklab.experiment import AXES, AXIS_DEFAULTS, ExperimentSpec
+from locklab.metrics import METRICS, Metric
 from locklab.store import Experiment, Run
 
 # How each axis reads in a verdict: (unit after a value, name of the whole axis).
@@ -32,11 +33,16 @@ class Settings:
     noise_cv: float = stats.DEFAULT_NOISE_CV
     drift: float = stats.DEFAULT_DRIFT
     show_ci: bool = False  # a "ci95" column (half-width of the mean's 95% interval) in the table
+    metric: str = "throughput"  # see metrics.METRICS
+
+    @property
+    def measure(self) -> Metric:
+        return METRICS[self.metric]
 
 
 @dataclass
 class Cell:
-    values: list[float]  # kops/s of each successful run
+    values: list[float]  # the metric, for each successful run that reported it
     summary: stats.Summary
     comparison: stats.Comparison | None
     noisy: bool
@@ -197,15 +203,14 @@ def _analyse(
 def _cell(runs: list[Run], base: list[Run] | None, settings: Settings) -> Cell | None:
     if not runs:
         return None
-    good = [run for run in runs if run.status == "ok" and run.throughput_ops_per_s is not None]
-    values = [run.throughput_ops_per_s / 1000 for run in good]  # type: ignore[operator]
+    value = settings.measure.value
+    good = [run for run in runs if run.status == "ok"]
+    values = [v for v in map(value, good) if v is not None]
     summary = stats.summarize(values)
     comparison = None
     if base is not None:
         base_values = [
-            run.throughput_ops_per_s / 1000
-            for run in base
-            if run.status == "ok" and run.throughput_ops_per_s is not None
+            v for v in (value(run) for run in base if run.status == "ok") if v is not None
         ]
         comparison = stats.compare(base_values, values, settings.test, settings.alpha)
     cv = summary.cv
@@ -227,7 +232,8 @@ def _cell(runs: list[Run], base: list[Run] | None, settings: Settings) -> Cell |
 
 
 def verdict(section: Section, column: int, axis: str, settings: Settings) -> str:
-    """One line: where this column is significantly faster or slower than its baseline."""
+    """One line: where this column is significantly higher or lower than its baseline (for
+    throughput: faster or slower)."""
     axis_name = AXIS_WORDS[axis][1]
     faster, slower, noisy, tested = [], [], [], []
     for row in section.rows:
@@ -244,7 +250,8 @@ def verdict(section: Section, column: int, axis: str, settings: Settings) -> str
     if not tested:
         return "not tested: fewer than 2 successful runs per cell"
     parts = []
-    for word, found in (("faster", faster), ("slower", slower)):
+    measure = settings.measure
+    for word, found in ((measure.higher, faster), (measure.lower, slower)):
         if found:
             where = _where([row for row, _ in found], tested)
             parts.append(
@@ -275,8 +282,8 @@ def _where(rows: list[int], all_rows: list[int]) -> str:
 def _figures(comparisons: list[stats.Comparison]) -> str:
     rels = sorted((c.rel_pct for c in comparisons), key=abs)
     p_max = max(c.p_value or 0.0 for c in comparisons)
-    if len(comparisons) == 1:
-        return f"({rels[0]:+.1f}%, {_p('=', p_max)})"
+    if len(comparisons) == 1 or f"{rels[0]:+.1f}" == f"{rels[-1]:+.1f}":
+        return f"({rels[0]:+.1f}%, {_p('=' if len(comparisons) == 1 else ' <= ', p_max)})"
     return f"({rels[0]:+.1f}% to {rels[-1]:+.1f}%, {_p(' <= ', p_max)})"
 
 

@@ -32,6 +32,7 @@ from locklab.experiment import (
     parse_int_list,
     parse_param,
 )
+from locklab.metrics import METRICS
 from locklab.runner import run_sweep
 from locklab.stats import DEFAULT_ALPHA, DEFAULT_DRIFT, DEFAULT_NOISE_CV, TESTS
 from locklab.store import Experiment, Store
@@ -87,6 +88,12 @@ def _common(parser: argparse.ArgumentParser, statistics: bool = False) -> None:
             default=DEFAULT_DRIFT,
             help="flag runs whose throughput moves by more than this fraction over the "
             f"measured window (default {DEFAULT_DRIFT})",
+        )
+        group.add_argument(
+            "--metric",
+            choices=sorted(METRICS),
+            default="throughput",
+            help="what the table shows (default throughput, kops/s)",
         )
         group.add_argument("--plain", action="store_true", help="print the table without color")
         group.add_argument(
@@ -299,7 +306,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         raise LocklabError(f"--alpha must be between 0 and 1 (got {args.alpha})")
     if args.noise_cv <= 0 or args.drift <= 0:
         raise LocklabError("--noise-cv and --drift must be above 0")
-    return Settings(args.test, args.alpha, args.noise_cv, args.drift, args.ci)
+    return Settings(args.test, args.alpha, args.noise_cv, args.drift, args.ci, args.metric)
 
 
 def _print_analysis(analysis: Analysis, plain: bool) -> None:

@@ -215,6 +215,10 @@ class ExperimentSpec:
         if duplicates:
             raise LocklabError(f"variant label '{duplicates[0]}' is used twice")
         for variant in self.variants:
+            if not variant.label or "|" in variant.label:
+                raise LocklabError(
+                    f"variant label '{variant.label}' must be non-empty, without '|'"
+                )
             validate_variant(variant, catalogue)
         if self.baseline not in labels:
             raise LocklabError(

@@ -33,9 +33,11 @@ def cell_records(analysis: Analysis) -> list[dict]:
                         "variant": column.header,
                         **{axis: point.get(axis) for axis in AXES if axis in point},
                         "n": cell.summary.n,
-                        "mean_kops_per_s": _finite(cell.summary.mean),
-                        "std_kops_per_s": _finite(cell.summary.std),
-                        "ci95_kops_per_s": cell.summary.ci95,
+                        "metric": analysis.settings.metric,
+                        "unit": analysis.settings.measure.unit,
+                        "mean": _finite(cell.summary.mean),
+                        "std": _finite(cell.summary.std),
+                        "ci95": cell.summary.ci95,
                         "cv": cell.summary.cv,
                         "rel_pct": _finite(comparison.rel_pct) if comparison else None,
                         "p_value": comparison.p_value if comparison else None,
@@ -79,7 +81,8 @@ def to_json(analysis: Analysis, experiment: Experiment, runs: list[Run]) -> str:
             "alpha": analysis.settings.alpha,
             "noise_cv": analysis.settings.noise_cv,
             "drift": analysis.settings.drift,
-            "unit": "kops/s",
+            "metric": analysis.settings.metric,
+            "unit": analysis.settings.measure.unit,
         },
         "cells": cell_records(analysis),
         "verdicts": [
@@ -139,7 +142,8 @@ def to_markdown(analysis: Analysis) -> str:
                     cells[-1] += " " + flags.replace("~", "\\~")
             out.append("| " + " | ".join(cells) + " |")
         if section.verdicts:
-            out += ["", f"Verdict against {analysis.baseline_name} (throughput in kops/s):", ""]
+            unit = analysis.settings.measure.unit
+            out += ["", f"Verdict against {analysis.baseline_name} ({unit}):", ""]
             out += [
                 f"- **{analysis.columns[index].header}**: {text}"
                 for index, text in section.verdicts.items()

@@ -17,7 +17,6 @@ from locklab.analysis import Analysis, Cell, Section
 Segment = tuple[str, str]  # (text, rich style; "" for none)
 Line = list[Segment]
 
-ROW_HEADER = "Statistic (kops/s):"
 GAP = 2  # spaces between column groups
 FLAG_WIDTH = 3
 
@@ -26,7 +25,9 @@ def _number(value: float) -> str:
     return "-" if math.isnan(value) else f"{value:.2f}"
 
 
-def _cells_text(cell: Cell | None, with_rel: bool, with_ci: bool) -> list[Segment]:
+def _cells_text(
+    cell: Cell | None, with_rel: bool, with_ci: bool, higher_is_better: bool
+) -> list[Segment]:
     """mean, std, [ci95], [rel], flags of one cell, with styles."""
     if cell is None or cell.summary.n == 0:
         missing = [("-", "dim")] * (2 + with_ci + with_rel)
@@ -43,7 +44,8 @@ def _cells_text(cell: Cell | None, with_rel: bool, with_ci: bool) -> list[Segmen
         rel = "-" if math.isnan(comparison.rel_pct) else f"{comparison.rel_pct:+.1f}%"
         style = "dim"
         if comparison.significant:
-            style = "bold green" if comparison.rel_pct > 0 else "bold red"
+            better = (comparison.rel_pct > 0) == higher_is_better
+            style = "bold green" if better else "bold red"
         segments.append((rel, style))
     flags = cell.flags()
     segments.append((flags, "yellow" if "!" in flags or "^" in flags or "x" in flags else "dim"))
@@ -52,6 +54,7 @@ def _cells_text(cell: Cell | None, with_rel: bool, with_ci: bool) -> list[Segmen
 
 def _section_lines(analysis: Analysis, section: Section) -> list[Line]:
     columns = analysis.columns
+    row_header = f"Statistic ({analysis.settings.measure.unit}):"
     has_rel = [column.compared_to is not None for column in columns]
     # Every row as text first, to size the columns.
     with_ci = analysis.settings.show_ci
@@ -60,7 +63,12 @@ def _section_lines(analysis: Analysis, section: Section) -> list[Line]:
     body: list[tuple[str, list[list[Segment]]]] = []
     for row in section.rows:
         groups = [
-            _cells_text(section.cells.get((index, row)), has_rel[index], with_ci)
+            _cells_text(
+                section.cells.get((index, row)),
+                has_rel[index],
+                with_ci,
+                analysis.settings.measure.higher_is_better,
+            )
             for index in range(len(columns))
         ]
         body.append((str(row), groups))
@@ -76,7 +84,7 @@ def _section_lines(analysis: Analysis, section: Section) -> list[Line]:
         if len(column.header) > group_width:
             column_widths[-1] += len(column.header) - group_width
         widths.append(column_widths)
-    first = max(len(ROW_HEADER), *(len(label) for label, _ in body))
+    first = max(len(row_header), *(len(label) for label, _ in body))
 
     def group_segments(index: int, cells: list[Segment]) -> list[Segment]:
         out: list[Segment] = [(" " * GAP, "")]
@@ -96,7 +104,7 @@ def _section_lines(analysis: Analysis, section: Section) -> list[Line]:
         style = "bold cyan" if column.compared_to is None else "bold"
         header += [(" " * GAP, ""), (column.header.ljust(group_width), style)]
     lines.append(header)
-    statistic: Line = [(ROW_HEADER.ljust(first), "bold")]
+    statistic: Line = [(row_header.ljust(first), "bold")]
     for index in range(len(columns)):
         statistic += group_segments(index, [(text, "bold") for text in header_stats[index]])
     lines.append(statistic)
@@ -128,8 +136,12 @@ def lines(analysis: Analysis) -> list[Line]:
             out.append([])
             out.append([(f"Verdict against {analysis.baseline_name}:", "bold")])
             for index, text in section.verdicts.items():
-                style = "green" if "faster" in text and "slower" not in text else ""
-                style = "red" if "slower" in text and "faster" not in text else style
+                measure = analysis.settings.measure
+                good, bad = (measure.higher, measure.lower)[
+                    :: 1 if measure.higher_is_better else -1
+                ]
+                style = "green" if good in text and bad not in text else ""
+                style = "red" if bad in text and good not in text else style
                 out.append([(f"  {analysis.columns[index].header}: ", "bold"), (text, style)])
     out.append([])
     legend = analysis.legend()

@@ -30,7 +30,7 @@ enum lock_flags {
 	LOCK_READER_WRITER = 1u << 2, /* read_lock/read_unlock are provided */
 	LOCK_PRIO_INHERIT = 1u << 3, /* boosts the owner's priority */
 	LOCK_EXTERNAL = 1u << 4,     /* a peer from another project (ck, glibc): not ours to patch */
-	LOCK_TSAN_OPAQUE = 1u << 5,  /* uses inline-asm atomics that ThreadSanitizer cannot see */
+	LOCK_TSAN_OPAQUE = 1u << 5,  /* synchronises where ThreadSanitizer cannot see (inline asm, kernel) */
 };
 
 /* One tunable: `--param name=value`. Values are integers; the meaning says the unit. */

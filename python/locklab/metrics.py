@@ -1,0 +1,59 @@
+"""What a table can show: throughput by default, or another per-run figure from the engine's
+JSON (seed 001 and 003 look at context switches and latency, seed 002 at hand-overs)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from locklab.store import Run
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    unit: str
+    higher: str  # the verdict's word for a significantly higher value
+    lower: str
+    higher_is_better: bool
+    value: Callable[[Run], float | None]
+
+
+def _from_result(*path: str, scale: float = 1.0) -> Callable[[Run], float | None]:
+    def value(run: Run) -> float | None:
+        node: object = run.result
+        for key in path:
+            if not isinstance(node, dict):
+                return None
+            node = node.get(key)
+        return float(node) * scale if isinstance(node, int | float) else None
+
+    return value
+
+
+def _throughput(run: Run) -> float | None:
+    return run.throughput_ops_per_s / 1000 if run.throughput_ops_per_s is not None else None
+
+
+METRICS: dict[str, Metric] = {
+    metric.name: metric
+    for metric in (
+        Metric("throughput", "kops/s", "faster", "slower", True, _throughput),
+        Metric(
+            "ctxsw", "voluntary switches/1k ops", "more switches", "fewer switches", False,
+            _from_result("context_switches", "voluntary_per_1000_acquisitions"),
+        ),
+        Metric(
+            "p50", "write wait p50 us", "longer p50 wait", "shorter p50 wait", False,
+            _from_result("latency_ns", "write", "p50", scale=1e-3),
+        ),
+        Metric(
+            "p99", "write wait p99 us", "longer p99 wait", "shorter p99 wait", False,
+            _from_result("latency_ns", "write", "p99", scale=1e-3),
+        ),
+        Metric(
+            "same-node", "same-node hand-overs %", "more same-node", "less same-node", True,
+            _from_result("handoffs", "same_node_fraction", scale=100.0),
+        ),
+    )
+}  # fmt: skip
