@@ -19,7 +19,7 @@ VARIANTS := opt tsan asan
 
 ENGINE_SRC := $(wildcard native/engine/*.c)
 LOCK_SRC := $(wildcard native/locks/*.c)
-HEADERS := $(wildcard native/include/locklab/*.h native/engine/*.h) native/locks/registry.def
+HEADERS := $(wildcard native/include/locklab/*.h native/engine/*.h native/locks/*.h) native/locks/registry.def
 # Shared objects loaded with --plugin: the documented example and the test suite's locks.
 PLUGIN_SRC := examples/plugin/example_ticket.c $(wildcard tests/plugins/*.c)
 vpath %.c examples/plugin tests/plugins

@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The kernel's mutex: an owner word with flags, optimistic spinning through the OSQ while the
+ * owner runs, a FIFO of sleeping waiters, and hand-off to the first waiter so it cannot starve.
+ *
+ * Source: kernel/locking/mutex.c (I. Molnar 2006; owner word and OSQ spinning by W. Long,
+ * J. Lynch, D. Bueso, P. Zijlstra, 2014-2016; hand-off, P. Zijlstra 2016); notes (c).
+ *
+ * State: `owner` = the owner's task pointer | WAITERS (bit 0) | HANDOFF (bit 1) | PICKUP (bit 2).
+ *   WAITERS  the wait list is not empty: unlock must take the slow path and wake someone;
+ *   HANDOFF  the first waiter was woken and still lost the lock to a spinner or a newcomer:
+ *            the next unlock gives the lock to it directly instead of freeing it;
+ *   PICKUP   the lock was handed to the task in the word; only that task may take it.
+ * Fast paths: CAS-acquire 0 -> me, CAS-release me -> 0 (fails when any flag is set).
+ *
+ * Slow lock: optimistic spin first (the `spin` tunable): queue on the OSQ so only one thread
+ * watches the owner, then try the lock, and spin while the owner is unchanged and running.
+ * Failing that, join the FIFO wait list (setting WAITERS) and sleep on a futex; when woken,
+ * try again, and a first waiter that still fails sets HANDOFF. Before HANDOFF anyone may steal.
+ * Slow unlock: clear the owner (keeping WAITERS), or with HANDOFF pass it to the first waiter
+ * (owner = waiter | PICKUP); then wake the first waiter.
+ *
+ * Userspace: "running" is a flag the owner clears while it sleeps in the lock (a preempted
+ * owner still looks running), and every spin also stops after a scheduler tick's worth
+ * (OSQ_SPIN_NS), standing in for need_resched().
+ */
+#include <errno.h>
+
+#include "osq.h"
+#include <locklab/futex.h>
+#include <locklab/kernel.h>
+#include <locklab/lock.h>
+
+#define MUTEX_FLAG_WAITERS 0x01UL
+#define MUTEX_FLAG_HANDOFF 0x02UL
+#define MUTEX_FLAG_PICKUP 0x04UL
+#define MUTEX_FLAGS 0x07UL
+
+struct mutex_task {
+	u32 running; /* cleared while the task sleeps in a lock */
+};
+
+struct mutex_waiter {
+	struct mutex_waiter *next;
+	struct mutex_task *task;
+	u32 wake; /* futex word, set by the unlocker */
+};
+
+struct mutex {
+	uintptr_t owner;
+	struct optimistic_spin_queue osq;
+	u32 wait_lock; /* protects the wait list */
+	struct mutex_waiter *first, *last;
+	bool spin;     /* tunable: optimistic spinning */
+};
+
+_Static_assert(sizeof(struct mutex_waiter) <= LOCK_QNODE_BYTES, "waiter fits a queue node");
+
+static inline struct mutex_task *task_of(struct lock_thread *self)
+{
+	return lock_qnode(self, 3, struct mutex_task);
+}
+
+static inline struct mutex_task *owner_task(uintptr_t owner)
+{
+	return (struct mutex_task *)(owner & ~MUTEX_FLAGS);
+}
+
+static inline void wait_lock(u32 *lock)
+{
+	while (xchg_acquire(lock, 1) != 0)
+		smp_cond_load_relaxed(lock, VAL == 0);
+}
+
+static inline void wait_unlock(u32 *lock)
+{
+	smp_store_release(lock, 0);
+}
+
+/*
+ * Take the lock if it is free, or handed to us (PICKUP); keep WAITERS, drop HANDOFF and
+ * PICKUP. The kernel's __mutex_trylock_common().
+ */
+static bool mutex_trylock_flags(struct mutex *lock, struct mutex_task *me)
+{
+	uintptr_t owner = READ_ONCE(lock->owner);
+	for (;;) {
+		struct mutex_task *task = owner_task(owner);
+		uintptr_t flags = owner & MUTEX_FLAGS;
+		if (flags & MUTEX_FLAG_PICKUP) {
+			if (task != me)
+				return false;
+			flags &= ~MUTEX_FLAG_PICKUP;
+		} else if (task) {
+			return false;
+		}
+		flags &= ~MUTEX_FLAG_HANDOFF;
+		if (__atomic_compare_exchange_n(&lock->owner, &owner, (uintptr_t)me | flags, false,
+						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			return true;
+	}
+}
+
+/* Spin while `owner` holds the lock and runs; true when it let go (worth trying again). */
+static bool mutex_spin_on_owner(struct mutex *lock, struct mutex_task *owner, u64 deadline)
+{
+	for (unsigned int i = 1; owner_task(READ_ONCE(lock->owner)) == owner; i++) {
+		if (!READ_ONCE(owner->running))
+			return false;
+		if ((i & 63) == 0 && osq_now_ns() >= deadline)
+			return false;
+		cpu_relax();
+	}
+	return true;
+}
+
+/*
+ * Optimistic spinning: through the OSQ unless we are the woken first waiter (which spins
+ * directly, as in the kernel). Returns true with the lock held.
+ */
+static bool mutex_optimistic_spin(struct mutex *lock, struct lock_thread *self, bool waiter)
+{
+	struct mutex_task *me = task_of(self);
+	u64 deadline = osq_now_ns() + OSQ_SPIN_NS;
+	bool taken = false;
+
+	if (!waiter && !osq_lock(&lock->osq, self))
+		return false;
+	for (;;) {
+		struct mutex_task *owner = owner_task(READ_ONCE(lock->owner));
+		if (owner && owner != me && !mutex_spin_on_owner(lock, owner, deadline))
+			break;
+		if (mutex_trylock_flags(lock, me)) {
+			taken = true;
+			break;
+		}
+		if (osq_now_ns() >= deadline)
+			break;
+		cpu_relax();
+	}
+	if (!waiter)
+		osq_unlock(&lock->osq, self);
+	return taken;
+}
+
+static void mutex_lock_slowpath(struct mutex *lock, struct lock_thread *self)
+{
+	struct mutex_task *me = task_of(self);
+	struct mutex_waiter *waiter = lock_qnode(self, 1, struct mutex_waiter);
+
+	if (lock->spin && mutex_optimistic_spin(lock, self, false))
+		return;
+
+	wait_lock(&lock->wait_lock);
+	if (mutex_trylock_flags(lock, me)) {
+		wait_unlock(&lock->wait_lock);
+		return;
+	}
+	waiter->next = NULL;
+	waiter->task = me;
+	if (lock->last)
+		lock->last->next = waiter;
+	else
+		WRITE_ONCE(lock->first, waiter); /* read unlocked by a woken waiter */
+	lock->last = waiter;
+	if (lock->first == waiter) /* the first waiter announces itself */
+		__atomic_fetch_or(&lock->owner, MUTEX_FLAG_WAITERS, __ATOMIC_RELAXED);
+
+	for (;;) {
+		/* Woken or not, the lock may be free (or handed to us) now. */
+		if (mutex_trylock_flags(lock, me))
+			break;
+		WRITE_ONCE(waiter->wake, 0); /* a wake after this is not lost */
+		wait_unlock(&lock->wait_lock);
+
+		WRITE_ONCE(me->running, 0);
+		futex_wait(&waiter->wake, 0);
+		WRITE_ONCE(me->running, 1);
+
+		/*
+		 * Woken: try at once. The first waiter that fails even now asks for a hand-off, so
+		 * spinners and newcomers cannot overtake it again, then spins itself.
+		 */
+		bool first = READ_ONCE(lock->first) == waiter;
+		bool taken = mutex_trylock_flags(lock, me);
+		if (!taken && first) {
+			__atomic_fetch_or(&lock->owner, MUTEX_FLAG_HANDOFF, __ATOMIC_RELAXED);
+			taken = lock->spin && mutex_optimistic_spin(lock, self, true);
+		}
+		wait_lock(&lock->wait_lock);
+		if (taken)
+			break;
+	}
+	/* Leave the wait list; the last one out clears the flags. */
+	struct mutex_waiter **link = &lock->first, *prev = NULL;
+	while (*link != waiter) {
+		prev = *link;
+		link = &(*link)->next;
+	}
+	WRITE_ONCE(*link, waiter->next);
+	if (lock->last == waiter)
+		lock->last = prev;
+	if (lock->first == NULL)
+		__atomic_fetch_and(&lock->owner, ~(MUTEX_FLAG_WAITERS | MUTEX_FLAG_HANDOFF),
+				   __ATOMIC_RELAXED);
+	wait_unlock(&lock->wait_lock);
+}
+
+static void mutex_unlock_slowpath(struct mutex *lock, struct lock_thread *self)
+{
+	struct mutex_task *me = task_of(self);
+	uintptr_t owner = READ_ONCE(lock->owner);
+
+	/* Release, unless a waiter asked for a hand-off. */
+	while (!(owner & MUTEX_FLAG_HANDOFF)) {
+		if (__atomic_compare_exchange_n(&lock->owner, &owner, owner & MUTEX_FLAG_WAITERS,
+						false, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+			if (!(owner & MUTEX_FLAG_WAITERS))
+				return;
+			break;
+		}
+	}
+	wait_lock(&lock->wait_lock);
+	struct mutex_waiter *next = lock->first;
+	u32 *wake = NULL;
+	if (next) {
+		if (owner & MUTEX_FLAG_HANDOFF) {
+			/* owner = next | PICKUP, keeping WAITERS: only it may take the lock now. */
+			uintptr_t old = READ_ONCE(lock->owner);
+			while (!__atomic_compare_exchange_n(
+				&lock->owner, &old,
+				(uintptr_t)next->task | (old & MUTEX_FLAG_WAITERS) | MUTEX_FLAG_PICKUP,
+				false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+				;
+		}
+		WRITE_ONCE(next->wake, 1);
+		wake = &next->wake;
+	} else if (owner & MUTEX_FLAG_HANDOFF) {
+		/* The waiter that asked left already (it took the lock meanwhile): just free it. */
+		__atomic_fetch_and(&lock->owner, MUTEX_FLAG_WAITERS, __ATOMIC_RELEASE);
+	}
+	wait_unlock(&lock->wait_lock);
+	(void)me;
+	if (wake)
+		futex_wake_one(wake);
+}
+
+static void mutex_lock_op(void *lockp, struct lock_thread *self)
+{
+	struct mutex *lock = lockp;
+	struct mutex_task *me = task_of(self);
+	uintptr_t expected = 0;
+
+	if (unlikely(READ_ONCE(me->running) == 0))
+		WRITE_ONCE(me->running, 1);
+	if (likely(__atomic_compare_exchange_n(&lock->owner, &expected, (uintptr_t)me, false,
+					       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
+		return;
+	mutex_lock_slowpath(lock, self);
+}
+
+static bool mutex_trylock_op(void *lockp, struct lock_thread *self)
+{
+	struct mutex_task *me = task_of(self);
+	if (unlikely(READ_ONCE(me->running) == 0))
+		WRITE_ONCE(me->running, 1);
+	return mutex_trylock_flags(lockp, me);
+}
+
+static void mutex_unlock_op(void *lockp, struct lock_thread *self)
+{
+	struct mutex *lock = lockp;
+	uintptr_t expected = (uintptr_t)task_of(self);
+
+	if (likely(__atomic_compare_exchange_n(&lock->owner, &expected, 0, false, __ATOMIC_RELEASE,
+					       __ATOMIC_RELAXED)))
+		return;
+	mutex_unlock_slowpath(lock, self);
+}
+
+static int mutex_init_op(void *lockp, const struct lock_init_args *args)
+{
+	struct mutex *lock = lockp;
+	if (args->nthreads > OSQ_MAX_THREADS)
+		return -EINVAL;
+	lock->spin = args->params[0] != 0;
+	return 0;
+}
+
+static const struct lock_tunable mutex_tunables[] = {
+	{ "spin", 1, 0, 1, "optimistic spinning on a running owner, through the OSQ (0: off)" },
+	LOCK_TUNABLES_END,
+};
+
+const struct lock_ops mutex_ops = {
+	.abi_version = LOCKLAB_ABI_VERSION,
+	.name = "mutex",
+	.family = "sleeping-kernel",
+	.summary = "kernel mutex: owner word with flags, OSQ spinning, FIFO sleepers, hand-off",
+	.source = "Linux kernel/locking/mutex.c and osq_lock.c (2014-2016)",
+	.flags = LOCK_SPINS | LOCK_SLEEPS,
+	.lock_size = sizeof(struct mutex),
+	.tunables = mutex_tunables,
+	.init = mutex_init_op,
+	.lock = mutex_lock_op,
+	.unlock = mutex_unlock_op,
+	.trylock = mutex_trylock_op,
+};
