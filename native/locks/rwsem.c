@@ -1,0 +1,498 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rwsem: the kernel's reader-writer semaphore, with writer optimistic spinning, batched reader
+ * wake-ups and hand-off, and seed 001's two tweaks as tunables.
+ *
+ * Source: kernel/locking/rwsem.c (D. Howells 2001; xadd count, M. Lespinasse 2013; owner field
+ * and writer spinning, T. Chen and D. Bueso 2014; reader-owned spinning, hand-off and batched
+ * wake-up, W. Long 2019); seed 001 (T. Chen, June 2013); notes (c).
+ *
+ * State: `count`
+ *   bit 0       WRITER_LOCKED
+ *   bit 1       WAITERS        the wait list is not empty
+ *   bit 2       HANDOFF        a waiting writer timed out: it takes the lock next, no stealing
+ *   bits 8-62   active readers (READER_BIAS = 1 << 8 each)
+ *   bit 63      READFAIL       reader count overflow guard (never reached here)
+ * and `owner`: the writer's task, or READER_OWNED, plus NONSPINNABLE when a writer gave up
+ * spinning on readers.
+ *
+ *   down_read    fetch-add-ACQUIRE a bias; fails (slow path) on WRITER|WAITERS|HANDOFF|READFAIL.
+ *                Slow path: steal if no writer and no hand-off; else queue, take the bias back,
+ *                and sleep until a waker grants the lock (it adds our bias for us).
+ *   down_write   CAS-ACQUIRE 0 -> WRITER_LOCKED. Slow path: spin on the owner through the OSQ
+ *                while a writer owner runs, or a bounded time on a reader-owned lock (about
+ *                10 us + 0.5 us per reader, at most 25 us; then NONSPINNABLE); then queue and
+ *                sleep; once first and 4 ms late, set HANDOFF.
+ *   up_read      fetch-add-RELEASE -bias; the last reader out with waiters wakes them.
+ *   up_write     clear owner, fetch-add-RELEASE -WRITER_LOCKED; wake if WAITERS.
+ *   wake         a writer at the front is woken to try; readers at the front are granted in a
+ *                batch of up to 256 (skipping queued writers), their biases added at once.
+ *
+ * Tunables: `writer_spin` (seed 001's tweak 1: an owner field and optimistic spinning for
+ * writers) and `skip_active` (tweak 2: when the lock is active, a writer goes straight to the
+ * slow path instead of trying atomics that must fail).
+ */
+#include <errno.h>
+
+#include "osq.h"
+#include <locklab/futex.h>
+#include <locklab/kernel.h>
+#include <locklab/lock.h>
+
+#define RWSEM_WRITER_LOCKED (1UL << 0)
+#define RWSEM_FLAG_WAITERS (1UL << 1)
+#define RWSEM_FLAG_HANDOFF (1UL << 2)
+#define RWSEM_FLAG_READFAIL (1UL << 63)
+#define RWSEM_READER_SHIFT 8
+#define RWSEM_READER_BIAS (1UL << RWSEM_READER_SHIFT)
+#define RWSEM_READER_MASK (~(RWSEM_READER_BIAS - 1))
+#define RWSEM_LOCK_MASK (RWSEM_WRITER_LOCKED | RWSEM_READER_MASK)
+#define RWSEM_READ_FAILED_MASK                                                                 \
+	(RWSEM_WRITER_LOCKED | RWSEM_FLAG_WAITERS | RWSEM_FLAG_HANDOFF | RWSEM_FLAG_READFAIL)
+
+#define RWSEM_READER_OWNED (1UL << 0)
+#define RWSEM_NONSPINNABLE (1UL << 1)
+#define RWSEM_OWNER_FLAGS (RWSEM_READER_OWNED | RWSEM_NONSPINNABLE)
+
+#define RWSEM_WAIT_TIMEOUT_NS 4000000u /* a writer waits this long before asking for hand-off */
+#define MAX_READERS_WAKEUP 256
+
+struct rwsem_task {
+	u32 running; /* cleared while the task sleeps in a lock */
+};
+
+enum waiter_type { WAITER_READER, WAITER_WRITER };
+
+struct rwsem_waiter {
+	struct rwsem_waiter *next;
+	struct rwsem_task *task;
+	enum waiter_type type;
+	u32 wake;    /* futex word; for a reader, 1 also means "granted" */
+	u64 timeout; /* writer: when to ask for hand-off */
+};
+
+struct rw_semaphore {
+	unsigned long count;
+	uintptr_t owner;
+	struct optimistic_spin_queue osq;
+	u32 wait_lock;
+	struct rwsem_waiter *first, *last;
+	bool writer_spin;
+	bool skip_active;
+};
+
+_Static_assert(sizeof(struct rwsem_waiter) <= LOCK_QNODE_BYTES, "waiter fits a queue node");
+
+static inline struct rwsem_task *task_of(struct lock_thread *self)
+{
+	struct rwsem_task *task = lock_qnode(self, 3, struct rwsem_task);
+	if (unlikely(READ_ONCE(task->running) == 0))
+		WRITE_ONCE(task->running, 1);
+	return task;
+}
+
+static inline void wait_lock(u32 *lock)
+{
+	while (xchg_acquire(lock, 1) != 0)
+		smp_cond_load_relaxed(lock, VAL == 0);
+}
+
+static inline void wait_unlock(u32 *lock)
+{
+	smp_store_release(lock, 0);
+}
+
+static inline void set_reader_owned(struct rw_semaphore *sem)
+{
+	uintptr_t owner = READ_ONCE(sem->owner);
+	uintptr_t value = RWSEM_READER_OWNED | (owner & RWSEM_NONSPINNABLE);
+	if (owner != value)
+		WRITE_ONCE(sem->owner, value);
+}
+
+/* ---- the wait list (under wait_lock) ------------------------------------------------------ */
+
+static void add_waiter(struct rw_semaphore *sem, struct rwsem_waiter *waiter)
+{
+	waiter->next = NULL;
+	if (sem->last)
+		sem->last->next = waiter;
+	else
+		WRITE_ONCE(sem->first, waiter);
+	sem->last = waiter;
+}
+
+static void del_waiter(struct rw_semaphore *sem, struct rwsem_waiter *waiter)
+{
+	struct rwsem_waiter **link = &sem->first, *prev = NULL;
+	while (*link && *link != waiter) {
+		prev = *link;
+		link = &(*link)->next;
+	}
+	if (*link == NULL)
+		return;
+	WRITE_ONCE(*link, waiter->next);
+	if (sem->last == waiter)
+		sem->last = prev;
+}
+
+/* Collected wake-ups, done after wait_lock is dropped (the kernel's wake_q). */
+struct wake_list {
+	u32 *words[MAX_READERS_WAKEUP + 1];
+	unsigned int n;
+};
+
+static void wake_all(struct wake_list *wake)
+{
+	for (unsigned int i = 0; i < wake->n; i++)
+		futex_wake_one(wake->words[i]);
+}
+
+static void wake_waiter(struct rwsem_waiter *waiter, struct wake_list *wake)
+{
+	u32 *word = &waiter->wake;
+	smp_store_release(word, 1); /* for a reader: granted, pairs with its ACQUIRE wait */
+	wake->words[wake->n++] = word;
+}
+
+enum wake_type { WAKE_ANY, WAKE_READERS };
+
+/*
+ * Wake whoever is at the front: a writer to try for itself, or readers, granted at once.
+ * Caller holds wait_lock and the list is not empty. The kernel's rwsem_mark_wake().
+ */
+static void rwsem_mark_wake(struct rw_semaphore *sem, enum wake_type type, struct wake_list *wake)
+{
+	struct rwsem_waiter *first = sem->first;
+
+	if (first->type == WAITER_WRITER) {
+		if (type == WAKE_ANY)
+			wake_waiter(first, wake);
+		return;
+	}
+	/* Grant the first reader's bias now, so no writer can slip in; back off if one did. */
+	unsigned long old = __atomic_fetch_add(&sem->count, RWSEM_READER_BIAS, __ATOMIC_ACQUIRE);
+	if (old & RWSEM_WRITER_LOCKED) {
+		__atomic_fetch_sub(&sem->count, RWSEM_READER_BIAS, __ATOMIC_RELAXED);
+		return;
+	}
+	/* Readers from anywhere in the queue, up to a batch; queued writers keep their place. */
+	struct rwsem_waiter *granted[MAX_READERS_WAKEUP];
+	unsigned int woken = 0;
+	for (struct rwsem_waiter *w = sem->first; w && woken < MAX_READERS_WAKEUP; w = w->next)
+		if (w->type == WAITER_READER)
+			granted[woken++] = w;
+	for (unsigned int i = 0; i < woken; i++)
+		del_waiter(sem, granted[i]);
+	unsigned long adjustment = (woken - 1) * RWSEM_READER_BIAS;
+	if (sem->first == NULL)
+		adjustment -= RWSEM_FLAG_WAITERS;
+	if (woken && (READ_ONCE(sem->count) & RWSEM_FLAG_HANDOFF) && sem->first == NULL)
+		adjustment -= RWSEM_FLAG_HANDOFF;
+	if (adjustment)
+		__atomic_fetch_add(&sem->count, adjustment, __ATOMIC_RELAXED);
+	set_reader_owned(sem);
+	for (unsigned int i = 0; i < woken; i++)
+		wake_waiter(granted[i], wake);
+}
+
+static void rwsem_wake(struct rw_semaphore *sem)
+{
+	struct wake_list wake = { .n = 0 };
+	wait_lock(&sem->wait_lock);
+	if (sem->first)
+		rwsem_mark_wake(sem, WAKE_ANY, &wake);
+	wait_unlock(&sem->wait_lock);
+	wake_all(&wake);
+}
+
+/* ---- readers --------------------------------------------------------------------------------- */
+
+static void rwsem_down_read_slowpath(struct rw_semaphore *sem, struct lock_thread *self,
+				     unsigned long count)
+{
+	struct rwsem_waiter *waiter = lock_qnode(self, 1, struct rwsem_waiter);
+	struct wake_list wake = { .n = 0 };
+	unsigned long adjustment = -RWSEM_READER_BIAS;
+
+	/* Reader lock stealing: our bias is in, and no writer holds or is promised the lock. */
+	if (!(count & (RWSEM_WRITER_LOCKED | RWSEM_FLAG_HANDOFF))) {
+		set_reader_owned(sem);
+		return;
+	}
+	waiter->task = task_of(self);
+	waiter->type = WAITER_READER;
+	waiter->wake = 0;
+
+	wait_lock(&sem->wait_lock);
+	if (sem->first == NULL) {
+		/* The writer may have left meanwhile: then our bias stands and the lock is ours. */
+		/* ACQUIRE: the kernel's smp_acquire__after_ctrl_dep(), as a load TSAN can follow. */
+		if (!(smp_load_acquire(&sem->count) & RWSEM_WRITER_LOCKED)) {
+			wait_unlock(&sem->wait_lock);
+			set_reader_owned(sem);
+			return;
+		}
+		adjustment += RWSEM_FLAG_WAITERS;
+	}
+	add_waiter(sem, waiter);
+	count = __atomic_add_fetch(&sem->count, adjustment, __ATOMIC_ACQ_REL);
+	/* Nobody holds it now: wake the front (maybe us). */
+	if (!(count & RWSEM_LOCK_MASK))
+		rwsem_mark_wake(sem, WAKE_ANY, &wake);
+	wait_unlock(&sem->wait_lock);
+	wake_all(&wake);
+
+	struct rwsem_task *me = waiter->task;
+	while (!smp_load_acquire(&waiter->wake)) {
+		WRITE_ONCE(me->running, 0);
+		futex_wait(&waiter->wake, 0);
+		WRITE_ONCE(me->running, 1);
+	}
+	/* Granted: the waker added our bias and took us off the list. */
+}
+
+static void rwsem_down_read(void *lockp, struct lock_thread *self)
+{
+	struct rw_semaphore *sem = lockp;
+	unsigned long count = __atomic_fetch_add(&sem->count, RWSEM_READER_BIAS, __ATOMIC_ACQUIRE);
+
+	if (unlikely(count & RWSEM_READ_FAILED_MASK))
+		rwsem_down_read_slowpath(sem, self, count);
+	else
+		set_reader_owned(sem);
+}
+
+static void rwsem_up_read(void *lockp, struct lock_thread *self)
+{
+	struct rw_semaphore *sem = lockp;
+	(void)self;
+	unsigned long count = __atomic_sub_fetch(&sem->count, RWSEM_READER_BIAS, __ATOMIC_RELEASE);
+
+	if (unlikely((count & (RWSEM_READER_MASK | RWSEM_FLAG_WAITERS)) == RWSEM_FLAG_WAITERS)) {
+		__atomic_fetch_and(&sem->owner, ~RWSEM_NONSPINNABLE, __ATOMIC_RELAXED);
+		rwsem_wake(sem);
+	}
+}
+
+/* ---- writers --------------------------------------------------------------------------------- */
+
+/* Take it if free and not promised to a hand-off waiter (spinners). */
+static bool rwsem_try_write_lock_unqueued(struct rw_semaphore *sem, struct rwsem_task *me)
+{
+	unsigned long count = READ_ONCE(sem->count);
+	while (!(count & (RWSEM_LOCK_MASK | RWSEM_FLAG_HANDOFF))) {
+		if (__atomic_compare_exchange_n(&sem->count, &count, count | RWSEM_WRITER_LOCKED,
+						false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+			WRITE_ONCE(sem->owner, (uintptr_t)me);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* How long a writer spins on a reader-owned lock: 10 us + 0.5 us per reader, at most 25 us. */
+static u64 reader_spin_ns(const struct rw_semaphore *sem)
+{
+	unsigned long readers = READ_ONCE(sem->count) >> RWSEM_READER_SHIFT;
+	u64 ns = 10000 + 500 * (u64)(readers > 30 ? 30 : readers);
+	return ns > 25000 ? 25000 : ns;
+}
+
+static bool rwsem_optimistic_spin(struct rw_semaphore *sem, struct lock_thread *self)
+{
+	struct rwsem_task *me = task_of(self);
+	bool taken = false;
+
+	if (READ_ONCE(sem->owner) & RWSEM_NONSPINNABLE)
+		return false;
+	if (!osq_lock(&sem->osq, self))
+		return false;
+	u64 deadline = osq_now_ns() + OSQ_SPIN_NS;
+	u64 reader_deadline = 0;
+	for (unsigned int i = 1;; i++) {
+		if (rwsem_try_write_lock_unqueued(sem, me)) {
+			taken = true;
+			break;
+		}
+		uintptr_t owner = READ_ONCE(sem->owner);
+		if (owner & RWSEM_NONSPINNABLE)
+			break;
+		if (owner & RWSEM_READER_OWNED) {
+			/* Readers: no idea when they leave, so a bounded spin, then give up for good. */
+			if (reader_deadline == 0)
+				reader_deadline = osq_now_ns() + reader_spin_ns(sem);
+			if ((i & 15) == 0 && osq_now_ns() >= reader_deadline) {
+				__atomic_fetch_or(&sem->owner, RWSEM_NONSPINNABLE, __ATOMIC_RELAXED);
+				break;
+			}
+		} else if (owner) {
+			/* A writer: spin while it holds the lock and runs. */
+			struct rwsem_task *writer = (struct rwsem_task *)owner;
+			if (!READ_ONCE(writer->running))
+				break;
+			reader_deadline = 0;
+		}
+		if ((i & 63) == 0 && osq_now_ns() >= deadline)
+			break;
+		cpu_relax();
+	}
+	osq_unlock(&sem->osq, self);
+	return taken;
+}
+
+/*
+ * The queued writer's attempt (wait_lock held): take the lock if free, or, first in line and
+ * past its timeout, set HANDOFF so that no one else can take it. The kernel's
+ * rwsem_try_write_lock().
+ */
+static bool rwsem_try_write_lock(struct rw_semaphore *sem, struct rwsem_waiter *waiter)
+{
+	bool first = sem->first == waiter;
+	unsigned long count = READ_ONCE(sem->count), new;
+
+	do {
+		bool has_handoff = count & RWSEM_FLAG_HANDOFF;
+		if (has_handoff && !first)
+			return false;
+		if (count & RWSEM_LOCK_MASK) {
+			if (has_handoff || !first || osq_now_ns() < waiter->timeout)
+				return false;
+			new = count | RWSEM_FLAG_HANDOFF;
+		} else {
+			new = (count | RWSEM_WRITER_LOCKED) & ~RWSEM_FLAG_HANDOFF;
+			if (sem->first == waiter && waiter->next == NULL)
+				new &= ~RWSEM_FLAG_WAITERS;
+		}
+	} while (!__atomic_compare_exchange_n(&sem->count, &count, new, false, __ATOMIC_ACQUIRE,
+					      __ATOMIC_RELAXED));
+	if (new & RWSEM_FLAG_HANDOFF)
+		return false;
+	del_waiter(sem, waiter);
+	WRITE_ONCE(sem->owner, (uintptr_t)waiter->task);
+	return true;
+}
+
+static void rwsem_down_write_slowpath(struct rw_semaphore *sem, struct lock_thread *self)
+{
+	struct rwsem_waiter *waiter = lock_qnode(self, 1, struct rwsem_waiter);
+	struct rwsem_task *me = task_of(self);
+	struct wake_list wake = { .n = 0 };
+
+	if (sem->writer_spin && rwsem_optimistic_spin(sem, self))
+		return;
+
+	waiter->task = me;
+	waiter->type = WAITER_WRITER;
+	waiter->timeout = osq_now_ns() + RWSEM_WAIT_TIMEOUT_NS;
+
+	wait_lock(&sem->wait_lock);
+	bool alone = sem->first == NULL;
+	add_waiter(sem, waiter);
+	if (alone) {
+		__atomic_fetch_or(&sem->count, RWSEM_FLAG_WAITERS, __ATOMIC_RELAXED);
+	} else {
+		/* Readers queued ahead may be grantable now (the lock is reader-owned or free). */
+		unsigned long count = READ_ONCE(sem->count);
+		if (!(count & RWSEM_WRITER_LOCKED))
+			rwsem_mark_wake(sem, count & RWSEM_READER_MASK ? WAKE_READERS : WAKE_ANY,
+					&wake);
+	}
+	for (;;) {
+		bool skip = sem->skip_active && (READ_ONCE(sem->count) & RWSEM_LOCK_MASK) &&
+			    osq_now_ns() < waiter->timeout;
+		if (!skip && rwsem_try_write_lock(sem, waiter))
+			break;
+		WRITE_ONCE(waiter->wake, 0); /* a wake after this is not lost */
+		wait_unlock(&sem->wait_lock);
+		wake_all(&wake);
+		wake.n = 0;
+
+		WRITE_ONCE(me->running, 0);
+		futex_wait(&waiter->wake, 0);
+		WRITE_ONCE(me->running, 1);
+		wait_lock(&sem->wait_lock);
+	}
+	wait_unlock(&sem->wait_lock);
+	wake_all(&wake);
+}
+
+static void rwsem_down_write(void *lockp, struct lock_thread *self)
+{
+	struct rw_semaphore *sem = lockp;
+	struct rwsem_task *me = task_of(self);
+	unsigned long expected = 0;
+
+	/* Seed 001's tweak 2: an active lock makes the CAS fail anyway; do not even try it. */
+	if (sem->skip_active && READ_ONCE(sem->count) != 0) {
+		rwsem_down_write_slowpath(sem, self);
+		return;
+	}
+	if (likely(__atomic_compare_exchange_n(&sem->count, &expected, RWSEM_WRITER_LOCKED, false,
+					       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))) {
+		WRITE_ONCE(sem->owner, (uintptr_t)me);
+		return;
+	}
+	rwsem_down_write_slowpath(sem, self);
+}
+
+static bool rwsem_down_write_trylock(void *lockp, struct lock_thread *self)
+{
+	struct rw_semaphore *sem = lockp;
+	unsigned long expected = 0;
+	if (__atomic_compare_exchange_n(&sem->count, &expected, RWSEM_WRITER_LOCKED, false,
+					__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+		WRITE_ONCE(sem->owner, (uintptr_t)task_of(self));
+		return true;
+	}
+	return false;
+}
+
+static void rwsem_up_write(void *lockp, struct lock_thread *self)
+{
+	struct rw_semaphore *sem = lockp;
+	(void)self;
+	WRITE_ONCE(sem->owner, 0);
+	unsigned long count =
+		__atomic_fetch_sub(&sem->count, RWSEM_WRITER_LOCKED, __ATOMIC_RELEASE);
+	if (unlikely(count & RWSEM_FLAG_WAITERS))
+		rwsem_wake(sem);
+}
+
+enum { PARAM_WRITER_SPIN, PARAM_SKIP_ACTIVE };
+
+static int rwsem_init(void *lockp, const struct lock_init_args *args)
+{
+	struct rw_semaphore *sem = lockp;
+	if (args->nthreads > OSQ_MAX_THREADS)
+		return -EINVAL;
+	sem->writer_spin = args->params[PARAM_WRITER_SPIN] != 0;
+	sem->skip_active = args->params[PARAM_SKIP_ACTIVE] != 0;
+	return 0;
+}
+
+static const struct lock_tunable rwsem_tunables[] = {
+	[PARAM_WRITER_SPIN] = { "writer_spin", 1, 0, 1,
+				"seed 001 tweak 1: owner field and optimistic spinning for writers" },
+	[PARAM_SKIP_ACTIVE] = { "skip_active", 0, 0, 1,
+				"seed 001 tweak 2: a writer finding the lock active goes straight "
+				"to the slow path" },
+	LOCK_TUNABLES_END,
+};
+
+const struct lock_ops rwsem_ops = {
+	.abi_version = LOCKLAB_ABI_VERSION,
+	.name = "rwsem",
+	.family = "sleeping-kernel",
+	.summary = "kernel rw-semaphore: reader count + flags, writer spinning, batched wake-up",
+	.source = "Linux kernel/locking/rwsem.c; T. Chen, seed 001 (LKML, June 2013)",
+	.flags = LOCK_SPINS | LOCK_SLEEPS | LOCK_READER_WRITER,
+	.lock_size = sizeof(struct rw_semaphore),
+	.tunables = rwsem_tunables,
+	.init = rwsem_init,
+	.lock = rwsem_down_write,
+	.unlock = rwsem_up_write,
+	.trylock = rwsem_down_write_trylock,
+	.read_lock = rwsem_down_read,
+	.read_unlock = rwsem_up_read,
+};
