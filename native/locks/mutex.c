@@ -27,6 +27,7 @@
 #include <errno.h>
 
 #include "osq.h"
+#include "raw_spinlock.h"
 #include <locklab/futex.h>
 #include <locklab/kernel.h>
 #include <locklab/lock.h>
@@ -64,17 +65,6 @@ static inline struct mutex_task *task_of(struct lock_thread *self)
 static inline struct mutex_task *owner_task(uintptr_t owner)
 {
 	return (struct mutex_task *)(owner & ~MUTEX_FLAGS);
-}
-
-static inline void wait_lock(u32 *lock)
-{
-	while (xchg_acquire(lock, 1) != 0)
-		smp_cond_load_relaxed(lock, VAL == 0);
-}
-
-static inline void wait_unlock(u32 *lock)
-{
-	smp_store_release(lock, 0);
 }
 
 /*
@@ -151,9 +141,9 @@ static void mutex_lock_slowpath(struct mutex *lock, struct lock_thread *self)
 	if (lock->spin && mutex_optimistic_spin(lock, self, false))
 		return;
 
-	wait_lock(&lock->wait_lock);
+	raw_spin_lock(&lock->wait_lock);
 	if (mutex_trylock_flags(lock, me)) {
-		wait_unlock(&lock->wait_lock);
+		raw_spin_unlock(&lock->wait_lock);
 		return;
 	}
 	waiter->next = NULL;
@@ -171,7 +161,7 @@ static void mutex_lock_slowpath(struct mutex *lock, struct lock_thread *self)
 		if (mutex_trylock_flags(lock, me))
 			break;
 		WRITE_ONCE(waiter->wake, 0); /* a wake after this is not lost */
-		wait_unlock(&lock->wait_lock);
+		raw_spin_unlock(&lock->wait_lock);
 
 		WRITE_ONCE(me->running, 0);
 		futex_wait(&waiter->wake, 0);
@@ -187,7 +177,7 @@ static void mutex_lock_slowpath(struct mutex *lock, struct lock_thread *self)
 			__atomic_fetch_or(&lock->owner, MUTEX_FLAG_HANDOFF, __ATOMIC_RELAXED);
 			taken = lock->spin && mutex_optimistic_spin(lock, self, true);
 		}
-		wait_lock(&lock->wait_lock);
+		raw_spin_lock(&lock->wait_lock);
 		if (taken)
 			break;
 	}
@@ -203,7 +193,7 @@ static void mutex_lock_slowpath(struct mutex *lock, struct lock_thread *self)
 	if (lock->first == NULL)
 		__atomic_fetch_and(&lock->owner, ~(MUTEX_FLAG_WAITERS | MUTEX_FLAG_HANDOFF),
 				   __ATOMIC_RELAXED);
-	wait_unlock(&lock->wait_lock);
+	raw_spin_unlock(&lock->wait_lock);
 }
 
 static void mutex_unlock_slowpath(struct mutex *lock, struct lock_thread *self)
@@ -220,7 +210,7 @@ static void mutex_unlock_slowpath(struct mutex *lock, struct lock_thread *self)
 			break;
 		}
 	}
-	wait_lock(&lock->wait_lock);
+	raw_spin_lock(&lock->wait_lock);
 	struct mutex_waiter *next = lock->first;
 	u32 *wake = NULL;
 	if (next) {
@@ -239,7 +229,7 @@ static void mutex_unlock_slowpath(struct mutex *lock, struct lock_thread *self)
 		/* The waiter that asked left already (it took the lock meanwhile): just free it. */
 		__atomic_fetch_and(&lock->owner, MUTEX_FLAG_WAITERS, __ATOMIC_RELEASE);
 	}
-	wait_unlock(&lock->wait_lock);
+	raw_spin_unlock(&lock->wait_lock);
 	(void)me;
 	if (wake)
 		futex_wake_one(wake);

@@ -56,6 +56,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "raw_spinlock.h"
 #include <locklab/futex.h>
 #include <locklab/kernel.h>
 #include <locklab/lock.h>
@@ -119,24 +120,6 @@ struct rtmutex {
 
 _Static_assert(sizeof(struct rt_task) <= LOCK_QNODE_BYTES, "rt_task fits a queue node");
 _Static_assert(sizeof(struct rt_waiter) <= LOCK_QNODE_BYTES, "rt_waiter fits a queue node");
-
-/* ---- wait_lock: a raw test-and-test-and-set spinlock ------------------------------------ */
-
-static inline void raw_spin_lock(u32 *lock)
-{
-	while (xchg_acquire(lock, 1) != 0)
-		smp_cond_load_relaxed(lock, VAL == 0);
-}
-
-static inline bool raw_spin_trylock(u32 *lock)
-{
-	return READ_ONCE(*lock) == 0 && xchg_acquire(lock, 1) == 0;
-}
-
-static inline void raw_spin_unlock(u32 *lock)
-{
-	smp_store_release(lock, 0);
-}
 
 /* ---- tasks and priorities ------------------------------------------------------------------ */
 

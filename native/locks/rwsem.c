@@ -35,6 +35,7 @@
 #include <errno.h>
 
 #include "osq.h"
+#include "raw_spinlock.h"
 #include <locklab/futex.h>
 #include <locklab/kernel.h>
 #include <locklab/lock.h>
@@ -89,17 +90,6 @@ static inline struct rwsem_task *task_of(struct lock_thread *self)
 	if (unlikely(READ_ONCE(task->running) == 0))
 		WRITE_ONCE(task->running, 1);
 	return task;
-}
-
-static inline void wait_lock(u32 *lock)
-{
-	while (xchg_acquire(lock, 1) != 0)
-		smp_cond_load_relaxed(lock, VAL == 0);
-}
-
-static inline void wait_unlock(u32 *lock)
-{
-	smp_store_release(lock, 0);
 }
 
 static inline void set_reader_owned(struct rw_semaphore *sem)
@@ -199,10 +189,10 @@ static void rwsem_mark_wake(struct rw_semaphore *sem, enum wake_type type, struc
 static void rwsem_wake(struct rw_semaphore *sem)
 {
 	struct wake_list wake = { .n = 0 };
-	wait_lock(&sem->wait_lock);
+	raw_spin_lock(&sem->wait_lock);
 	if (sem->first)
 		rwsem_mark_wake(sem, WAKE_ANY, &wake);
-	wait_unlock(&sem->wait_lock);
+	raw_spin_unlock(&sem->wait_lock);
 	wake_all(&wake);
 }
 
@@ -224,12 +214,12 @@ static void rwsem_down_read_slowpath(struct rw_semaphore *sem, struct lock_threa
 	waiter->type = WAITER_READER;
 	waiter->wake = 0;
 
-	wait_lock(&sem->wait_lock);
+	raw_spin_lock(&sem->wait_lock);
 	if (sem->first == NULL) {
 		/* The writer may have left meanwhile: then our bias stands and the lock is ours. */
 		/* ACQUIRE: the kernel's smp_acquire__after_ctrl_dep(), as a load TSAN can follow. */
 		if (!(smp_load_acquire(&sem->count) & RWSEM_WRITER_LOCKED)) {
-			wait_unlock(&sem->wait_lock);
+			raw_spin_unlock(&sem->wait_lock);
 			set_reader_owned(sem);
 			return;
 		}
@@ -240,7 +230,7 @@ static void rwsem_down_read_slowpath(struct rw_semaphore *sem, struct lock_threa
 	/* Nobody holds it now: wake the front (maybe us). */
 	if (!(count & RWSEM_LOCK_MASK))
 		rwsem_mark_wake(sem, WAKE_ANY, &wake);
-	wait_unlock(&sem->wait_lock);
+	raw_spin_unlock(&sem->wait_lock);
 	wake_all(&wake);
 
 	struct rwsem_task *me = waiter->task;
@@ -386,7 +376,7 @@ static void rwsem_down_write_slowpath(struct rw_semaphore *sem, struct lock_thre
 	waiter->type = WAITER_WRITER;
 	waiter->timeout = osq_now_ns() + RWSEM_WAIT_TIMEOUT_NS;
 
-	wait_lock(&sem->wait_lock);
+	raw_spin_lock(&sem->wait_lock);
 	bool alone = sem->first == NULL;
 	add_waiter(sem, waiter);
 	if (alone) {
@@ -404,16 +394,16 @@ static void rwsem_down_write_slowpath(struct rw_semaphore *sem, struct lock_thre
 		if (!skip && rwsem_try_write_lock(sem, waiter))
 			break;
 		WRITE_ONCE(waiter->wake, 0); /* a wake after this is not lost */
-		wait_unlock(&sem->wait_lock);
+		raw_spin_unlock(&sem->wait_lock);
 		wake_all(&wake);
 		wake.n = 0;
 
 		WRITE_ONCE(me->running, 0);
 		futex_wait(&waiter->wake, 0);
 		WRITE_ONCE(me->running, 1);
-		wait_lock(&sem->wait_lock);
+		raw_spin_lock(&sem->wait_lock);
 	}
-	wait_unlock(&sem->wait_lock);
+	raw_spin_unlock(&sem->wait_lock);
 	wake_all(&wake);
 }
 
