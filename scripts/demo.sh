@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The quick default experiment, through locklab: a few locks at 1, 2 and 4 writers, short runs,
 # 3 interleaved repeats, on this machine. Prints the table and verdicts, stores every run in
-# locklab-results/, and writes the table as Markdown beside it.
+# locklab-results/, and writes the interactive report (and the table as Markdown) beside it.
 set -euo pipefail
 locklab=.venv/bin/locklab
-report=locklab-results/demo-report.md
 
 "$locklab" run --name demo --lock pthread_mutex,futex_mutex,tas,ticket,mcs \
     --nwriters 1,2,4 --hold-ns 100 --gap-ns 100 --repeat 3 --duration 0.5 --warmup 0.2
-"$locklab" export demo --format markdown --output "$report"
+"$locklab" export demo --format markdown --output locklab-results/demo-report.md
 echo
-echo "stored in locklab-results/ ('.venv/bin/locklab results'); report: $report"
+echo "stored in locklab-results/ ('.venv/bin/locklab results'); table: locklab-results/demo-report.md"
+"$locklab" report demo --output locklab-results/demo-report.html

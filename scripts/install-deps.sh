@@ -3,9 +3,10 @@
 #   gcc, make         the native engine (gcc's libtsan2/libasan8 come with it)
 #   libck-dev         Concurrency Kit, the peer locks (ck_ticket, ck_mcs, ck_clh, ck_fas)
 #   python3-venv      the front end's virtualenv
+#   chromium, chromium-driver   the report's test opens the HTML page in a headless browser
 set -euo pipefail
 
-packages=(gcc make libc6-dev libck-dev python3-venv)
+packages=(gcc make libc6-dev libck-dev python3-venv chromium chromium-driver)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \

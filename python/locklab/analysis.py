@@ -91,14 +91,18 @@ class Analysis:
     baseline_name: str
 
     def legend(self) -> list[str]:
-        s = self.settings
-        return [
-            f"~ no significant difference ({stats.TEST_NAMES[s.test]}, p >= {s.alpha:g})",
-            "? too few runs to test",
-            f"! noisy: CV > {s.noise_cv:.0%}",
-            "^ a run still drifting after warm-up",
-            "x failed runs",
-        ]
+        return legend_lines(self.settings)
+
+
+def legend_lines(settings: Settings) -> list[str]:
+    """What the table's markers mean, and which test decided them."""
+    return [
+        f"~ no significant difference ({stats.TEST_NAMES[settings.test]}, p >= {settings.alpha:g})",
+        "? too few runs to test",
+        f"! noisy: CV > {settings.noise_cv:.0%}",
+        "^ a run still drifting after warm-up",
+        "x failed runs",
+    ]
 
 
 def parse_key(config_key: str) -> tuple[str, tuple[tuple[str, int], ...]]:

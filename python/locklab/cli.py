@@ -190,6 +190,17 @@ def build_parser() -> Parser:
     export_.add_argument("--output", "-o", type=Path, help="file to write (default stdout)")
     _common(export_, statistics=True)
 
+    report = commands.add_parser("report", help="one self-contained interactive HTML page")
+    report.add_argument("experiments", metavar="EXP", nargs="*", help="experiments, side by side")
+    report.add_argument("--latest", action="store_true", help="the newest experiment")
+    report.add_argument("--output", "-o", type=Path, default=Path("report.html"))
+    _common(report, statistics=True)
+
+    plot = commands.add_parser("plot", help="the main figures as PNG and SVG")
+    plot.add_argument("experiment", metavar="EXP")
+    plot.add_argument("--output", "-o", type=Path, default=Path("figures"), help="directory")
+    _common(plot, statistics=True)
+
     merge = commands.add_parser("merge", help="import the experiments of another store")
     merge.add_argument(
         "other",
@@ -462,6 +473,45 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from locklab import report  # plotly is slow to import: only here
+
+    settings = _settings(args)
+    store = Store(Path(args.store), create=False)
+    refs = list(args.experiments)
+    if args.latest:
+        newest = store.experiments()
+        if not newest:
+            raise LocklabError(f"no experiment in {store.path}")
+        refs.append(str(newest[-1].id))
+    if not refs:
+        raise LocklabError("report: name one or more experiments, or give --latest")
+    chosen = [store.experiment(ref) for ref in refs]
+    page = report.render([(e, store.runs(e)) for e in chosen], settings)
+    try:
+        args.output.write_text(page)
+    except OSError as error:
+        raise LocklabError(f"{args.output}: cannot write: {error.strerror}") from None
+    print(f"report: {args.output.resolve()}")
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from locklab import plot  # matplotlib is slow to import: only here
+
+    settings = _settings(args)
+    store = Store(Path(args.store), create=False)
+    experiment = store.experiment(args.experiment)
+    analysis = analyse_experiment(experiment, store.runs(experiment), settings)
+    try:
+        written = plot.write_figures(analysis, experiment.name, args.output)
+    except OSError as error:
+        raise LocklabError(f"{args.output}: cannot write: {error.strerror}") from None
+    for path in written:
+        print(path)
+    return 0
+
+
 def cmd_merge(args: argparse.Namespace) -> int:
     other = Store(args.other, create=False)
     store = Store(Path(args.store))
@@ -487,6 +537,8 @@ COMMANDS = {
     "table": cmd_table,
     "compare": cmd_compare,
     "export": cmd_export,
+    "report": cmd_report,
+    "plot": cmd_plot,
     "merge": cmd_merge,
 }
 

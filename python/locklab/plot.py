@@ -1,0 +1,87 @@
+"""Static figures for mails and papers: `locklab plot EXP -o DIR` writes, for each section of
+the experiment, the throughput figure (every run as a dot, mean and 95% CI as a line) and the
+relative one (rel % against the baseline, open markers where not significant), as PNG and SVG.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, never a display
+import matplotlib.pyplot as plt
+
+from locklab.analysis import Analysis, Section
+
+WIDTH_IN, HEIGHT_IN, DPI = 8.0, 5.0, 100  # 800 x 500 pixels
+COLORS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "section"
+
+
+def _throughput(analysis: Analysis, section: Section, axes: plt.Axes) -> None:
+    for index, column in enumerate(analysis.columns):
+        color = COLORS[index % len(COLORS)]
+        rows, means, errors = [], [], []
+        for row in section.rows:
+            cell = section.cells.get((index, row))
+            if cell is None or cell.summary.n == 0:
+                continue
+            axes.scatter([row] * len(cell.values), cell.values, color=color, alpha=0.4, s=14)
+            rows.append(row)
+            means.append(cell.summary.mean)
+            errors.append(cell.summary.ci95 or 0.0)
+        axes.errorbar(rows, means, yerr=errors, color=color, marker="o", capsize=3,
+                      label=column.header)  # fmt: skip
+    axes.set_ylabel(analysis.settings.measure.unit)
+    axes.set_title(f"{analysis.settings.measure.name}: runs, mean and 95% CI")
+
+
+def _relative(analysis: Analysis, section: Section, axes: plt.Axes) -> None:
+    for index, column in enumerate(analysis.columns):
+        if column.compared_to is None:
+            continue
+        color = COLORS[index % len(COLORS)]
+        points = [
+            (row, cell.comparison.rel_pct, cell.comparison.significant)
+            for row in section.rows
+            if (cell := section.cells.get((index, row))) is not None
+            and cell.comparison is not None
+            and cell.summary.n > 0
+        ]
+        if not points:
+            continue
+        axes.plot([p[0] for p in points], [p[1] for p in points], color=color, label=column.header)
+        for row, rel, significant in points:
+            axes.scatter([row], [rel], s=40, color=color if significant else "white",
+                         edgecolors=color, zorder=3)  # fmt: skip
+    axes.axhline(0, color="#888", linestyle=":")
+    axes.set_ylabel("rel %")
+    axes.set_title(f"rel % against {analysis.baseline_name} (open: not significant)")
+
+
+def write_figures(analysis: Analysis, name: str, directory: Path) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for section in analysis.sections:
+        stem = _slug(name) + (f"-{_slug(section.label)}" if section.label else "")
+        for kind, draw in (("throughput", _throughput), ("relative", _relative)):
+            figure, axes = plt.subplots(figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI)
+            draw(analysis, section, axes)
+            axes.set_xlabel(analysis.row_axis)
+            axes.grid(alpha=0.3)
+            if axes.get_legend_handles_labels()[0]:
+                axes.legend(fontsize=8)
+            if section.label:
+                figure.suptitle(section.label, fontsize=9)
+            figure.tight_layout()
+            for suffix in ("png", "svg"):
+                path = directory / f"{stem}-{kind}.{suffix}"
+                figure.savefig(path, dpi=DPI)
+                written.append(path)
+            plt.close(figure)
+    return written
