@@ -81,6 +81,7 @@ bench: deps build venv $(BUILD)/opt/inline_tas $(BUILD)/opt/inline_ticket
 	$(VENV)/bin/python bench/engine_overhead.py
 	$(VENV)/bin/python bench/frontend.py
 	$(VENV)/bin/python bench/spinlocks.py
+	$(VENV)/bin/python bench/adaptive.py
 
 clean:
 	rm -rf $(BUILD)

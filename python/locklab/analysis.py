@@ -324,13 +324,22 @@ def variant_lines(spec: ExperimentSpec) -> list[str]:
     return [f"variants: {'; '.join(described)}"] if described else []
 
 
+def _repeats(spec: ExperimentSpec) -> str:
+    return f"auto {spec.min_repeat}-{spec.repeat}" if spec.repeat_auto else str(spec.repeat)
+
+
 def experiment_line(experiment: Experiment) -> str:
     spec = experiment.spec
     return (
-        f'experiment #{experiment.id} "{experiment.name}": {spec.repeat} runs per cell, '
+        f'experiment #{experiment.id} "{experiment.name}": {_repeats(spec)} runs per cell, '
         f"{spec.duration_s:g} s measured after {spec.warmup_s:g} s warm-up, pin {spec.pin}, "
         f"locklab {experiment.locklab_commit or experiment.locklab_version}"
     )
+
+
+def _first_word(text: object) -> str:
+    words = str(text or "?").split()
+    return words[0] if words else "?"
 
 
 def machine_lines(runs: list[Run]) -> list[str]:
@@ -344,7 +353,7 @@ def machine_lines(runs: list[Run]) -> list[str]:
         line = (
             f"machine: {m.get('hostname')}, {m.get('arch')}, {m.get('cpu_model')}, "
             f"{m.get('cpus_online')} CPUs, {nodes} NUMA node{'s' if nodes != 1 else ''}, "
-            f"governor {m.get('governor')}, kernel {str(m.get('kernel', '')).split()[0]}"
+            f"governor {m.get('governor')}, kernel {_first_word(m.get('kernel'))}"
         )
         seen.setdefault(line)
     return list(seen) or ["machine: unknown (no finished run)"]

@@ -25,13 +25,19 @@ TOP_KEYS = {
     "sweep",
     "variant",
     "workload",
+    "full",
+    "min_repeat",
+    "max_repeat",
+    "precision",
 }
 VARIANT_KEYS = {"label", "lock", "params", "plugin"}
+# What [full] may override: the seed's own scale, run with `locklab campaign FILE --full`.
+FULL_KEYS = {"repeat", "duration", "warmup", "long_hold_ms", "numa_nodes", "pin", "sweep"}
 
 
-def load_campaign(path: Path) -> ExperimentSpec:
-    """Parse and shape-check a campaign file; lock names and params are checked later, against
-    the engine's catalogue, by ExperimentSpec.validate."""
+def load_campaign(path: Path, full: bool = False) -> ExperimentSpec:
+    """Parse and shape-check a campaign file (with its [full] overrides when `full`); lock names
+    and params are checked later, against the engine's catalogue, by ExperimentSpec.validate."""
     try:
         text = path.read_text()
     except OSError as error:
@@ -45,7 +51,7 @@ def load_campaign(path: Path) -> ExperimentSpec:
             "(at end of document)", f"(at end of document, line {last_line})"
         )
         raise LocklabError(f"{path}: malformed TOML: {message}") from None
-    return _CampaignReader(path, text).spec(data)
+    return _CampaignReader(path, text).spec(data, full)
 
 
 def locate_error(path: Path, error: LocklabError) -> LocklabError:
@@ -77,20 +83,38 @@ class _CampaignReader:
         pattern = re.compile(rf"^\s*(\[\[?\s*{re.escape(key)}\s*\]\]?|\"?{re.escape(key)}\"?\s*=)")
         return next((n for n, line in enumerate(self.lines, 1) if pattern.match(line)), None)
 
-    def spec(self, data: dict) -> ExperimentSpec:
+    def spec(self, data: dict, full: bool = False) -> ExperimentSpec:
         unknown = sorted(set(data) - TOP_KEYS)
         if unknown:
             raise self.fail(
                 f"unknown key '{unknown[0]}' (known: {', '.join(sorted(TOP_KEYS))})", unknown[0]
             )
+        overrides = data.get("full", {})
+        if not isinstance(overrides, dict):
+            raise self.fail("'full' must be a table, written [full]", "full")
+        unknown = sorted(set(overrides) - FULL_KEYS)
+        if unknown:
+            raise self.fail(
+                f"full: unknown key '{unknown[0]}' (known: {', '.join(sorted(FULL_KEYS))})",
+                unknown[0],
+            )
         name = self.typed(data, "name", str, self.path.stem)
+        if full:
+            if not overrides:
+                raise self.fail("--full: this campaign has no [full] table")
+            sweep = {**data.get("sweep", {}), **overrides.get("sweep", {})}
+            data = {**data, **overrides, "sweep": sweep}
+            name += "-full"
         variants = self.variants(data.get("variant"))
         sweep = self.sweep(data.get("sweep", {}))
         spec = ExperimentSpec(
             name=name,
             variants=variants,
             sweep=sweep,
-            repeat=self.typed(data, "repeat", int, 5),
+            repeat=self.repeat(data),
+            repeat_auto=data.get("repeat") == "auto",
+            min_repeat=self.typed(data, "min_repeat", int, 2),
+            precision=self.number(data, "precision", 0.02),
             duration_s=self.number(data, "duration", 10.0),
             warmup_s=self.number(data, "warmup", 2.0),
             baseline=self.typed(data, "baseline", str, ""),
@@ -184,6 +208,12 @@ class _CampaignReader:
         if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
             raise self.fail(f"'{key}' must be {_kind_name(kind)} (got {value!r})", key)
         return value
+
+    def repeat(self, data: dict) -> int:
+        """repeat = 5, or repeat = "auto" with max_repeat (default 10) as the most runs."""
+        if data.get("repeat") == "auto":
+            return self.typed(data, "max_repeat", int, 10)
+        return self.typed(data, "repeat", int, 5)
 
     def number(self, data: dict, key: str, default: float) -> float:
         value = data.get(key, default)

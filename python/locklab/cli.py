@@ -13,6 +13,7 @@ import os
 import signal
 import socket
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
@@ -20,8 +21,14 @@ from types import FrameType
 from rich.console import Console
 from rich.table import Table
 
-from locklab import __version__, export, provenance, table
-from locklab.analysis import Analysis, Settings, analyse_comparison, analyse_experiment
+from locklab import __version__, adaptive, export, provenance, table
+from locklab.analysis import (
+    Analysis,
+    Settings,
+    analyse_comparison,
+    analyse_experiment,
+    parse_key,
+)
 from locklab.campaign import load_campaign, locate_error
 from locklab.engine import Engine, find_engine
 from locklab.errors import LocklabError
@@ -29,6 +36,7 @@ from locklab.experiment import (
     AXES,
     ExperimentSpec,
     Variant,
+    Workload,
     parse_int_list,
     parse_param,
 )
@@ -47,6 +55,15 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise LocklabError(f"{self.prog.removeprefix('locklab ')}: {message}")
+
+
+def _repeat(text: str) -> int | str:
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of runs or 'auto'") from None
 
 
 def _number(text: str) -> float:
@@ -135,7 +152,22 @@ def build_parser() -> Parser:
     for axis in AXES:
         sweep.add_argument(f"--{axis.replace('_', '-')}", dest=axis, help=f"{axis} values")
     how = run.add_argument_group("how")
-    how.add_argument("--repeat", type=int, default=5, help="runs per cell (default 5)")
+    how.add_argument(
+        "--repeat",
+        type=_repeat,
+        default=5,
+        help="runs per cell (default 5), or auto: from --min-repeat to --max-repeat, stopping "
+        "once the cell's verdict is settled",
+    )
+    how.add_argument("--min-repeat", type=int, default=2, help="with --repeat auto (default 2)")
+    how.add_argument("--max-repeat", type=int, default=10, help="with --repeat auto (default 10)")
+    how.add_argument(
+        "--precision",
+        type=float,
+        default=0.02,
+        help="with --repeat auto: a cell is also settled when its 95%% CI is within this "
+        "fraction of its mean, and so is its baseline's (default 0.02)",
+    )
     how.add_argument(
         "--duration", type=_number, default=10.0, help="measured seconds per run (default 10)"
     )
@@ -167,6 +199,16 @@ def build_parser() -> Parser:
     campaign.add_argument(
         "--dry-run", action="store_true", help="check the file and print the plan, run nothing"
     )
+    campaign.add_argument(
+        "--full", action="store_true", help="the seed's own scale, from the file's [full] table"
+    )
+    campaign.add_argument(
+        "--report", type=Path, help="HTML report to write (default: STORE/NAME.html)"
+    )
+    scale = campaign.add_argument_group("override the file (a quick check, a tiny scale)")
+    scale.add_argument("--repeat", type=int, help="runs per cell")
+    scale.add_argument("--duration", type=_number, help="measured seconds per run")
+    scale.add_argument("--warmup", type=_number, help="seconds discarded before measuring")
 
     topology = commands.add_parser("topology", help="CPUs, cores, SMT and NUMA nodes, as detected")
     _engine_option(topology)
@@ -200,6 +242,31 @@ def build_parser() -> Parser:
     plot.add_argument("experiment", metavar="EXP")
     plot.add_argument("--output", "-o", type=Path, default=Path("figures"), help="directory")
     _common(plot, statistics=True)
+
+    tune_ = commands.add_parser(
+        "tune", help="find the value of a tunable with the best worst case across the axes"
+    )
+    tune_.add_argument("lock")
+    tune_.add_argument("--param", required=True, help="the tunable to search")
+    tune_.add_argument("--range", required=True, help="LO:HI or LO:HI:STEP")
+    for axis in AXES:
+        tune_.add_argument(f"--{axis.replace('_', '-')}", dest=axis, help=f"{axis} values")
+    tune_.add_argument(
+        "--workload",
+        action="append",
+        default=[],
+        metavar="NAME:HOLD_NS:GAP_NS",
+        help="a named (hold, gap) pair, like load:2000:2000 (repeatable)",
+    )
+    tune_.add_argument("--repeat", type=int, default=3)
+    tune_.add_argument("--duration", type=_number, default=1.0)
+    tune_.add_argument("--warmup", type=_number, default=0.2)
+    tune_.add_argument("--pin", default="compact")
+    tune_.add_argument("--grid", type=int, default=8, help="coarse grid points (default 8)")
+    tune_.add_argument("--rounds", type=int, default=2, help="refinement rounds (default 2)")
+    tune_.add_argument("--output", "-o", type=Path, default=Path("tune.png"), help="the chart")
+    _common(tune_)
+    _engine_option(tune_)
 
     merge = commands.add_parser("merge", help="import the experiments of another store")
     merge.add_argument(
@@ -290,7 +357,10 @@ def _spec_from_options(args: argparse.Namespace, engine: Engine) -> ExperimentSp
         name=args.name or "-".join(locks),
         variants=variants,
         sweep=sweep,
-        repeat=args.repeat,
+        repeat=args.max_repeat if args.repeat == "auto" else args.repeat,
+        repeat_auto=args.repeat == "auto",
+        min_repeat=args.min_repeat,
+        precision=args.precision,
         duration_s=args.duration,
         warmup_s=args.warmup,
         baseline=args.baseline or locks[0],
@@ -348,10 +418,28 @@ def _execute(args: argparse.Namespace, engine: Engine, store: Store, experiment:
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
-    _print_analysis(analyse_experiment(experiment, store.runs(experiment), settings), args.plain)
+    runs = store.runs(experiment)
+    _print_analysis(analyse_experiment(experiment, runs, settings), args.plain)
+    if spec.repeat_auto:
+        errors.print(_adaptive_summary(spec, runs, outcome.settled))
     for line in outcome.failures:
         print(f"locklab: error: {line}", file=sys.stderr)
     return EXIT_RUN_FAILED if outcome.failures else 0
+
+
+def _adaptive_summary(spec: ExperimentSpec, runs: list, settled: int) -> str:
+    per_cell: dict[str, int] = {}
+    for run in runs:
+        if run.status == "ok":
+            per_cell[run.config_key] = per_cell.get(run.config_key, 0) + 1
+    counts = sorted(per_cell.values()) or [0]
+    planned = len(spec.configurations()) * spec.repeat
+    return (
+        f"adaptive repetition: {sum(counts)} runs of at most {planned} "
+        f"({100 * sum(counts) / planned:.0f}%); per cell {counts[0]} to {counts[-1]} "
+        f"(min {spec.min_repeat}, max {spec.repeat}, precision {spec.precision:g}); "
+        f"{settled} runs saved this time"
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -375,7 +463,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_campaign(args: argparse.Namespace) -> int:
     _settings(args)
-    spec = load_campaign(args.file)
+    spec = load_campaign(args.file, args.full)
+    if args.repeat is not None:
+        spec.repeat, spec.repeat_auto = args.repeat, False
+    if args.duration is not None:
+        spec.duration_s = args.duration
+    if args.warmup is not None:
+        spec.warmup_s = args.warmup
     engine = Engine(find_engine(args.engine))
     try:
         spec.validate(engine.catalogue(spec.plugins()))
@@ -394,7 +488,11 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         return 0
     store = Store(Path(args.store))
     experiment = store.create_experiment(spec, _host(), provenance.version(), provenance.commit())
-    return _execute(args, engine, store, experiment)
+    status = _execute(args, engine, store, experiment)
+    if status in (0, EXIT_RUN_FAILED):  # the table is out; the charts go with it
+        page = args.report or store.path.parent / f"{experiment.name}.html"
+        _write_report(store, [experiment], _settings(args), page)
+    return status
 
 
 def cmd_topology(args: argparse.Namespace) -> int:
@@ -413,6 +511,15 @@ def cmd_results(args: argparse.Namespace) -> int:
         ok = len(store.finished(experiment))
         failed = sum(run.status != "ok" for run in runs)
         state = "complete" if ok >= planned else f"incomplete: {planned - ok} missing"
+        if spec.repeat_auto and ok < planned:
+            # Adaptive: complete once every configuration is settled (or at the maximum).
+            finished = store.finished(experiment)
+            rounds = {repeat for _, repeat in finished}
+            per_config = Counter(key for key, _ in finished)
+            still_open = adaptive.open_configurations(spec, runs, spec.precision)
+            settled = all(per_config[key] >= spec.repeat for key in still_open)
+            if settled and len(rounds) >= spec.min_repeat:
+                state = f"complete (auto: {ok} of at most {planned} runs)"
         if failed:
             state += f", {failed} failed"
         sweep = " ".join(
@@ -474,8 +581,6 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from locklab import report  # plotly is slow to import: only here
-
     settings = _settings(args)
     store = Store(Path(args.store), create=False)
     refs = list(args.experiments)
@@ -486,14 +591,21 @@ def cmd_report(args: argparse.Namespace) -> int:
         refs.append(str(newest[-1].id))
     if not refs:
         raise LocklabError("report: name one or more experiments, or give --latest")
-    chosen = [store.experiment(ref) for ref in refs]
-    page = report.render([(e, store.runs(e)) for e in chosen], settings)
-    try:
-        args.output.write_text(page)
-    except OSError as error:
-        raise LocklabError(f"{args.output}: cannot write: {error.strerror}") from None
-    print(f"report: {args.output.resolve()}")
+    _write_report(store, [store.experiment(ref) for ref in refs], settings, args.output)
     return 0
+
+
+def _write_report(
+    store: Store, experiments: list[Experiment], settings: Settings, path: Path
+) -> None:
+    from locklab import report  # plotly is slow to import: only here
+
+    page = report.render([(e, store.runs(e)) for e in experiments], settings)
+    try:
+        path.write_text(page)
+    except OSError as error:
+        raise LocklabError(f"{path}: cannot write: {error.strerror}") from None
+    print(f"report: {path.resolve()}")
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
@@ -509,6 +621,100 @@ def cmd_plot(args: argparse.Namespace) -> int:
         raise LocklabError(f"{args.output}: cannot write: {error.strerror}") from None
     for path in written:
         print(path)
+    return 0
+
+
+def _parse_range(text: str) -> tuple[int, int, int | None]:
+    parts = text.split(":")
+    try:
+        numbers = [int(part) for part in parts]
+    except ValueError:
+        raise LocklabError(f"--range: expected LO:HI or LO:HI:STEP, got '{text}'") from None
+    if (
+        len(numbers) not in (2, 3)
+        or numbers[0] >= numbers[1]
+        or (len(numbers) == 3 and numbers[2] <= 0)
+    ):
+        raise LocklabError(f"--range: expected LO:HI or LO:HI:STEP with LO < HI, got '{text}'")
+    return numbers[0], numbers[1], numbers[2] if len(numbers) == 3 else None
+
+
+def _parse_workload(text: str) -> Workload:
+    name, _, rest = text.partition(":")
+    hold, _, gap = rest.partition(":")
+    try:
+        return Workload(name, (("hold_ns", int(hold)), ("gap_ns", int(gap))))
+    except ValueError:
+        raise LocklabError(f"--workload: expected NAME:HOLD_NS:GAP_NS, got '{text}'") from None
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from locklab import plot, tune
+
+    engine = Engine(find_engine(args.engine))
+    catalogue = engine.catalogue()
+    info = catalogue.get(args.lock)
+    if info is None:
+        raise LocklabError(f"unknown lock '{args.lock}' (see 'locklab list')")
+    tunable = info.tunable(args.param)
+    if tunable is None:
+        known = ", ".join(t.name for t in info.tunables) or "none"
+        raise LocklabError(f"lock '{args.lock}' has no param '{args.param}' (its params: {known})")
+    lo, hi, step = _parse_range(args.range)
+    if lo < tunable.minimum or hi > tunable.maximum:
+        raise LocklabError(
+            f"--range {args.range}: {args.param} must stay in [{tunable.minimum}, "
+            f"{tunable.maximum}]"
+        )
+    if args.grid < 2 or args.rounds < 0:
+        raise LocklabError("--grid must be at least 2 and --rounds at least 0")
+    sweep = {a: parse_int_list(a, getattr(args, a)) for a in AXES if getattr(args, a) is not None}
+    workloads = [_parse_workload(text) for text in args.workload]
+    store = Store(Path(args.store))
+    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    specs: list[ExperimentSpec] = []
+
+    def evaluate(values: list[int]) -> dict:
+        variants = [Variant(f"{args.param}={v}", args.lock, ((args.param, v),)) for v in values]
+        spec = ExperimentSpec(
+            name=f"tune-{args.lock}-{args.param}-{len(specs) + 1}", variants=variants,
+            sweep=dict(sweep), repeat=args.repeat, duration_s=args.duration,
+            warmup_s=args.warmup, pin=args.pin, workloads=workloads,
+        )  # fmt: skip
+        spec.validate(catalogue)
+        specs.append(spec)
+        experiment = store.create_experiment(
+            spec, _host(), provenance.version(), provenance.commit()
+        )
+        console.print(f"tune round {len(specs)}: {args.param} in {values} (#{experiment.id})")
+        outcome = run_sweep(engine, store, experiment, console)
+        if outcome.failures:
+            raise LocklabError(outcome.failures[0], EXIT_RUN_FAILED)
+        sums: dict = {}
+        for run in store.runs(experiment, with_results=False):
+            if run.status == "ok" and run.throughput_ops_per_s is not None:
+                label, point = parse_key(run.config_key)
+                key = (int(label.split("=", 1)[1]), point)
+                total, count = sums.get(key, (0.0, 0))
+                sums[key] = (total + run.throughput_ops_per_s / 1000, count + 1)
+        return {key: total / count for key, (total, count) in sums.items()}
+
+    result = tune.search(evaluate, lo, hi, step, args.grid, args.rounds)
+    spec = specs[0]
+    print(
+        f"{args.lock}: chosen {args.param} = {result.value}, worst case "
+        f"{result.worst_relative:.1%} of the best value at each point "
+        f"({len(result.evaluated)} values in {len(specs)} rounds)"
+    )
+    print(f"{'point':<40} {'best value':>10} {'chosen/best':>12} {'loss':>7}")
+    for point, best in sorted(result.best_at.items()):
+        workload = spec.workload_of(dict(point))
+        shown = f"{workload.name} " if workload else ""
+        shown += " ".join(f"{a}={v}" for a, v in point if len(spec.sweep[a]) > 1 or a == "nwriters")
+        relative = result.relative[result.value, point]
+        print(f"{shown:<40} {best:>10} {relative:>12.1%} {1 - relative:>7.1%}")
+    plot.write_tune_figure(result, args.param, f"{args.lock} {args.param}", args.output)
+    print(f"chart: {args.output.resolve()}")
     return 0
 
 
@@ -539,6 +745,7 @@ COMMANDS = {
     "export": cmd_export,
     "report": cmd_report,
     "plot": cmd_plot,
+    "tune": cmd_tune,
     "merge": cmd_merge,
 }
 

@@ -95,6 +95,10 @@ class ExperimentSpec:
     stutter_s: float = 0.0
     numa_nodes: int = 0  # --numa-nodes: virtual NUMA nodes (0: the machine's own)
     workloads: list[Workload] = field(default_factory=list)
+    # --repeat auto: `repeat` is then the most runs per cell; see adaptive.py.
+    repeat_auto: bool = False
+    min_repeat: int = 2
+    precision: float = 0.02
 
     def __post_init__(self) -> None:
         for axis in AXES:
@@ -228,6 +232,13 @@ class ExperimentSpec:
             validate_axis(axis, self.sweep[axis])
         if not isinstance(self.repeat, int) or not 1 <= self.repeat <= 1000:
             raise LocklabError(f"repeat must be an integer from 1 to 1000 (got {self.repeat})")
+        if self.repeat_auto and not 2 <= self.min_repeat <= self.repeat:
+            raise LocklabError(
+                f"--repeat auto: need 2 <= min-repeat ({self.min_repeat}) <= max-repeat "
+                f"({self.repeat})"
+            )
+        if not 0 < self.precision < 1:
+            raise LocklabError(f"precision must be between 0 and 1 (got {self.precision})")
         validate_seconds("duration", self.duration_s, minimum=0.001)
         validate_seconds("warmup", self.warmup_s, minimum=0.0)
         validate_seconds("interval", self.interval_s, minimum=0.001)

@@ -14,6 +14,7 @@ matplotlib.use("Agg")  # files only, never a display
 import matplotlib.pyplot as plt
 
 from locklab.analysis import Analysis, Section
+from locklab.tune import TuneResult
 
 WIDTH_IN, HEIGHT_IN, DPI = 8.0, 5.0, 100  # 800 x 500 pixels
 COLORS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -85,3 +86,30 @@ def write_figures(analysis: Analysis, name: str, directory: Path) -> list[Path]:
                 written.append(path)
             plt.close(figure)
     return written
+
+
+def write_tune_figure(result: TuneResult, param: str, title: str, path: Path) -> None:
+    """Throughput relative to the best value at each point, against the tunable's value."""
+    figure, axes = plt.subplots(figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI)
+    points = sorted(result.best_at)
+    for index, point in enumerate(points):
+        values = [v for v in result.evaluated if (v, point) in result.relative]
+        label = " ".join(f"{a}={v}" for a, v in point if v)
+        axes.plot(values, [result.relative[v, point] for v in values], marker="o", markersize=3,
+                  color=COLORS[index % len(COLORS)], label=label)  # fmt: skip
+    axes.axvline(result.value, color="#444", linestyle="--", label=f"chosen {result.value}")
+    if (
+        result.evaluated
+        and min(result.evaluated) > 0
+        and max(result.evaluated) > 20 * min(result.evaluated)
+    ):
+        axes.set_xscale("log")
+    axes.set_xlabel(param)
+    axes.set_ylabel("throughput / best at that point")
+    axes.set_title(f"{title}: worst case {result.worst_relative:.0%} at {result.value}")
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=7)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=DPI)
+    plt.close(figure)

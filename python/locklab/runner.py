@@ -13,7 +13,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from locklab import provenance
+from locklab import adaptive, provenance
 from locklab.engine import EXIT_USAGE, Engine
 from locklab.errors import LocklabError
 from locklab.experiment import RUN_WATCHDOG_S, Configuration
@@ -33,6 +33,7 @@ class SweepOutcome:
     already_done: int
     ran: int = 0
     skipped: int = 0
+    settled: int = 0  # runs not needed: --repeat auto had settled their configuration
     failures: list[str] = field(default_factory=list)  # one line per failed variant
 
 
@@ -52,6 +53,8 @@ def run_sweep(
     done = store.finished(experiment)
     todo = [(config, repeat) for config, repeat in schedule if (config.key, repeat) not in done]
     outcome = SweepOutcome(planned=len(schedule), already_done=len(schedule) - len(todo))
+    settled_from = spec.min_repeat if spec.repeat_auto else spec.repeat
+    open_keys: set[str] | None = None  # None: every configuration still runs
     failed: set[str] = set()
     version, commit = provenance.version(), provenance.commit()
     per_run_s = spec.expected_run_s()
@@ -70,7 +73,17 @@ def run_sweep(
         task = progress.add_task(
             "sweep", total=len(todo) * per_run_s, current="", runs=_runs_text(outcome)
         )
+        current_round = -1
         for config, repeat in todo:
+            if repeat != current_round:
+                current_round = repeat
+                if repeat >= settled_from:  # adaptive: only the configurations still open
+                    runs = store.runs(experiment, with_results=False)
+                    open_keys = adaptive.open_configurations(spec, runs, spec.precision)
+            if open_keys is not None and config.key not in open_keys:
+                outcome.settled += 1
+                progress.update(task, advance=per_run_s, refresh=True)
+                continue
             progress.update(task, current=f"{describe(config, swept)} #{repeat + 1}", refresh=True)
             if config.variant.label in failed:
                 outcome.skipped += 1

@@ -1,0 +1,61 @@
+"""Adaptive repetition (`--repeat auto`): after the minimum number of rounds, only the
+configurations whose verdict is still open are run again, up to the maximum.
+
+A cell is settled when its 95% confidence interval is narrow enough for the difference it is
+judged on: either the intervals of the cell and of its baseline cell no longer overlap (the
+difference is clear), or both are within `precision` of their means (any difference left is
+smaller than what the experiment resolves). A baseline cell is settled when every cell compared
+with it is. Throughput is what is judged.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from locklab import stats
+from locklab.analysis import parse_key
+from locklab.experiment import ExperimentSpec
+from locklab.store import Run
+
+DEFAULT_PRECISION = 0.02
+
+
+def settled(cell: list[float], base: list[float], precision: float) -> bool:
+    """Is the comparison of `cell` with `base` decided? Both need 2 runs for an interval."""
+    if len(cell) < 2 or len(base) < 2:
+        return False
+    a, b = stats.summarize(cell), stats.summarize(base)
+    assert a.ci95 is not None and b.ci95 is not None
+    if a.ci95 + b.ci95 < abs(a.mean - b.mean):
+        return True
+    return a.ci95 <= precision * abs(a.mean) and b.ci95 <= precision * abs(b.mean)
+
+
+def open_configurations(spec: ExperimentSpec, runs: list[Run], precision: float) -> set[str]:
+    """Keys of the configurations that need another run."""
+    values: dict[str, list[float]] = defaultdict(list)
+    failed: set[str] = set()
+    for run in runs:
+        if run.status == "ok" and run.throughput_ops_per_s is not None:
+            values[run.config_key].append(run.throughput_ops_per_s)
+        elif run.status != "ok":
+            failed.add(parse_key(run.config_key)[0])
+    open_keys: set[str] = set()
+    baseline_keys: dict[tuple, str] = {}
+    for config in spec.configurations():
+        if config.variant.label == spec.baseline:
+            baseline_keys[config.axes] = config.key
+    for config in spec.configurations():
+        label = config.variant.label
+        if label in failed or label == spec.baseline:
+            continue
+        base_key = baseline_keys[config.axes]
+        if not settled(values[config.key], values[base_key], precision):
+            open_keys |= {config.key, base_key}
+    if len(spec.variants) == 1:  # nothing to compare: settle on precision alone
+        for config in spec.configurations():
+            cell = values[config.key]
+            summary = stats.summarize(cell)
+            if len(cell) < 2 or (summary.ci95 or 0) > precision * abs(summary.mean):
+                open_keys.add(config.key)
+    return open_keys

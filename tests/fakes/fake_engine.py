@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""A stand-in for locklab-bench, for tests of the front end's decisions (adaptive repetition):
+each "lock" returns throughput with a known mean and spread, seeded by --seed, instantly.
+
+  quiet   1000 ops/s +- 0.1% (random)    quiet2   2000 ops/s +- 0.1% (random)
+  noisy   1000 ops/s, +30% and -30% in turn (by the parity of --seed, which locklab changes
+          with each repeat): a mean that never separates from quiet's, an interval that
+          never narrows
+"""
+
+import json
+import random
+import sys
+
+LOCKS = {"quiet": (1000.0, 0.001), "quiet2": (2000.0, 0.001), "noisy": (1000.0, 0.30)}
+
+
+def main(argv: list[str]) -> int:
+    if "--list" in argv:
+        locks = [
+            {"name": name, "family": "fake", "summary": f"mean {mean:g}, spread {spread:g}",
+             "source": "tests/fakes", "flags": [], "tunables": []}
+            for name, (mean, spread) in LOCKS.items()
+        ]  # fmt: skip
+        print(json.dumps({"schema": 1, "locks": locks}))
+        return 0
+    options = dict(zip(argv[::2], argv[1::2], strict=False))
+    mean, spread = LOCKS[options["--lock"]]
+    seed = int(options.get("--seed", "0"))
+    if options["--lock"] == "noisy":
+        throughput = mean * (1 + (spread if seed % 2 else -spread))
+    else:
+        rng = random.Random(f"{options['--lock']}/{seed}/{options.get('--nwriters')}")
+        throughput = mean * (1 + rng.uniform(-spread, spread))
+    machine = {"hostname": "fake", "arch": "x86_64", "cpu_model": "fake", "cpus_online": 2}
+    print(json.dumps({"status": "ok", "error": None, "throughput_ops_per_s": throughput,
+                      "machine": machine, "intervals": []}))  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
