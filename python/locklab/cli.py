@@ -268,6 +268,26 @@ def build_parser() -> Parser:
     _common(tune_)
     _engine_option(tune_)
 
+    imports = commands.add_parser(
+        "import-locktorture", help="store the runs of kernel locktorture logs (dmesg, console)"
+    )
+    imports.add_argument(
+        "logs",
+        nargs="+",
+        metavar="[LABEL=]LOG",
+        help="a log, or LABEL=LOG to name its variant (say k0-stock=k0.log); default: the "
+        "torture type",
+    )
+    imports.add_argument("--name", help="experiment name (default: the first log's name)")
+    imports.add_argument("--host", default="kernel", help="the machine the logs come from")
+    imports.add_argument(
+        "--warmup-reports",
+        type=int,
+        default=1,
+        help="statistics reports dropped at the start of each run (default 1)",
+    )
+    _common(imports, statistics=True)
+
     merge = commands.add_parser("merge", help="import the experiments of another store")
     merge.add_argument(
         "other",
@@ -718,6 +738,29 @@ def cmd_tune(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import_locktorture(args: argparse.Namespace) -> int:
+    from locklab import locktorture
+
+    settings = _settings(args)
+    if args.warmup_reports < 0:
+        raise LocklabError("--warmup-reports must not be negative")
+    labelled = []
+    for text in args.logs:
+        label, equals, path = text.rpartition("=")
+        labelled.append((label if equals and label else None, Path(path if equals else text)))
+    name = args.name or labelled[0][1].stem
+    store = Store(Path(args.store))
+    experiment, problems = locktorture.to_store(
+        store, labelled, name, args.host, args.warmup_reports
+    )
+    for line in problems:
+        print(f"locklab: warning: {line}", file=sys.stderr)
+    runs = store.runs(experiment)
+    _print_analysis(analyse_experiment(experiment, runs, settings), args.plain)
+    print(f'imported {len(runs)} runs as #{experiment.id} "{experiment.name}"')
+    return 0
+
+
 def cmd_merge(args: argparse.Namespace) -> int:
     other = Store(args.other, create=False)
     store = Store(Path(args.store))
@@ -746,6 +789,7 @@ COMMANDS = {
     "report": cmd_report,
     "plot": cmd_plot,
     "tune": cmd_tune,
+    "import-locktorture": cmd_import_locktorture,
     "merge": cmd_merge,
 }
 
