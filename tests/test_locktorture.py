@@ -94,3 +94,17 @@ def test_import_of_a_log_without_locktorture(tmp_path, capsys):
     code = cli.main(["import-locktorture", str(log), "--store", str(tmp_path / "s")])
     err = capsys.readouterr().err
     assert code == 2 and "no locktorture run" in err.splitlines()[-1]
+
+
+def test_a_real_kernel_console_log():
+    """Captured from Debian's 6.1.0-56-amd64 booted in QEMU (software emulation) with
+    locktorture built from linux-source-6.1: BIOS noise, escape codes, module taint lines,
+    the doubled final statistics line, and a trailing space after 'Fail: 0'."""
+    (run,), problems = locktorture.parse((DATA / "qemu_debian_6.1_spin_lock.log").read_text())
+    assert not problems
+    assert run.torture_type == "spin_lock" and run.end == "SUCCESS"
+    assert run.params["nwriters_stress"] == "2" and run.params["stat_interval"] == "2"
+    assert [r.total for r in run.writes] == [1572804, 3082607, 4535587, 5133789]
+    measured = locktorture.measure(run, warmup_reports=1)
+    expected = (5133789 - 3082607) / (8.731357 - 5.671645)
+    assert measured.throughput_ops_per_s == pytest.approx(expected)

@@ -330,6 +330,11 @@ def _repeats(spec: ExperimentSpec) -> str:
 
 def experiment_line(experiment: Experiment) -> str:
     spec = experiment.spec
+    if spec.source == "locktorture":
+        return (
+            f'experiment #{experiment.id} "{experiment.name}": kernel locktorture logs, '
+            f"up to {spec.repeat} runs per cell, throughput after the dropped warm-up reports"
+        )
     return (
         f'experiment #{experiment.id} "{experiment.name}": {_repeats(spec)} runs per cell, '
         f"{spec.duration_s:g} s measured after {spec.warmup_s:g} s warm-up, pin {spec.pin}, "
@@ -349,11 +354,17 @@ def machine_lines(runs: list[Run]) -> list[str]:
         m = run.machine
         if not m:
             continue
-        nodes = m.get("numa_nodes", 1)
-        line = (
-            f"machine: {m.get('hostname')}, {m.get('arch')}, {m.get('cpu_model')}, "
-            f"{m.get('cpus_online')} CPUs, {nodes} NUMA node{'s' if nodes != 1 else ''}, "
-            f"governor {m.get('governor')}, kernel {_first_word(m.get('kernel'))}"
-        )
+        nodes = m.get("numa_nodes")
+        facts = [
+            m.get("hostname"),
+            m.get("arch"),
+            m.get("cpu_model"),
+            m.get("cpus_online") and f"{m.get('cpus_online')} CPUs",
+            nodes and f"{nodes} NUMA node{'s' if nodes != 1 else ''}",
+            m.get("governor") and f"governor {m.get('governor')}",
+            m.get("kernel") and f"kernel {_first_word(m.get('kernel'))}",
+            m.get("source") and f"from {m.get('source')}",
+        ]
+        line = "machine: " + ", ".join(str(fact) for fact in facts if fact)
         seen.setdefault(line)
     return list(seen) or ["machine: unknown (no finished run)"]

@@ -99,6 +99,8 @@ class ExperimentSpec:
     repeat_auto: bool = False
     min_repeat: int = 2
     precision: float = 0.02
+    # Where the runs come from: "locklab-bench", or "locktorture" for imported kernel logs.
+    source: str = "locklab-bench"
 
     def __post_init__(self) -> None:
         for axis in AXES:
