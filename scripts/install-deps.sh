@@ -4,9 +4,13 @@
 #   libck-dev         Concurrency Kit, the peer locks (ck_ticket, ck_mcs, ck_clh, ck_fas)
 #   python3-venv      the front end's virtualenv
 #   chromium, chromium-driver   the report's test opens the HTML page in a headless browser
+#   qemu-system-x86, busybox-static, linux-source-6.1, linux-headers-amd64
+#                     `locklab kernel`: the kernel's own locktorture, built out of tree and
+#                     booted in QEMU (scripts/fetch-kernel.sh fetches the matching image)
 set -euo pipefail
 
-packages=(gcc make libc6-dev libck-dev python3-venv chromium chromium-driver)
+packages=(gcc make libc6-dev libck-dev python3-venv chromium chromium-driver
+    qemu-system-x86 busybox-static linux-source-6.1 linux-headers-amd64)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \

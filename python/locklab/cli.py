@@ -288,6 +288,26 @@ def build_parser() -> Parser:
     )
     _common(imports, statistics=True)
 
+    kernel = commands.add_parser("kernel", help="run the kernel's locktorture in QEMU")
+    kernel.add_argument("--kernel", help="kernel images, comma-separated (or --host)")
+    kernel.add_argument(
+        "--host",
+        action="store_true",
+        help="bare metal: modprobe the running kernel's locktorture and pin its kthreads",
+    )
+    kernel.add_argument("--pin-cpus", help="--host: CPUs to pin the kthreads to, like 0-7")
+    kernel.add_argument("--label", help="a label per kernel, comma-separated (default: version)")
+    kernel.add_argument("--type", default="spin_lock", help="torture_type (default spin_lock)")
+    kernel.add_argument("--nwriters", default="2", help="nwriters_stress values, like 1,2,4")
+    kernel.add_argument("--repeat", type=int, default=1)
+    kernel.add_argument("--duration", type=_number, default=10.0, help="seconds per run")
+    kernel.add_argument("--stat-interval", type=int, default=1, help="seconds between reports")
+    kernel.add_argument("--warmup-reports", type=int, default=1)
+    kernel.add_argument("--cpus", type=int, default=2, help="virtual CPUs")
+    kernel.add_argument("--accel", choices=("auto", "kvm", "tcg"), default="auto")
+    kernel.add_argument("--name", help="experiment name")
+    _common(kernel, statistics=True)
+
     merge = commands.add_parser("merge", help="import the experiments of another store")
     merge.add_argument(
         "other",
@@ -761,6 +781,82 @@ def cmd_import_locktorture(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_kernel(args: argparse.Namespace) -> int:
+    from locklab import kernel, locktorture
+
+    settings = _settings(args)
+    if args.host:
+        return _kernel_on_host(args, settings)
+    if not args.kernel:
+        raise LocklabError("kernel: give --kernel IMAGE[,IMAGE...] or --host")
+    images = [Path(p) for p in args.kernel.split(",") if p]
+    for image in images:
+        if not image.is_file():
+            raise LocklabError(f"--kernel: {image} is not a file")
+    versions = [kernel.kernel_version(image) for image in images]
+    labels = args.label.split(",") if args.label else versions
+    if len(labels) != len(images):
+        raise LocklabError("--label: give one label per kernel")
+    nwriters = parse_int_list("nwriters", args.nwriters)
+    if args.duration < 2 * args.stat_interval or args.repeat < 1 or args.cpus < 1:
+        raise LocklabError("--duration must cover at least two --stat-interval; repeat, cpus >= 1")
+    modules = {version: kernel.build_modules(version) for version in set(versions)}
+    store = Store(Path(args.store))
+    name = args.name or f"kernel-{args.type}"
+    logs = store.path.parent / "kernel-logs" / name
+    logs.mkdir(parents=True, exist_ok=True)
+    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    labelled, accels = [], set()
+    for repeat in range(args.repeat):
+        for image, version, label in zip(images, versions, labels, strict=True):
+            for writers in nwriters:
+                params = {"torture_type": args.type, "nwriters_stress": str(writers),
+                          "stat_interval": str(args.stat_interval)}  # fmt: skip
+                initrd = kernel.initramfs(
+                    modules[version], params, args.duration, logs / "initramfs.gz"
+                )
+                console.print(f"{label}: {args.type} nwriters={writers} #{repeat + 1}")
+                booted = kernel.boot(image, initrd, args.cpus, args.duration, args.accel)
+                accels.add(booted.accel)
+                log = logs / f"{label}-{args.type}-n{writers}-r{repeat + 1}.log"
+                log.write_text(booted.console)
+                labelled.append((label, log))
+    host = "qemu-kvm" if accels == {"kvm"} else "qemu-tcg (emulated: timing not representative)"
+    experiment, problems = locktorture.to_store(store, labelled, name, host, args.warmup_reports)
+    for line in problems:
+        print(f"locklab: warning: {line}", file=sys.stderr)
+    _print_analysis(analyse_experiment(experiment, store.runs(experiment), settings), args.plain)
+    print(f"console logs: {logs}")
+    return 0
+
+
+def _kernel_on_host(args: argparse.Namespace, settings: Settings) -> int:
+    from locklab import kernel, locktorture
+
+    nwriters = parse_int_list("nwriters", args.nwriters)
+    cpus = parse_int_list("pin-cpus", args.pin_cpus) if args.pin_cpus else []
+    store = Store(Path(args.store))
+    name = args.name or f"host-{args.type}"
+    logs = store.path.parent / "kernel-logs" / name
+    logs.mkdir(parents=True, exist_ok=True)
+    label = args.label or os.uname().release
+    labelled = []
+    for repeat in range(args.repeat):
+        for writers in nwriters:
+            params = {"torture_type": args.type, "nwriters_stress": str(writers),
+                      "stat_interval": str(args.stat_interval)}  # fmt: skip
+            log = logs / f"{label}-{args.type}-n{writers}-r{repeat + 1}.log"
+            log.write_text(kernel.run_on_host(params, args.duration, cpus))
+            labelled.append((label, log))
+    experiment, problems = locktorture.to_store(
+        store, labelled, name, socket.gethostname(), args.warmup_reports
+    )
+    for line in problems:
+        print(f"locklab: warning: {line}", file=sys.stderr)
+    _print_analysis(analyse_experiment(experiment, store.runs(experiment), settings), args.plain)
+    return 0
+
+
 def cmd_merge(args: argparse.Namespace) -> int:
     other = Store(args.other, create=False)
     store = Store(Path(args.store))
@@ -790,6 +886,7 @@ COMMANDS = {
     "plot": cmd_plot,
     "tune": cmd_tune,
     "import-locktorture": cmd_import_locktorture,
+    "kernel": cmd_kernel,
     "merge": cmd_merge,
 }
 

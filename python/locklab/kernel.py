@@ -1,0 +1,218 @@
+"""Running the kernel's own locktorture: each kernel booted in QEMU with a minimal initramfs
+that loads torture.ko and locktorture.ko, the console captured and imported like any log.
+
+Modules are built out of tree from the kernel's own sources (Debian's linux-source-6.1)
+against that kernel's headers (linux-headers-VERSION), and cached in build/kernel/VERSION.
+QEMU uses KVM when it boots, software emulation otherwise; emulation is recorded as the
+runs' machine, and its timing is not representative of real hardware.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from locklab.errors import LocklabError
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / "build" / "kernel"
+SOURCE_TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
+SOURCES = ("kernel/torture.c", "kernel/locking/locktorture.c")
+BUSYBOX = Path("/bin/busybox")
+# A kernel that shows no sign of life under KVM in this long is tried again under emulation
+# (nested virtualisation can hang early in boot).
+KVM_SIGN_OF_LIFE_S = 15.0
+
+
+@dataclass
+class Boot:
+    console: str
+    accel: str  # "kvm" or "tcg"
+
+
+def kernel_version(image: Path) -> str:
+    """The version a kernel image was built as, from its name (vmlinuz-VERSION)."""
+    match = re.match(r"vmlinuz-(.+)$", image.name)
+    if not match:
+        raise LocklabError(f"{image}: cannot tell its version (expected a name vmlinuz-VERSION)")
+    return match.group(1)
+
+
+def headers_for(version: str) -> Path:
+    for candidate in (
+        Path(f"/usr/src/linux-headers-{version}"),
+        Path(f"/lib/modules/{version}/build"),
+    ):
+        if (candidate / "Makefile").exists():
+            return candidate
+    raise LocklabError(f"no headers for kernel {version}: install linux-headers-{version}")
+
+
+def build_modules(version: str) -> Path:
+    """torture.ko and locktorture.ko for `version`, built once and cached."""
+    out = BUILD / version / "modules"
+    if (out / "torture.ko").exists() and (out / "locktorture.ko").exists():
+        return out
+    if not SOURCE_TARBALL.exists():
+        raise LocklabError(f"{SOURCE_TARBALL} is missing: install linux-source-6.1")
+    source = BUILD / "source"
+    if not (source / SOURCES[1]).exists():
+        source.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(SOURCE_TARBALL) as tar:
+            prefix = tar.next().name.split("/")[0]  # linux-source-6.1
+            wanted = [
+                member for member in tar.getmembers()
+                if member.name.startswith(f"{prefix}/kernel/rcu/")
+                or member.name in {f"{prefix}/{name}" for name in SOURCES}
+            ]  # fmt: skip
+            for member in wanted:
+                member.name = member.name.removeprefix(f"{prefix}/")
+                tar.extract(member, source, filter="data")
+    out.mkdir(parents=True, exist_ok=True)
+    for name in SOURCES:
+        shutil.copy(source / name, out / Path(name).name)
+    (out / "Kbuild").write_text(
+        "obj-m := torture.o locktorture.o\n"
+        "ccflags-y := -DCONFIG_TORTURE_TEST_MODULE=1 -DCONFIG_LOCK_TORTURE_TEST_MODULE=1 "
+        f"-I{source / 'kernel'} -I{source / 'kernel' / 'rcu'}\n"
+    )
+    proc = subprocess.run(
+        ["make", "-C", str(headers_for(version)), f"M={out}", "modules"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if proc.returncode != 0 or not (out / "locktorture.ko").exists():
+        last = (proc.stderr.strip().splitlines() or ["make failed"])[-1]
+        raise LocklabError(f"building locktorture for {version} failed: {last}")
+    return out
+
+
+def _cpio_newc(entries: list[tuple[str, int, bytes]]) -> bytes:
+    """A newc cpio archive from (name, mode, data) entries (directories have no data)."""
+    out = bytearray()
+    for inode, (name, mode, data) in enumerate([*entries, ("TRAILER!!!", 0, b"")], 1):
+        encoded = name.encode() + b"\0"
+        fields = [inode, mode, 0, 0, 1, 0, len(data), 0, 0, 0, 0, len(encoded), 0]
+        header = b"070701" + b"".join(f"{value:08X}".encode() for value in fields)
+        out += header + encoded
+        out += b"\0" * (-len(out) % 4)
+        out += data
+        out += b"\0" * (-len(out) % 4)
+    return bytes(out)
+
+
+def initramfs(modules: Path, params: dict[str, str], seconds: float, path: Path) -> Path:
+    """busybox, the two modules, and an /init that runs one locktorture test and powers off."""
+    if not BUSYBOX.exists():
+        raise LocklabError(f"{BUSYBOX} is missing: install busybox-static")
+    args = " ".join(f"{key}={value}" for key, value in params.items())
+    init = (
+        "#!/bin/busybox sh\n"
+        "/bin/busybox mount -t proc proc /proc\n"
+        "/bin/busybox insmod /torture.ko\n"
+        f"/bin/busybox insmod /locktorture.ko {args}\n"
+        f"/bin/busybox sleep {seconds:g}\n"
+        "/bin/busybox rmmod locktorture\n"
+        "echo LOCKLAB-DONE\n"
+        "/bin/busybox poweroff -f\n"
+    )
+    entries = [
+        ("bin", 0o40755, b""),
+        ("proc", 0o40755, b""),
+        ("dev", 0o40755, b""),
+        ("bin/busybox", 0o100755, BUSYBOX.read_bytes()),
+        ("torture.ko", 0o100644, (modules / "torture.ko").read_bytes()),
+        ("locktorture.ko", 0o100644, (modules / "locktorture.ko").read_bytes()),
+        ("init", 0o100755, init.encode()),
+    ]
+    path.write_bytes(gzip.compress(_cpio_newc(entries), compresslevel=1))
+    return path
+
+
+def _qemu(image: Path, initrd: Path, accel: str, cpus: int, timeout_s: float) -> str | None:
+    """Boot and return the console, or None when it showed no sign of life (KVM only)."""
+    command = [
+        "qemu-system-x86_64", "-accel", accel, "-smp", str(cpus), "-m", "512",
+        "-kernel", str(image), "-initrd", str(initrd), "-nographic", "-no-reboot",
+        "-append", "console=ttyS0 edd=off panic=-1 loglevel=6",
+    ]  # fmt: skip
+    if accel == "kvm":
+        command[3:3] = ["-cpu", "host"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    os.set_blocking(proc.stdout.fileno(), False)  # type: ignore[union-attr]
+    console = bytearray()
+    start = time.monotonic()
+    try:
+        while proc.poll() is None:
+            chunk = proc.stdout.read()  # type: ignore[union-attr]
+            if chunk:
+                console += chunk
+            elapsed = time.monotonic() - start
+            if accel == "kvm" and elapsed > KVM_SIGN_OF_LIFE_S and b"Linux version" not in console:
+                return None
+            if elapsed > timeout_s:
+                raise LocklabError(f"{image}: no power-off after {timeout_s:.0f} s in QEMU")
+            time.sleep(0.2)
+        console += proc.stdout.read() or b""  # type: ignore[union-attr]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return console.decode(errors="replace")
+
+
+def boot(image: Path, initrd: Path, cpus: int, seconds: float, accel: str = "auto") -> Boot:
+    if shutil.which("qemu-system-x86_64") is None:
+        raise LocklabError("qemu-system-x86_64 is missing: install qemu-system-x86")
+    # Emulation is slow: booting alone takes tens of seconds.
+    timeout = seconds * 20 + 300
+    if accel in ("auto", "kvm") and os.access("/dev/kvm", os.R_OK | os.W_OK):
+        console = _qemu(image, initrd, "kvm", cpus, timeout)
+        if console is not None:
+            return Boot(console, "kvm")
+        if accel == "kvm":
+            raise LocklabError(f"{image}: no boot under KVM within {KVM_SIGN_OF_LIFE_S:.0f} s")
+    console = _qemu(image, initrd, "tcg", cpus, timeout)
+    assert console is not None
+    return Boot(console, "tcg")
+
+
+def run_on_host(params: dict[str, str], seconds: float, cpus: list[int]) -> str:
+    """Bare metal, as seed 000 did: modprobe the running kernel's locktorture, pin each torture
+    kthread to its own CPU (taskset on their pids), wait, unload, and return the kernel log
+    lines written meanwhile. Needs root and a kernel that ships locktorture.ko."""
+    if os.geteuid() != 0:
+        raise LocklabError("--host needs root (modprobe, taskset on kernel threads, dmesg)")
+    missing = [tool for tool in ("modprobe", "rmmod", "pgrep", "taskset", "dmesg")
+               if shutil.which(tool) is None]  # fmt: skip
+    if missing:
+        raise LocklabError(f"--host needs {', '.join(missing)} (kmod, procps, util-linux)")
+    marker = f"locklab-host-run-{time.monotonic_ns()}"
+    try:
+        Path("/dev/kmsg").write_text(f"{marker}\n")  # where this run's log starts
+    except OSError as error:
+        raise LocklabError(f"--host: cannot write /dev/kmsg ({error.strerror})") from None
+    args = [f"{key}={value}" for key, value in params.items()]
+    proc = subprocess.run(["modprobe", "locktorture", *args], capture_output=True, text=True,
+                          check=False)  # fmt: skip
+    if proc.returncode != 0:
+        raise LocklabError(f"modprobe locktorture failed: {proc.stderr.strip() or proc.returncode}")
+    try:
+        time.sleep(1)  # let the kthreads start
+        pids = subprocess.run(["pgrep", "lock_torture_"], capture_output=True, text=True,
+                              check=False).stdout.split()  # fmt: skip
+        for index, pid in enumerate(sorted(pids, key=int)):
+            if cpus:
+                subprocess.run(["taskset", "-pc", str(cpus[index % len(cpus)]), pid],
+                               capture_output=True, check=False)  # fmt: skip
+        time.sleep(max(seconds - 1, 0))
+    finally:
+        subprocess.run(["rmmod", "locktorture"], capture_output=True, check=False)
+    log = subprocess.run(["dmesg"], capture_output=True, text=True, check=True).stdout
+    return log[log.rfind(marker) :] if marker in log else log
