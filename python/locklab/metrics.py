@@ -19,7 +19,9 @@ class Metric:
     value: Callable[[Run], float | None]
 
 
-def _from_result(*path: str, scale: float = 1.0) -> Callable[[Run], float | None]:
+def from_result(*path: str, scale: float = 1.0) -> Callable[[Run], float | None]:
+    """A per-run figure at `path` in the engine's JSON, times `scale` (None if absent)."""
+
     def value(run: Run) -> float | None:
         node: object = run.result
         for key in path:
@@ -41,19 +43,19 @@ METRICS: dict[str, Metric] = {
         Metric("throughput", "kops/s", "faster", "slower", True, _throughput),
         Metric(
             "ctxsw", "voluntary switches/1k ops", "more switches", "fewer switches", False,
-            _from_result("context_switches", "voluntary_per_1000_acquisitions"),
+            from_result("context_switches", "voluntary_per_1000_acquisitions"),
         ),
         Metric(
             "p50", "write wait p50 us", "longer p50 wait", "shorter p50 wait", False,
-            _from_result("latency_ns", "write", "p50", scale=1e-3),
+            from_result("latency_ns", "write", "p50", scale=1e-3),
         ),
         Metric(
             "p99", "write wait p99 us", "longer p99 wait", "shorter p99 wait", False,
-            _from_result("latency_ns", "write", "p99", scale=1e-3),
+            from_result("latency_ns", "write", "p99", scale=1e-3),
         ),
         Metric(
             "same-node", "same-node hand-overs %", "more same-node", "less same-node", True,
-            _from_result("handoffs", "same_node_fraction", scale=100.0),
+            from_result("handoffs", "same_node_fraction", scale=100.0),
         ),
     )
 }  # fmt: skip

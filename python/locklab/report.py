@@ -20,6 +20,7 @@ import plotly.io as pio
 
 from locklab import provenance, table
 from locklab.analysis import Analysis, Section, Settings, analyse_experiment, legend_lines
+from locklab.metrics import from_result
 from locklab.store import Experiment, Run
 
 PALETTE = (
@@ -37,18 +38,6 @@ class Figure:
 def _label(text: str) -> str:
     """A user string as a chart label: plotly renders <b>, <a href> and friends, so escape."""
     return html.escape(text, quote=True)
-
-
-def _value_of(*path: str, scale: float = 1.0) -> Callable[[Run], float | None]:
-    def value(run: Run) -> float | None:
-        node: object = run.result
-        for key in path:
-            if not isinstance(node, dict):
-                return None
-            node = node.get(key)
-        return float(node) * scale if isinstance(node, int | float) else None
-
-    return value
 
 
 def _mean(values: list[float]) -> float | None:
@@ -234,20 +223,20 @@ def section_figures(analysis: Analysis, section: Section) -> list[Figure]:
         ("over time", intervals_figure(analysis, section)),
         ("latency", per_run_figure(
             analysis, section, "write wait: p50 (solid) and p99 (dotted), mean over runs", "ns",
-            [(" p50", _value_of("latency_ns", "write", "p50"), "solid"),
-             (" p99", _value_of("latency_ns", "write", "p99"), "dot")], log_y=True)),
+            [(" p50", from_result("latency_ns", "write", "p50"), "solid"),
+             (" p99", from_result("latency_ns", "write", "p99"), "dot")], log_y=True)),
         ("fairness", per_run_figure(
             analysis, section, "fairness: Jain's index of writers' acquisitions (1 = fair)",
-            "Jain index", one(_value_of("fairness", "write", "jain_index")))),
+            "Jain index", one(from_result("fairness", "write", "jain_index")))),
         ("context switches", per_run_figure(
             analysis, section, "voluntary context switches per 1000 acquisitions", "switches",
-            one(_value_of("context_switches", "voluntary_per_1000_acquisitions")))),
+            one(from_result("context_switches", "voluntary_per_1000_acquisitions")))),
         ("cpu", per_run_figure(
             analysis, section, "CPU time per 1000 acquisitions", "ms",
-            one(_value_of("cpu", "ms_per_1000_acquisitions")))),
+            one(from_result("cpu", "ms_per_1000_acquisitions")))),
         ("numa", per_run_figure(
             analysis, section, "NUMA hand-over locality: same-node hand-overs", "%",
-            one(_value_of("handoffs", "same_node_fraction", scale=100.0)))),
+            one(from_result("handoffs", "same_node_fraction", scale=100.0)))),
     ]  # fmt: skip
     figures += [Figure(title, figure) for title, figure in optional if figure is not None]
     return figures
