@@ -100,3 +100,10 @@ def test_steady_state_matches_scipy_linregress():
 )
 def test_where_names_row_sets(rows, expected):
     assert _where(rows, [1, 2, 4, 8, 16, 32]) == expected
+
+
+def test_holm_matches_hand_computation():
+    # sorted: 0.01 x 3 = 0.03; 0.03 x 2 = 0.06; 0.04 x 1 = 0.04, kept monotone -> 0.06
+    assert stats.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert stats.holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])  # capped at 1
+    assert stats.holm([]) == []

@@ -230,3 +230,19 @@ def test_other_metrics(store):
     empty = analyse_experiment(experiment, store.runs(experiment), Settings(metric="same-node"))
     assert empty.sections[0].cells[0, 1].summary.n == 0
     assert empty.sections[0].verdicts[1].startswith("not tested")
+
+
+def test_holm_correction_per_lock(store):
+    kops = dict(KOPS)
+    kops["k1-rmacq", 1] = [903.0, 905.0, 901.0, 904.0, 902.5]  # +0.3%: p ~ 0.01 alone
+    experiment = fill(store, spec_two_locks(), kops)
+    runs = store.runs(experiment)
+    raw = analyse_experiment(experiment, runs, Settings(correction="none"))
+    holm = analyse_experiment(experiment, runs, Settings())
+    raw_cell, holm_cell = raw.sections[0].cells[1, 1], holm.sections[0].cells[1, 1]
+    assert raw_cell.comparison.p_value == holm_cell.comparison.p_value
+    assert holm_cell.comparison.p_adjusted >= holm_cell.comparison.p_value
+    # Three tested cells; this p is the 2nd smallest (2 writers' is far smaller): times 2.
+    assert holm_cell.comparison.p_adjusted == pytest.approx(2 * holm_cell.comparison.p_value)
+    assert "Holm-adjusted per lock" in holm.legend()[0]
+    assert "Holm" not in raw.legend()[0]

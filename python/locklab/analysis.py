@@ -34,6 +34,9 @@ class Settings:
     drift: float = stats.DEFAULT_DRIFT
     show_ci: bool = False  # a "ci95" column (half-width of the mean's 95% interval) in the table
     metric: str = "throughput"  # see metrics.METRICS
+    # Multiple comparisons: "holm" adjusts the p-values of one lock's cells in a section (the
+    # family its verdict speaks for); "none" judges each cell alone.
+    correction: str = "holm"
 
     @property
     def measure(self) -> Metric:
@@ -97,7 +100,9 @@ class Analysis:
 def legend_lines(settings: Settings) -> list[str]:
     """What the table's markers mean, and which test decided them."""
     return [
-        f"~ no significant difference ({stats.TEST_NAMES[settings.test]}, p >= {settings.alpha:g})",
+        f"~ no significant difference ({stats.TEST_NAMES[settings.test]}"
+        + (", Holm-adjusted per lock" if settings.correction == "holm" else "")
+        + f", p >= {settings.alpha:g})",
         "? too few runs to test",
         f"! noisy: CV > {settings.noise_cv:.0%}",
         "^ a run still drifting after warm-up",
@@ -199,6 +204,8 @@ def _analyse(
                 section.cells[index, row] = _cell(column.runs.get(point, []), base, settings)
         for index, column in enumerate(columns):
             if column.compared_to is not None:
+                if settings.correction == "holm":
+                    _adjust(section, index, settings.alpha)
                 section.verdicts[index] = verdict(section, index, row_axis, settings)
         sections.append(section)
     return Analysis(title, row_axis, columns, sections, settings, baseline_name)
@@ -233,6 +240,22 @@ def _cell(runs: list[Run], base: list[Run] | None, settings: Settings) -> Cell |
         drifting,
         len(runs) - len(good),
     )
+
+
+def _adjust(section: Section, column: int, alpha: float) -> None:
+    """Holm-adjust the tested cells of one column; significance follows the adjusted p."""
+    tested = [
+        (row, cell)
+        for row in section.rows
+        if (cell := section.cells.get((column, row))) is not None
+        and cell.comparison is not None
+        and cell.comparison.p_value is not None
+    ]
+    adjusted = stats.holm([cell.comparison.p_value for _, cell in tested])  # type: ignore[union-attr,misc]
+    for (_, cell), p in zip(tested, adjusted, strict=True):
+        comparison = cell.comparison
+        assert comparison is not None
+        cell.comparison = stats.Comparison(comparison.rel_pct, comparison.p_value, p < alpha, p)
 
 
 def verdict(section: Section, column: int, axis: str, settings: Settings) -> str:
@@ -285,7 +308,9 @@ def _where(rows: list[int], all_rows: list[int]) -> str:
 
 def _figures(comparisons: list[stats.Comparison]) -> str:
     rels = sorted((c.rel_pct for c in comparisons), key=abs)
-    p_max = max(c.p_value or 0.0 for c in comparisons)
+    p_max = max(
+        (c.p_adjusted if c.p_adjusted is not None else c.p_value) or 0.0 for c in comparisons
+    )
     if len(comparisons) == 1 or f"{rels[0]:+.1f}" == f"{rels[-1]:+.1f}":
         return f"({rels[0]:+.1f}%, {_p('=' if len(comparisons) == 1 else ' <= ', p_max)})"
     return f"({rels[0]:+.1f}% to {rels[-1]:+.1f}%, {_p(' <= ', p_max)})"

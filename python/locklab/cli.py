@@ -107,6 +107,12 @@ def _common(parser: argparse.ArgumentParser, statistics: bool = False) -> None:
             f"measured window (default {DEFAULT_DRIFT})",
         )
         group.add_argument(
+            "--correction",
+            choices=("holm", "none"),
+            default="holm",
+            help="multiple comparisons across one lock's cells (default holm)",
+        )
+        group.add_argument(
             "--metric",
             choices=sorted(METRICS),
             default="throughput",
@@ -427,7 +433,9 @@ def _settings(args: argparse.Namespace) -> Settings:
         raise LocklabError(f"--alpha must be between 0 and 1 (got {args.alpha})")
     if args.noise_cv <= 0 or args.drift <= 0:
         raise LocklabError("--noise-cv and --drift must be above 0")
-    return Settings(args.test, args.alpha, args.noise_cv, args.drift, args.ci, args.metric)
+    return Settings(
+        args.test, args.alpha, args.noise_cv, args.drift, args.ci, args.metric, args.correction
+    )
 
 
 def _print_analysis(analysis: Analysis, plain: bool) -> None:

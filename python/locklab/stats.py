@@ -51,6 +51,7 @@ class Comparison:
     rel_pct: float  # (other - base) / base, in percent
     p_value: float | None  # None when a test is impossible (fewer than 2 runs on a side)
     significant: bool
+    p_adjusted: float | None = None  # after the multiple-comparison correction, if any
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,19 @@ def compare(
     else:
         raise ValueError(f"unknown test {test}")
     return Comparison(rel_pct, p_value, p_value < alpha)
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values (same order as given): the smallest p times m, the
+    next times m - 1, ..., kept monotone. Controls the chance of any false "significant" in
+    the family at alpha, without Bonferroni's full cost."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    adjusted = [0.0] * len(p_values)
+    running = 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[index]))
+        adjusted[index] = running
+    return adjusted
 
 
 def steady_state(
