@@ -20,13 +20,14 @@
  * Slow unlock: clear the owner (keeping WAITERS), or with HANDOFF pass it to the first waiter
  * (owner = waiter | PICKUP); then wake the first waiter.
  *
- * Userspace: "running" is a flag the owner clears while it sleeps in the lock (a preempted
- * owner still looks running), and every spin also stops after a scheduler tick's worth
- * (OSQ_SPIN_NS), standing in for need_resched().
+ * Userspace: an owner counts as running unless it is asleep in a lock (lock_task.h; a
+ * preempted owner still looks running), and every spin also stops after a scheduler tick's
+ * worth (OSQ_SPIN_NS), standing in for need_resched().
  */
 #include <errno.h>
 
 #include "osq.h"
+#include "lock_task.h"
 #include "raw_spinlock.h"
 #include <locklab/futex.h>
 #include <locklab/kernel.h>
@@ -37,13 +38,9 @@
 #define MUTEX_FLAG_PICKUP 0x04UL
 #define MUTEX_FLAGS 0x07UL
 
-struct mutex_task {
-	u32 running; /* cleared while the task sleeps in a lock */
-};
-
 struct mutex_waiter {
 	struct mutex_waiter *next;
-	struct mutex_task *task;
+	struct lock_task *task;
 	u32 wake; /* futex word, set by the unlocker */
 };
 
@@ -57,25 +54,20 @@ struct mutex {
 
 _Static_assert(sizeof(struct mutex_waiter) <= LOCK_QNODE_BYTES, "waiter fits a queue node");
 
-static inline struct mutex_task *task_of(struct lock_thread *self)
+static inline struct lock_task *owner_task(uintptr_t owner)
 {
-	return lock_qnode(self, 3, struct mutex_task);
-}
-
-static inline struct mutex_task *owner_task(uintptr_t owner)
-{
-	return (struct mutex_task *)(owner & ~MUTEX_FLAGS);
+	return (struct lock_task *)(owner & ~MUTEX_FLAGS);
 }
 
 /*
  * Take the lock if it is free, or handed to us (PICKUP); keep WAITERS, drop HANDOFF and
  * PICKUP. The kernel's __mutex_trylock_common().
  */
-static bool mutex_trylock_flags(struct mutex *lock, struct mutex_task *me)
+static bool mutex_trylock_flags(struct mutex *lock, struct lock_task *me)
 {
 	uintptr_t owner = READ_ONCE(lock->owner);
 	for (;;) {
-		struct mutex_task *task = owner_task(owner);
+		struct lock_task *task = owner_task(owner);
 		uintptr_t flags = owner & MUTEX_FLAGS;
 		if (flags & MUTEX_FLAG_PICKUP) {
 			if (task != me)
@@ -92,10 +84,10 @@ static bool mutex_trylock_flags(struct mutex *lock, struct mutex_task *me)
 }
 
 /* Spin while `owner` holds the lock and runs; true when it let go (worth trying again). */
-static bool mutex_spin_on_owner(struct mutex *lock, struct mutex_task *owner, u64 deadline)
+static bool mutex_spin_on_owner(struct mutex *lock, struct lock_task *owner, u64 deadline)
 {
 	for (unsigned int i = 1; owner_task(READ_ONCE(lock->owner)) == owner; i++) {
-		if (!READ_ONCE(owner->running))
+		if (!lock_task_running(owner))
 			return false;
 		if ((i & 63) == 0 && osq_now_ns() >= deadline)
 			return false;
@@ -110,14 +102,14 @@ static bool mutex_spin_on_owner(struct mutex *lock, struct mutex_task *owner, u6
  */
 static bool mutex_optimistic_spin(struct mutex *lock, struct lock_thread *self, bool waiter)
 {
-	struct mutex_task *me = task_of(self);
+	struct lock_task *me = lock_task_of(self);
 	u64 deadline = osq_now_ns() + OSQ_SPIN_NS;
 	bool taken = false;
 
 	if (!waiter && !osq_lock(&lock->osq, self))
 		return false;
 	for (;;) {
-		struct mutex_task *owner = owner_task(READ_ONCE(lock->owner));
+		struct lock_task *owner = owner_task(READ_ONCE(lock->owner));
 		if (owner && owner != me && !mutex_spin_on_owner(lock, owner, deadline))
 			break;
 		if (mutex_trylock_flags(lock, me)) {
@@ -135,7 +127,7 @@ static bool mutex_optimistic_spin(struct mutex *lock, struct lock_thread *self, 
 
 static void mutex_lock_slowpath(struct mutex *lock, struct lock_thread *self)
 {
-	struct mutex_task *me = task_of(self);
+	struct lock_task *me = lock_task_of(self);
 	struct mutex_waiter *waiter = lock_qnode(self, 1, struct mutex_waiter);
 
 	if (lock->spin && mutex_optimistic_spin(lock, self, false))
@@ -163,9 +155,7 @@ static void mutex_lock_slowpath(struct mutex *lock, struct lock_thread *self)
 		WRITE_ONCE(waiter->wake, 0); /* a wake after this is not lost */
 		raw_spin_unlock(&lock->wait_lock);
 
-		WRITE_ONCE(me->running, 0);
-		futex_wait(&waiter->wake, 0);
-		WRITE_ONCE(me->running, 1);
+		lock_task_sleep(me, &waiter->wake, 0);
 
 		/*
 		 * Woken: try at once. The first waiter that fails even now asks for a hand-off, so
@@ -198,7 +188,7 @@ static void mutex_lock_slowpath(struct mutex *lock, struct lock_thread *self)
 
 static void mutex_unlock_slowpath(struct mutex *lock, struct lock_thread *self)
 {
-	struct mutex_task *me = task_of(self);
+	struct lock_task *me = lock_task_of(self);
 	uintptr_t owner = READ_ONCE(lock->owner);
 
 	/* Release, unless a waiter asked for a hand-off. */
@@ -238,11 +228,9 @@ static void mutex_unlock_slowpath(struct mutex *lock, struct lock_thread *self)
 static void mutex_lock_op(void *lockp, struct lock_thread *self)
 {
 	struct mutex *lock = lockp;
-	struct mutex_task *me = task_of(self);
+	struct lock_task *me = lock_task_of(self);
 	uintptr_t expected = 0;
 
-	if (unlikely(READ_ONCE(me->running) == 0))
-		WRITE_ONCE(me->running, 1);
 	if (likely(__atomic_compare_exchange_n(&lock->owner, &expected, (uintptr_t)me, false,
 					       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
 		return;
@@ -251,16 +239,13 @@ static void mutex_lock_op(void *lockp, struct lock_thread *self)
 
 static bool mutex_trylock_op(void *lockp, struct lock_thread *self)
 {
-	struct mutex_task *me = task_of(self);
-	if (unlikely(READ_ONCE(me->running) == 0))
-		WRITE_ONCE(me->running, 1);
-	return mutex_trylock_flags(lockp, me);
+	return mutex_trylock_flags(lockp, lock_task_of(self));
 }
 
 static void mutex_unlock_op(void *lockp, struct lock_thread *self)
 {
 	struct mutex *lock = lockp;
-	uintptr_t expected = (uintptr_t)task_of(self);
+	uintptr_t expected = (uintptr_t)lock_task_of(self);
 
 	if (likely(__atomic_compare_exchange_n(&lock->owner, &expected, 0, false, __ATOMIC_RELEASE,
 					       __ATOMIC_RELAXED)))

@@ -56,6 +56,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lock_task.h"
 #include "raw_spinlock.h"
 #include <locklab/futex.h>
 #include <locklab/kernel.h>
@@ -90,10 +91,10 @@ struct rtmutex;
 
 /* What the lock needs of a task_struct; lives in the thread's queue node 3. */
 struct rt_task {
+	struct lock_task base; /* first: whether it is asleep in a lock */
 	pid_t tid;             /* 0 until the thread first uses an rtmutex */
 	int normal_prio;       /* its own SCHED_FIFO priority, 0 for SCHED_OTHER */
 	int prio;              /* effective priority, after inheritance */
-	u32 running;           /* cleared while asleep in a lock */
 	u32 pi_lock;           /* protects owned and prio; taken inside a lock's wait_lock */
 	struct rtmutex *blocked_on;
 	struct rtmutex *owned; /* locks it holds that have waiters: their top waiters boost it */
@@ -127,7 +128,7 @@ static bool pi_warned;
 
 static struct rt_task *rt_task_of(struct lock_thread *self)
 {
-	struct rt_task *task = lock_qnode(self, 3, struct rt_task);
+	struct rt_task *task = (struct rt_task *)lock_task_of(self);
 	if (unlikely(task->tid == 0)) {
 		/*
 		 * Other threads read these through the owner word, which the fast path sets with
@@ -139,7 +140,6 @@ static struct rt_task *rt_task_of(struct lock_thread *self)
 				   : 0;
 		WRITE_ONCE(task->normal_prio, prio);
 		WRITE_ONCE(task->prio, prio);
-		WRITE_ONCE(task->running, 1);
 		WRITE_ONCE(task->tid, (pid_t)syscall(SYS_gettid));
 	}
 	return task;
@@ -354,7 +354,7 @@ static bool spin_on_owner(struct rtmutex *lock, struct rt_waiter *waiter, struct
 	for (unsigned int i = 1;; i++) {
 		if (rt_mutex_owner(lock) != owner)
 			return true;
-		if (!READ_ONCE(owner->running) || READ_ONCE(lock->waiters) != waiter)
+		if (!lock_task_running(&owner->base) || READ_ONCE(lock->waiters) != waiter)
 			return false;
 		if ((i & 63) == 0 && now_ns() >= deadline)
 			return false;
@@ -386,9 +386,7 @@ static void rt_mutex_slowlock(struct rtmutex *lock, struct rt_task *task, struct
 		raw_spin_unlock(&lock->wait_lock);
 
 		if (!(top && owner && spin_on_owner(lock, waiter, owner))) {
-			WRITE_ONCE(task->running, 0);
-			futex_wait(&waiter->wake, 0);
-			WRITE_ONCE(task->running, 1);
+			lock_task_sleep(&task->base, &waiter->wake, 0);
 		}
 		raw_spin_lock(&lock->wait_lock);
 	}

@@ -35,6 +35,7 @@
 #include <errno.h>
 
 #include "osq.h"
+#include "lock_task.h"
 #include "raw_spinlock.h"
 #include <locklab/futex.h>
 #include <locklab/kernel.h>
@@ -58,15 +59,11 @@
 #define RWSEM_WAIT_TIMEOUT_NS 4000000u /* a writer waits this long before asking for hand-off */
 #define MAX_READERS_WAKEUP 256
 
-struct rwsem_task {
-	u32 running; /* cleared while the task sleeps in a lock */
-};
-
 enum waiter_type { WAITER_READER, WAITER_WRITER };
 
 struct rwsem_waiter {
 	struct rwsem_waiter *next;
-	struct rwsem_task *task;
+	struct lock_task *task;
 	enum waiter_type type;
 	u32 wake;    /* futex word; for a reader, 1 also means "granted" */
 	u64 timeout; /* writer: when to ask for hand-off */
@@ -83,14 +80,6 @@ struct rw_semaphore {
 };
 
 _Static_assert(sizeof(struct rwsem_waiter) <= LOCK_QNODE_BYTES, "waiter fits a queue node");
-
-static inline struct rwsem_task *task_of(struct lock_thread *self)
-{
-	struct rwsem_task *task = lock_qnode(self, 3, struct rwsem_task);
-	if (unlikely(READ_ONCE(task->running) == 0))
-		WRITE_ONCE(task->running, 1);
-	return task;
-}
 
 static inline void set_reader_owned(struct rw_semaphore *sem)
 {
@@ -210,7 +199,7 @@ static void rwsem_down_read_slowpath(struct rw_semaphore *sem, struct lock_threa
 		set_reader_owned(sem);
 		return;
 	}
-	waiter->task = task_of(self);
+	waiter->task = lock_task_of(self);
 	waiter->type = WAITER_READER;
 	waiter->wake = 0;
 
@@ -233,12 +222,8 @@ static void rwsem_down_read_slowpath(struct rw_semaphore *sem, struct lock_threa
 	raw_spin_unlock(&sem->wait_lock);
 	wake_all(&wake);
 
-	struct rwsem_task *me = waiter->task;
-	while (!smp_load_acquire(&waiter->wake)) {
-		WRITE_ONCE(me->running, 0);
-		futex_wait(&waiter->wake, 0);
-		WRITE_ONCE(me->running, 1);
-	}
+	while (!smp_load_acquire(&waiter->wake))
+		lock_task_sleep(waiter->task, &waiter->wake, 0);
 	/* Granted: the waker added our bias and took us off the list. */
 }
 
@@ -268,7 +253,7 @@ static void rwsem_up_read(void *lockp, struct lock_thread *self)
 /* ---- writers --------------------------------------------------------------------------------- */
 
 /* Take it if free and not promised to a hand-off waiter (spinners). */
-static bool rwsem_try_write_lock_unqueued(struct rw_semaphore *sem, struct rwsem_task *me)
+static bool rwsem_try_write_lock_unqueued(struct rw_semaphore *sem, struct lock_task *me)
 {
 	unsigned long count = READ_ONCE(sem->count);
 	while (!(count & (RWSEM_LOCK_MASK | RWSEM_FLAG_HANDOFF))) {
@@ -291,7 +276,7 @@ static u64 reader_spin_ns(const struct rw_semaphore *sem)
 
 static bool rwsem_optimistic_spin(struct rw_semaphore *sem, struct lock_thread *self)
 {
-	struct rwsem_task *me = task_of(self);
+	struct lock_task *me = lock_task_of(self);
 	bool taken = false;
 
 	if (READ_ONCE(sem->owner) & RWSEM_NONSPINNABLE)
@@ -318,8 +303,8 @@ static bool rwsem_optimistic_spin(struct rw_semaphore *sem, struct lock_thread *
 			}
 		} else if (owner) {
 			/* A writer: spin while it holds the lock and runs. */
-			struct rwsem_task *writer = (struct rwsem_task *)owner;
-			if (!READ_ONCE(writer->running))
+			struct lock_task *writer = (struct lock_task *)owner;
+			if (!lock_task_running(writer))
 				break;
 			reader_deadline = 0;
 		}
@@ -366,7 +351,7 @@ static bool rwsem_try_write_lock(struct rw_semaphore *sem, struct rwsem_waiter *
 static void rwsem_down_write_slowpath(struct rw_semaphore *sem, struct lock_thread *self)
 {
 	struct rwsem_waiter *waiter = lock_qnode(self, 1, struct rwsem_waiter);
-	struct rwsem_task *me = task_of(self);
+	struct lock_task *me = lock_task_of(self);
 	struct wake_list wake = { .n = 0 };
 
 	if (sem->writer_spin && rwsem_optimistic_spin(sem, self))
@@ -398,9 +383,7 @@ static void rwsem_down_write_slowpath(struct rw_semaphore *sem, struct lock_thre
 		wake_all(&wake);
 		wake.n = 0;
 
-		WRITE_ONCE(me->running, 0);
-		futex_wait(&waiter->wake, 0);
-		WRITE_ONCE(me->running, 1);
+		lock_task_sleep(me, &waiter->wake, 0);
 		raw_spin_lock(&sem->wait_lock);
 	}
 	raw_spin_unlock(&sem->wait_lock);
@@ -410,7 +393,7 @@ static void rwsem_down_write_slowpath(struct rw_semaphore *sem, struct lock_thre
 static void rwsem_down_write(void *lockp, struct lock_thread *self)
 {
 	struct rw_semaphore *sem = lockp;
-	struct rwsem_task *me = task_of(self);
+	struct lock_task *me = lock_task_of(self);
 	unsigned long expected = 0;
 
 	/* Seed 001's tweak 2: an active lock makes the CAS fail anyway; do not even try it. */
@@ -432,7 +415,7 @@ static bool rwsem_down_write_trylock(void *lockp, struct lock_thread *self)
 	unsigned long expected = 0;
 	if (__atomic_compare_exchange_n(&sem->count, &expected, RWSEM_WRITER_LOCKED, false,
 					__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-		WRITE_ONCE(sem->owner, (uintptr_t)task_of(self));
+		WRITE_ONCE(sem->owner, (uintptr_t)lock_task_of(self));
 		return true;
 	}
 	return false;

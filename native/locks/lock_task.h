@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lock_task.h - the part of a task_struct that the sleeping kernel locks (mutex, rwsem,
+ * rtmutex) read of another thread: is it on a CPU? Userspace cannot see that, so a thread
+ * says so itself: `sleeping` is set while it waits on a futex inside a lock, and an owner that
+ * is not sleeping counts as running (a preempted owner still does; spinners bound their spin).
+ * Lives in the thread's queue node 3; zero, as the engine allocates it, means running.
+ */
+#ifndef LOCKLAB_LOCK_TASK_H
+#define LOCKLAB_LOCK_TASK_H
+
+#include <locklab/futex.h>
+#include <locklab/kernel.h>
+#include <locklab/lock.h>
+
+struct lock_task {
+	u32 sleeping;
+};
+
+static inline struct lock_task *lock_task_of(struct lock_thread *self)
+{
+	return lock_qnode(self, 3, struct lock_task);
+}
+
+static inline bool lock_task_running(const struct lock_task *task)
+{
+	return !READ_ONCE(task->sleeping);
+}
+
+/* Sleep until *word != value (or a spurious wake-up), marked as not running meanwhile. */
+static inline void lock_task_sleep(struct lock_task *task, u32 *word, u32 value)
+{
+	WRITE_ONCE(task->sleeping, 1);
+	futex_wait(word, value);
+	WRITE_ONCE(task->sleeping, 0);
+}
+
+#endif /* LOCKLAB_LOCK_TASK_H */
