@@ -14,7 +14,7 @@ import signal
 import socket
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
@@ -790,11 +790,16 @@ def cmd_import_locktorture(args: argparse.Namespace) -> int:
 
 
 def cmd_kernel(args: argparse.Namespace) -> int:
-    from locklab import kernel, locktorture
+    from locklab import kernel
 
     settings = _settings(args)
+    if args.duration < 2 * args.stat_interval or args.repeat < 1 or args.cpus < 1:
+        raise LocklabError("--duration must cover at least two --stat-interval; repeat, cpus >= 1")
     if args.host:
-        return _kernel_on_host(args, settings)
+        cpus = parse_int_list("pin-cpus", args.pin_cpus) if args.pin_cpus else []
+        label = args.label or os.uname().release
+        host_run = [(label, lambda params: kernel.run_on_host(params, args.duration, cpus))]
+        return _locktorture_sweep(args, settings, f"host-{args.type}", host_run, _host)
     if not args.kernel:
         raise LocklabError("kernel: give --kernel IMAGE[,IMAGE...] or --host")
     images = [Path(p) for p in args.kernel.split(",") if p]
@@ -805,63 +810,63 @@ def cmd_kernel(args: argparse.Namespace) -> int:
     labels = args.label.split(",") if args.label else versions
     if len(labels) != len(images):
         raise LocklabError("--label: give one label per kernel")
-    nwriters = parse_int_list("nwriters", args.nwriters)
-    if args.duration < 2 * args.stat_interval or args.repeat < 1 or args.cpus < 1:
-        raise LocklabError("--duration must cover at least two --stat-interval; repeat, cpus >= 1")
     modules = {version: kernel.build_modules(version) for version in set(versions)}
+    initrd = kernel.BUILD / "initramfs.gz"  # rewritten for each run
+    accels: set[str] = set()
+
+    def boot(image: Path, version: str) -> Callable[[dict[str, str]], str]:
+        def run(params: dict[str, str]) -> str:
+            initrd.parent.mkdir(parents=True, exist_ok=True)
+            kernel.initramfs(modules[version], params, args.duration, initrd)
+            booted = kernel.boot(image, initrd, args.cpus, args.duration, args.accel)
+            accels.add(booted.accel)
+            return booted.console
+
+        return run
+
+    targets = [(label, boot(image, version)) for image, version, label in zip(
+        images, versions, labels, strict=True)]  # fmt: skip
+
+    def machine() -> str:
+        return "qemu-kvm" if accels == {"kvm"} else "qemu-tcg (emulated: timing not representative)"
+
+    return _locktorture_sweep(args, settings, f"kernel-{args.type}", targets, machine)
+
+
+def _locktorture_sweep(
+    args: argparse.Namespace,
+    settings: Settings,
+    default_name: str,
+    targets: list[tuple[str, Callable[[dict[str, str]], str]]],
+    machine: Callable[[], str],
+) -> int:
+    """Run locktorture for each repeat, target (a labelled kernel) and writer count, keep each
+    console log, and import them all as one experiment."""
+    from locklab import locktorture
+
+    nwriters = parse_int_list("nwriters", args.nwriters)
     store = Store(Path(args.store))
-    name = args.name or f"kernel-{args.type}"
+    name = args.name or default_name
     logs = store.path.parent / "kernel-logs" / name
     logs.mkdir(parents=True, exist_ok=True)
     console = Console(stderr=True, highlight=False, soft_wrap=True)
-    labelled, accels = [], set()
+    labelled = []
     for repeat in range(args.repeat):
-        for image, version, label in zip(images, versions, labels, strict=True):
+        for label, run in targets:
             for writers in nwriters:
                 params = {"torture_type": args.type, "nwriters_stress": str(writers),
                           "stat_interval": str(args.stat_interval)}  # fmt: skip
-                initrd = kernel.initramfs(
-                    modules[version], params, args.duration, logs / "initramfs.gz"
-                )
                 console.print(f"{label}: {args.type} nwriters={writers} #{repeat + 1}")
-                booted = kernel.boot(image, initrd, args.cpus, args.duration, args.accel)
-                accels.add(booted.accel)
                 log = logs / f"{label}-{args.type}-n{writers}-r{repeat + 1}.log"
-                log.write_text(booted.console)
+                log.write_text(run(params))
                 labelled.append((label, log))
-    host = "qemu-kvm" if accels == {"kvm"} else "qemu-tcg (emulated: timing not representative)"
-    experiment, problems = locktorture.to_store(store, labelled, name, host, args.warmup_reports)
-    for line in problems:
-        print(f"locklab: warning: {line}", file=sys.stderr)
-    _print_analysis(analyse_experiment(experiment, store.runs(experiment), settings), args.plain)
-    print(f"console logs: {logs}")
-    return 0
-
-
-def _kernel_on_host(args: argparse.Namespace, settings: Settings) -> int:
-    from locklab import kernel, locktorture
-
-    nwriters = parse_int_list("nwriters", args.nwriters)
-    cpus = parse_int_list("pin-cpus", args.pin_cpus) if args.pin_cpus else []
-    store = Store(Path(args.store))
-    name = args.name or f"host-{args.type}"
-    logs = store.path.parent / "kernel-logs" / name
-    logs.mkdir(parents=True, exist_ok=True)
-    label = args.label or os.uname().release
-    labelled = []
-    for repeat in range(args.repeat):
-        for writers in nwriters:
-            params = {"torture_type": args.type, "nwriters_stress": str(writers),
-                      "stat_interval": str(args.stat_interval)}  # fmt: skip
-            log = logs / f"{label}-{args.type}-n{writers}-r{repeat + 1}.log"
-            log.write_text(kernel.run_on_host(params, args.duration, cpus))
-            labelled.append((label, log))
     experiment, problems = locktorture.to_store(
-        store, labelled, name, socket.gethostname(), args.warmup_reports
+        store, labelled, name, machine(), args.warmup_reports
     )
     for line in problems:
         print(f"locklab: warning: {line}", file=sys.stderr)
     _print_analysis(analyse_experiment(experiment, store.runs(experiment), settings), args.plain)
+    print(f"console logs: {logs}")
     return 0
 
 
