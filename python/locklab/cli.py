@@ -556,12 +556,12 @@ def cmd_results(args: argparse.Namespace) -> int:
         spec = experiment.spec
         runs = store.runs(experiment, with_results=False)
         planned = len(spec.configurations()) * spec.repeat
-        ok = len(store.finished(experiment))
+        finished = {(run.config_key, run.repeat) for run in runs if run.status == "ok"}
+        ok = len(finished)
         failed = sum(run.status != "ok" for run in runs)
         state = "complete" if ok >= planned else f"incomplete: {planned - ok} missing"
         if spec.repeat_auto and ok < planned:
             # Adaptive: complete once every configuration is settled (or at the maximum).
-            finished = store.finished(experiment)
             rounds = {repeat for _, repeat in finished}
             per_config = Counter(key for key, _ in finished)
             still_open = adaptive.open_configurations(spec, runs, spec.precision)
