@@ -51,6 +51,7 @@ class Cell:
     noisy: bool
     drifting_runs: int
     failed_runs: int
+    runs: list[Run]  # the successful runs, for figures of other per-run measures
 
     def flags(self) -> str:
         marks = ""
@@ -239,6 +240,7 @@ def _cell(runs: list[Run], base: list[Run] | None, settings: Settings) -> Cell |
         cv is not None and cv > settings.noise_cv,
         drifting,
         len(runs) - len(good),
+        good,
     )
 
 

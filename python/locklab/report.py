@@ -59,20 +59,11 @@ def _layout(figure: go.Figure, title: str, x_title: str, y_title: str, log_y: bo
 
 
 def _rows_and_runs(analysis: Analysis, section: Section, index: int) -> list[tuple[int, list[Run]]]:
-    """The runs of one column at each row of a section."""
-    column = analysis.columns[index]
-    out = []
-    for row in section.rows:
-        point = {axis: value for axis, value in section.fixed} | {analysis.row_axis: row}
-        runs = [
-            run
-            for key, runs in column.runs.items()
-            if all(dict(key).get(a) == v for a, v in point.items())
-            for run in runs
-            if run.status == "ok"
-        ]
-        out.append((row, runs))
-    return out
+    """The successful runs of one column at each row of a section."""
+    return [
+        (row, cell.runs if (cell := section.cells.get((index, row))) else [])
+        for row in section.rows
+    ]
 
 
 def throughput_figure(analysis: Analysis, section: Section) -> go.Figure:
