@@ -238,6 +238,8 @@ struct run_state {
 	double window_s;
 	bool watchdog_fired;
 	double watchdog_idle_s;
+	uint64_t progress_seen; /* acquisitions when drive() last saw them change */
+	double progress_seen_s; /* and when */
 	struct interval_sample *intervals;
 	size_t nintervals;
 	size_t intervals_cap;

@@ -393,7 +393,12 @@ int report_write(struct run_state *run, int status)
 	summarise_role(run, true, private_ok, &readers);
 	uint64_t total = writers.acquisitions + readers.acquisitions;
 	uint64_t since_start = acquisitions_since_start(run); /* what locktorture's Total counts */
-	double window = status == EXIT_WATCHDOG ? monotonic_s() - run->window_start_s : run->window_s;
+	/* The measured window: to its end, or to the watchdog when that fired inside it. */
+	double window = run->window_s;
+	if (status == EXIT_WATCHDOG)
+		window = run->window_start_s == 0 ? 0
+			 : run->window_end_s > 0  ? run->window_end_s - run->window_start_s
+						  : monotonic_s() - run->window_start_s;
 	double throughput = window > 0 ? (double)total / window : NAN;
 	describe_violations(&violations, violation_text, sizeof(violation_text));
 	if (status == EXIT_WATCHDOG)

@@ -199,14 +199,21 @@ static void drive(struct run_state *run)
 			watchdog_fire(run, now - last_progress_time);
 		}
 	}
+	/* join_workers() goes on counting from here, not from the window's end. */
+	run->progress_seen = last_progress;
+	run->progress_seen_s = last_progress_time;
 }
 
-/* Join every worker, but never wait on a deadlocked one for longer than the watchdog. */
+/*
+ * Join every worker, but never wait on a deadlocked one for longer than the watchdog, counted
+ * from the last acquisition drive() saw: a lock that deadlocked at once ends --watchdog seconds
+ * after its last acquisition, not --watchdog seconds after the window.
+ */
 static void join_workers(struct run_state *run)
 {
 	double limit = run->config->watchdog_s > 0 ? run->config->watchdog_s : 0;
-	double deadline = monotonic_s() + limit;
-	uint64_t last_progress = acquisitions_since_start(run);
+	double deadline = run->progress_seen_s + limit;
+	uint64_t last_progress = run->progress_seen;
 	for (unsigned int i = 0; i < run->nthreads; i++) {
 		if (limit == 0) {
 			pthread_join(run->workers[i]->thread, NULL);
@@ -227,7 +234,7 @@ static void join_workers(struct run_state *run)
 				last_progress = progress;
 				deadline = monotonic_s() + limit;
 			} else if (monotonic_s() >= deadline) {
-				watchdog_fire(run, limit);
+				watchdog_fire(run, monotonic_s() - (deadline - limit));
 			}
 		}
 	}
