@@ -17,6 +17,7 @@ from locklab import adaptive, provenance
 from locklab.engine import EXIT_USAGE, Engine
 from locklab.errors import LocklabError
 from locklab.experiment import RUN_WATCHDOG_S, Configuration
+from locklab.printable import printable
 from locklab.store import Experiment, Run, Store
 
 STATUS_WORDS = {
@@ -34,20 +35,32 @@ class SweepOutcome:
     ran: int = 0
     skipped: int = 0
     settled: int = 0  # runs not needed: --repeat auto had settled their configuration
+    taken: int = 0  # runs another process (a second resume) had claimed or finished
     failures: list[str] = field(default_factory=list)  # one line per failed variant
 
 
 def describe(config: Configuration, swept: set[str]) -> str:
     """The variant and the axes that vary in this sweep: enough to tell the runs apart."""
     shown = [f"{axis}={value}" for axis, value in config.axes if axis in swept]
-    return " ".join([config.variant.label, *shown])
+    return printable(" ".join([config.variant.label, *shown]))
 
 
 def run_sweep(
     engine: Engine, store: Store, experiment: Experiment, console: Console
 ) -> SweepOutcome:
     """Run what is missing of ``experiment``, in its interleaved order. A variant whose run
-    fails (violation, deadlock) is not run again in this sweep; the others go on."""
+    fails (violation, deadlock) is not run again in this sweep; the others go on. Each run is
+    claimed in the store before it starts, so a second process resuming the same experiment
+    at the same time measures only what this one has not taken."""
+    try:
+        return _run_sweep(engine, store, experiment, console)
+    finally:
+        store.release_claims(experiment)
+
+
+def _run_sweep(
+    engine: Engine, store: Store, experiment: Experiment, console: Console
+) -> SweepOutcome:
     spec = experiment.spec
     schedule = spec.schedule()
     done = store.finished(experiment)
@@ -60,9 +73,9 @@ def run_sweep(
     per_run_s = spec.expected_run_s()
     swept = {axis for axis, values in spec.sweep.items() if len(values) > 1} | {"nwriters"}
     columns = (
-        TextColumn("{task.fields[current]:<32}"),
+        TextColumn("{task.fields[current]:<32}", markup=False),
         BarColumn(),
-        TextColumn("{task.fields[runs]}"),
+        TextColumn("{task.fields[runs]}", markup=False),
         TimeElapsedColumn(),
         TextColumn("ETA"),
         TimeRemainingColumn(),
@@ -87,6 +100,10 @@ def run_sweep(
             progress.update(task, current=f"{describe(config, swept)} #{repeat + 1}", refresh=True)
             if config.variant.label in failed:
                 outcome.skipped += 1
+                progress.update(task, advance=per_run_s, refresh=True)
+                continue
+            if not store.claim(experiment, config.key, repeat, spec.run_timeout_s()):
+                outcome.taken += 1
                 progress.update(task, advance=per_run_s, refresh=True)
                 continue
             result = engine.run(spec.engine_args(config, repeat), spec.run_timeout_s())

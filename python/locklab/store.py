@@ -9,7 +9,10 @@ facts its engine reported.
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,7 +23,7 @@ from pathlib import Path
 from locklab.errors import LocklabError
 from locklab.experiment import ExperimentSpec
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DB_NAME = "locklab.db"
 
 SCHEMA = """
@@ -54,6 +57,18 @@ CREATE TABLE IF NOT EXISTS runs (
     locklab_commit TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_by_config ON runs (experiment_id, config_key, repeat);
+-- Schema 2: a run being measured is claimed first, so that two resumers of one experiment
+-- never measure the same (configuration, repeat). A claim whose process is gone is stale.
+CREATE TABLE IF NOT EXISTS claims (
+    experiment_id INTEGER NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
+    config_key TEXT NOT NULL,
+    repeat INTEGER NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    process_start TEXT NOT NULL,
+    expires REAL NOT NULL,
+    PRIMARY KEY (experiment_id, config_key, repeat)
+);
 """
 
 
@@ -88,35 +103,53 @@ def _now() -> str:
 
 
 class Store:
-    def __init__(self, location: Path, create: bool = True) -> None:
-        """``location`` is a store directory, or a ``locklab.db`` copied from elsewhere."""
+    def __init__(self, location: Path, create: bool = True, read_only: bool = False) -> None:
+        """``location`` is a store directory, or a ``locklab.db`` copied from elsewhere. A
+        read-only store is opened without writing anything, so a store on read-only media, or
+        one the user may not write, can still be listed, tabulated and exported."""
         path = location if location.suffix == ".db" or location.is_file() else location / DB_NAME
         if not path.exists():
-            if not create:
+            if not create or read_only:
                 raise LocklabError(f"no results store at {location} (no {DB_NAME} there)")
-            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise LocklabError(
+                    f"cannot create the results store {location}: {error.strerror}"
+                ) from None
         self.path = path
+        self.read_only = read_only
         try:
-            self.db = sqlite3.connect(path, isolation_level=None)
-            self.db.execute("PRAGMA foreign_keys = ON")
-            self.db.execute("PRAGMA journal_mode = WAL")
-            self._migrate()
+            self.db = _connect(path, read_only)
+            if read_only:
+                self._check_schema()
+            else:
+                self.db.execute("PRAGMA journal_mode = WAL")
+                self._migrate()
+        except sqlite3.OperationalError as error:
+            raise LocklabError(f"{path}: cannot open the results store ({error})") from None
         except sqlite3.DatabaseError as error:
             raise LocklabError(f"{path}: not a locklab results store ({error})") from None
 
     def close(self) -> None:
         self.db.close()
 
+    def _check_schema(self) -> None:
+        tables = {row[0] for row in self.db.execute("SELECT name FROM sqlite_master")}
+        if not {"meta", "experiments", "runs"} <= tables:
+            raise LocklabError(f"{self.path}: not a locklab results store (no locklab tables)")
+        row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if row is not None and int(row[0]) > SCHEMA_VERSION:
+            raise LocklabError(
+                f"{self.path}: store schema {row[0]} is newer than this locklab's "
+                f"({SCHEMA_VERSION}); update locklab"
+            )
+
     def _migrate(self) -> None:
         tables = {row[0] for row in self.db.execute("SELECT name FROM sqlite_master")}
         if "meta" in tables:
-            row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-            if row is not None and int(row[0]) > SCHEMA_VERSION:
-                raise LocklabError(
-                    f"{self.path}: store schema {row[0]} is newer than this locklab's "
-                    f"({SCHEMA_VERSION}); update locklab"
-                )
-        # Idempotent (IF NOT EXISTS); schema 2 will add its ALTERs here, keyed on the old version.
+            self._check_schema()
+        # Idempotent (IF NOT EXISTS): schema 2 only added the claims table.
         self.db.executescript(SCHEMA)
         self.db.execute(
             "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
@@ -124,13 +157,21 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        self.db.execute("BEGIN IMMEDIATE")
+        if self.read_only:
+            raise LocklabError(f"{self.path}: opened read-only")
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as error:
+            raise LocklabError(f"{self.path}: cannot write the results store ({error})") from None
         try:
             yield
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
-        self.db.execute("COMMIT")
+        try:
+            self.db.execute("COMMIT")
+        except sqlite3.OperationalError as error:
+            raise LocklabError(f"{self.path}: cannot write the results store ({error})") from None
 
     # -- experiments ---------------------------------------------------------------------------
     def create_experiment(
@@ -207,6 +248,10 @@ class Store:
                     commit,
                 ),
             )
+            self.db.execute(
+                "DELETE FROM claims WHERE experiment_id = ? AND config_key = ? AND repeat = ?",
+                (experiment.id, run.config_key, run.repeat),
+            )
             if experiment.host is None and run.machine is not None:
                 experiment.host = run.machine.get("hostname")
                 self.db.execute(
@@ -232,6 +277,42 @@ class Store:
             (experiment.id,),
         )
         return {(key, repeat) for key, repeat in rows}
+
+    # -- claims --------------------------------------------------------------------------------
+    def claim(self, experiment: Experiment, config_key: str, repeat: int, hold_s: float) -> bool:
+        """Take (configuration, repeat) for this process, unless it is finished or another live
+        process holds it. Claims from another host count as live until they expire (hold_s
+        from now: the run's own time limit), as that host's processes cannot be checked."""
+        me = _this_process()
+        with self.transaction():
+            if self.db.execute(
+                "SELECT 1 FROM runs WHERE experiment_id = ? AND config_key = ? AND repeat = ?"
+                " AND status = 'ok'",
+                (experiment.id, config_key, repeat),
+            ).fetchone():
+                return False
+            holder = self.db.execute(
+                "SELECT host, pid, process_start, expires FROM claims WHERE experiment_id = ?"
+                " AND config_key = ? AND repeat = ?",
+                (experiment.id, config_key, repeat),
+            ).fetchone()
+            if holder is not None and _claim_is_live(*holder) and tuple(holder[:3]) != me:
+                return False
+            self.db.execute(
+                "INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (experiment.id, config_key, repeat, *me, time.time() + hold_s),
+            )
+        return True
+
+    def release_claims(self, experiment: Experiment) -> None:
+        """Give back this process's unfinished claims (an interrupted sweep)."""
+        host, pid, start = _this_process()
+        with self.transaction():
+            self.db.execute(
+                "DELETE FROM claims WHERE experiment_id = ? AND host = ? AND pid = ? AND"
+                " process_start = ?",
+                (experiment.id, host, pid, start),
+            )
 
     # -- merge ---------------------------------------------------------------------------------
     def merge(self, other: Store) -> tuple[list[Experiment], list[Experiment]]:
@@ -290,6 +371,43 @@ def _experiment(row: tuple) -> Experiment:
     id_, uuid_, name, created, spec_json, host, origin, version, commit = row
     spec = ExperimentSpec.from_dict(json.loads(spec_json))
     return Experiment(id_, uuid_, name, created, spec, host, origin, version, commit)
+
+
+def _connect(path: Path, read_only: bool) -> sqlite3.Connection:
+    if not read_only:
+        db = sqlite3.connect(path, isolation_level=None)
+        db.execute("PRAGMA foreign_keys = ON")
+        return db
+    # mode=ro writes nothing; a WAL store whose folder is read-only may still need its -shm
+    # file, which only immutable=1 does without (it is then read as the file stands).
+    uri = path.resolve().as_uri()
+    try:
+        db = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None)
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return db
+    except sqlite3.OperationalError:
+        return sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
+
+
+def _process_start(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (/proc/PID/stat field 22): with the
+    pid, it names one process, even after the pid is reused."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _this_process() -> tuple[str, int, str]:
+    pid = os.getpid()
+    return socket.gethostname(), pid, _process_start(pid) or "?"
+
+
+def _claim_is_live(host: str, pid: int, process_start: str, expires: float) -> bool:
+    if host != socket.gethostname():
+        return time.time() < expires
+    return _process_start(pid) == process_start
 
 
 def _loads(text: str | None) -> dict | None:
