@@ -29,12 +29,21 @@ BUSYBOX = Path("/bin/busybox")
 # A kernel that shows no sign of life under KVM in this long is tried again under emulation
 # (nested virtualisation can hang early in boot).
 KVM_SIGN_OF_LIFE_S = 15.0
+KERNEL_STARTED = b"Linux version"  # the kernel's first console line
+# The torture types of Linux 6.1's kernel/locking/locktorture.c (its lock_torture_ops names).
+TORTURE_TYPES = (
+    "lock_busted", "spin_lock", "spin_lock_irq", "rw_lock", "rw_lock_irq", "mutex_lock",
+    "ww_mutex_lock", "rtmutex_lock", "rwsem_lock", "percpu_rwsem_lock",
+)  # fmt: skip
+# QEMU's x86 "pc" machine takes at most 255 vCPUs without an interrupt-remapping IOMMU.
+MAX_GUEST_CPUS = 255
 
 
 @dataclass
 class Boot:
     console: str
     accel: str  # "kvm" or "tcg"
+    fallback: str | None = None  # why KVM was not used, when it was tried and failed
 
 
 def kernel_version(image: Path) -> str:
@@ -135,8 +144,10 @@ def initramfs(modules: Path, params: dict[str, str], seconds: float, path: Path)
     return path
 
 
-def _qemu(image: Path, initrd: Path, accel: str, cpus: int, timeout_s: float) -> str | None:
-    """Boot and return the console, or None when it showed no sign of life (KVM only)."""
+def _qemu(image: Path, initrd: Path, accel: str, cpus: int, timeout_s: float) -> Boot:
+    """Boot and return the console. Under KVM a boot that shows no sign of the kernel starting,
+    or a QEMU that exits without it (nested KVM aborts on some hosts and hangs on others),
+    comes back with `fallback` saying why, for the caller to try emulation instead."""
     command = [
         "qemu-system-x86_64", "-accel", accel, "-smp", str(cpus), "-m", "512",
         "-kernel", str(image), "-initrd", str(initrd), "-nographic", "-no-reboot",
@@ -144,7 +155,10 @@ def _qemu(image: Path, initrd: Path, accel: str, cpus: int, timeout_s: float) ->
     ]  # fmt: skip
     if accel == "kvm":
         command[3:3] = ["-cpu", "host"]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    except OSError as error:
+        raise LocklabError(f"cannot start qemu-system-x86_64: {error.strerror}") from None
     os.set_blocking(proc.stdout.fileno(), False)  # type: ignore[union-attr]
     console = bytearray()
     start = time.monotonic()
@@ -154,8 +168,9 @@ def _qemu(image: Path, initrd: Path, accel: str, cpus: int, timeout_s: float) ->
             if chunk:
                 console += chunk
             elapsed = time.monotonic() - start
-            if accel == "kvm" and elapsed > KVM_SIGN_OF_LIFE_S and b"Linux version" not in console:
-                return None
+            if accel == "kvm" and elapsed > KVM_SIGN_OF_LIFE_S and KERNEL_STARTED not in console:
+                reason = f"no kernel output in {KVM_SIGN_OF_LIFE_S:.0f} s under KVM"
+                return Boot(console.decode(errors="replace"), accel, reason)
             if elapsed > timeout_s:
                 raise LocklabError(f"{image}: no power-off after {timeout_s:.0f} s in QEMU")
             time.sleep(0.2)
@@ -164,23 +179,38 @@ def _qemu(image: Path, initrd: Path, accel: str, cpus: int, timeout_s: float) ->
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    return console.decode(errors="replace")
+    text = console.decode(errors="replace")
+    if accel == "kvm" and KERNEL_STARTED not in console:
+        last = (text.strip().splitlines() or ["no output"])[-1].strip()
+        return Boot(text, accel, f"QEMU exited with status {proc.returncode} under KVM ({last})")
+    return Boot(text, accel)
+
+
+def kvm_device_usable() -> bool:
+    return os.access("/dev/kvm", os.R_OK | os.W_OK)
 
 
 def boot(image: Path, initrd: Path, cpus: int, seconds: float, accel: str = "auto") -> Boot:
+    """Boot under KVM when asked and it works, else under emulation; the Boot says which, and
+    why KVM was left when it was tried."""
     if shutil.which("qemu-system-x86_64") is None:
         raise LocklabError("qemu-system-x86_64 is missing: install qemu-system-x86")
     # Emulation is slow: booting alone takes tens of seconds.
     timeout = seconds * 20 + 300
-    if accel in ("auto", "kvm") and os.access("/dev/kvm", os.R_OK | os.W_OK):
-        console = _qemu(image, initrd, "kvm", cpus, timeout)
-        if console is not None:
-            return Boot(console, "kvm")
+    fallback = None
+    if accel in ("auto", "kvm"):
+        if not kvm_device_usable():
+            fallback = "no usable /dev/kvm"
+        else:
+            booted = _qemu(image, initrd, "kvm", cpus, timeout)
+            if booted.fallback is None:
+                return booted
+            fallback = booted.fallback
         if accel == "kvm":
-            raise LocklabError(f"{image}: no boot under KVM within {KVM_SIGN_OF_LIFE_S:.0f} s")
-    console = _qemu(image, initrd, "tcg", cpus, timeout)
-    assert console is not None
-    return Boot(console, "tcg")
+            raise LocklabError(f"{image}: --accel kvm: {fallback}")
+    booted = _qemu(image, initrd, "tcg", cpus, timeout)
+    booted.fallback = fallback
+    return booted
 
 
 def run_on_host(params: dict[str, str], seconds: float, cpus: list[int]) -> str:
