@@ -11,6 +11,7 @@ import math
 from locklab import provenance
 from locklab.analysis import Analysis
 from locklab.experiment import AXES
+from locklab.printable import printable
 from locklab.store import Experiment, Run
 
 FORMATS = ("csv", "json", "markdown")
@@ -28,13 +29,14 @@ def cell_records(analysis: Analysis) -> list[dict]:
                     continue
                 point = dict(section.fixed) | {analysis.row_axis: row}
                 comparison = cell.comparison
+                apart = _reads_and_writes(cell.runs, analysis.unit_divisor)
                 records.append(
                     {
                         "variant": column.header,
                         **{axis: point.get(axis) for axis in AXES if axis in point},
                         "n": cell.summary.n,
                         "metric": analysis.settings.metric,
-                        "unit": analysis.settings.measure.unit,
+                        "unit": analysis.unit,
                         "mean": _finite(cell.summary.mean),
                         "std": _finite(cell.summary.std),
                         "ci95": cell.summary.ci95,
@@ -46,9 +48,28 @@ def cell_records(analysis: Analysis) -> list[dict]:
                         "drifting_runs": cell.drifting_runs,
                         "failed_runs": cell.failed_runs,
                         "flags": cell.flags(),
+                        **(apart if analysis.has_reads else {}),
                     }
                 )
     return records
+
+
+def _reads_and_writes(runs: list[Run], divisor: float) -> dict[str, float | None]:
+    """Mean write and read rates of a cell's runs, in the table's unit: the throughput of a
+    reader-writer run counts both."""
+    rates: dict[str, list[float]] = {"write_mean": [], "read_mean": []}
+    for run in runs:
+        result = run.result or {}
+        window = result.get("window_s")
+        if not window:
+            continue
+        for key, field in (
+            ("write_mean", "write_acquisitions"),
+            ("read_mean", "read_acquisitions"),
+        ):
+            if isinstance(result.get(field), int | float):
+                rates[key].append(result[field] / window / divisor)
+    return {key: sum(v) / len(v) if v else None for key, v in rates.items()}
 
 
 def to_csv(analysis: Analysis) -> str:
@@ -57,7 +78,10 @@ def to_csv(analysis: Analysis) -> str:
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
-    writer.writerows(records)
+    writer.writerows(
+        {key: printable(value) if isinstance(value, str) else value for key, value in r.items()}
+        for r in records
+    )
     return buffer.getvalue()
 
 
@@ -82,7 +106,7 @@ def to_json(analysis: Analysis, experiment: Experiment, runs: list[Run]) -> str:
             "noise_cv": analysis.settings.noise_cv,
             "drift": analysis.settings.drift,
             "metric": analysis.settings.metric,
-            "unit": analysis.settings.measure.unit,
+            "unit": analysis.unit,
         },
         "cells": cell_records(analysis),
         "verdicts": [
@@ -142,14 +166,14 @@ def to_markdown(analysis: Analysis) -> str:
                     cells[-1] += " " + flags.replace("~", "\\~")
             out.append("| " + " | ".join(cells) + " |")
         if section.verdicts:
-            unit = analysis.settings.measure.unit
+            unit = analysis.unit
             out += ["", f"Verdict against {analysis.baseline_name} ({unit}):", ""]
             out += [
                 f"- **{analysis.columns[index].header}**: {text}"
                 for index, text in section.verdicts.items()
             ]
     out += ["", "; ".join(analysis.legend()).replace("~", "\\~"), ""]
-    return "\n".join(out)
+    return "\n".join(printable(line) for line in out)
 
 
 def _finite(value: float) -> float | None:

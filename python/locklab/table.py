@@ -13,6 +13,7 @@ import math
 from rich.text import Text
 
 from locklab.analysis import Analysis, Cell, Section
+from locklab.printable import printable
 
 Segment = tuple[str, str]  # (text, rich style; "" for none)
 Line = list[Segment]
@@ -54,7 +55,7 @@ def _cells_text(
 
 def _section_lines(analysis: Analysis, section: Section) -> list[Line]:
     columns = analysis.columns
-    row_header = f"Statistic ({analysis.settings.measure.unit}):"
+    row_header = f"Statistic ({analysis.unit}):"
     has_rel = [column.compared_to is not None for column in columns]
     # Every row as text first, to size the columns.
     with_ci = analysis.settings.show_ci
@@ -128,6 +129,11 @@ def _rstrip(line: Line) -> Line:
 
 
 def lines(analysis: Analysis) -> list[Line]:
+    """The table, every label and name in it escaped for the terminal."""
+    return [[(printable(text), style) for text, style in line] for line in _lines(analysis)]
+
+
+def _lines(analysis: Analysis) -> list[Line]:
     out: list[Line] = [[(title, "bold")] for title in analysis.title]
     for section in analysis.sections:
         out.append([])
