@@ -8,6 +8,7 @@ compared with A).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from locklab import stats
@@ -93,6 +94,18 @@ class Analysis:
     sections: list[Section]
     settings: Settings
     baseline_name: str
+    unit: str  # the measure's unit, scaled to this table's numbers (ops/s, kops/s, Mops/s)
+    unit_divisor: float = 1.0  # the measure's own unit per `unit`
+
+    @property
+    def has_reads(self) -> bool:
+        """Readers ran: throughput then counts reads and writes together."""
+        return any(
+            (run.result or {}).get("read_acquisitions")
+            for column in self.columns
+            for runs in column.runs.values()
+            for run in runs
+        )
 
     def legend(self) -> list[str]:
         return legend_lines(self.settings)
@@ -188,6 +201,24 @@ def _analyse(
     fixed_values = sorted(
         {tuple((axis, dict(point)[axis]) for axis in fixed_axes) for point in points}
     ) or [tuple((axis, spec.sweep[axis][0]) for axis in fixed_axes)]
+    measure = settings.measure
+    unit, divisor = measure.unit_for(
+        [
+            stats.summarize(values).mean
+            for column in columns
+            for runs in column.runs.values()
+            if (
+                values := [
+                    v for r in runs if r.status == "ok" and (v := measure.value(r)) is not None
+                ]
+            )
+        ]
+    )
+
+    def value(run: Run) -> float | None:
+        raw = measure.value(run)
+        return None if raw is None else raw / divisor
+
     sections = []
     for fixed in fixed_values:
         shown = _shown_fixed(fixed, spec)
@@ -202,20 +233,29 @@ def _analyse(
                 base = None
                 if column.compared_to is not None:
                     base = columns[column.compared_to].runs.get(point, [])
-                section.cells[index, row] = _cell(column.runs.get(point, []), base, settings)
+                section.cells[index, row] = _cell(column.runs.get(point, []), base, value, settings)
         for index, column in enumerate(columns):
             if column.compared_to is not None:
                 if settings.correction == "holm":
                     _adjust(section, index, settings.alpha)
                 section.verdicts[index] = verdict(section, index, row_axis, settings)
         sections.append(section)
-    return Analysis(title, row_axis, columns, sections, settings, baseline_name)
+    analysis = Analysis(title, row_axis, columns, sections, settings, baseline_name, unit, divisor)
+    if settings.metric == "throughput" and analysis.has_reads:
+        analysis.title.append(
+            "throughput: writes + reads per second (each apart in 'locklab export')"
+        )
+    return analysis
 
 
-def _cell(runs: list[Run], base: list[Run] | None, settings: Settings) -> Cell | None:
+def _cell(
+    runs: list[Run],
+    base: list[Run] | None,
+    value: Callable[[Run], float | None],
+    settings: Settings,
+) -> Cell | None:
     if not runs:
         return None
-    value = settings.measure.value
     good = [run for run in runs if run.status == "ok"]
     values = [v for v in map(value, good) if v is not None]
     summary = stats.summarize(values)

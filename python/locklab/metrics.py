@@ -17,6 +17,19 @@ class Metric:
     lower: str
     higher_is_better: bool
     value: Callable[[Run], float | None]
+    # Larger units, as (name, how many of `unit` make one), tried in turn: a table shows the
+    # largest in which its smallest non-zero mean is still at least 1, so that 15 ops/s does
+    # not print as 0.01 kops/s and 140 Mops/s is not 140000000.00 ops/s.
+    larger_units: tuple[tuple[str, float], ...] = ()
+
+    def unit_for(self, means: list[float]) -> tuple[str, float]:
+        """The unit to show these means in, and the divisor that converts them to it."""
+        smallest = min((abs(m) for m in means if m), default=0.0)
+        chosen = (self.unit, 1.0)
+        for unit, factor in self.larger_units:
+            if smallest >= factor:
+                chosen = (unit, factor)
+        return chosen
 
 
 def from_result(*path: str, scale: float = 1.0) -> Callable[[Run], float | None]:
@@ -34,13 +47,16 @@ def from_result(*path: str, scale: float = 1.0) -> Callable[[Run], float | None]
 
 
 def _throughput(run: Run) -> float | None:
-    return run.throughput_ops_per_s / 1000 if run.throughput_ops_per_s is not None else None
+    return run.throughput_ops_per_s
 
 
 METRICS: dict[str, Metric] = {
     metric.name: metric
     for metric in (
-        Metric("throughput", "kops/s", "faster", "slower", True, _throughput),
+        Metric(
+            "throughput", "ops/s", "faster", "slower", True, _throughput,
+            (("kops/s", 1e3), ("Mops/s", 1e6)),
+        ),
         Metric(
             "ctxsw", "voluntary switches/1k ops", "more switches", "fewer switches", False,
             from_result("context_switches", "voluntary_per_1000_acquisitions"),

@@ -38,7 +38,7 @@ def _throughput(analysis: Analysis, section: Section, axes: plt.Axes) -> None:
             errors.append(cell.summary.ci95 or 0.0)
         axes.errorbar(rows, means, yerr=errors, color=color, marker="o", capsize=3,
                       label=column.header)  # fmt: skip
-    axes.set_ylabel(analysis.settings.measure.unit)
+    axes.set_ylabel(analysis.unit)
     axes.set_title(f"{analysis.settings.measure.name}: runs, mean and 95% CI")
 
 
@@ -88,6 +88,11 @@ def write_figures(analysis: Analysis, name: str, directory: Path) -> list[Path]:
     return written
 
 
+# The formats a chart may be written in, by file suffix (matplotlib's own list).
+FORMATS = frozenset(plt.figure().canvas.get_supported_filetypes())
+plt.close("all")
+
+
 def write_tune_figure(result: TuneResult, param: str, title: str, path: Path) -> None:
     """Throughput relative to the best value at each point, against the tunable's value."""
     figure, axes = plt.subplots(figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI)
@@ -110,6 +115,5 @@ def write_tune_figure(result: TuneResult, param: str, title: str, path: Path) ->
     axes.grid(alpha=0.3)
     axes.legend(fontsize=7)
     figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=DPI)
     plt.close(figure)

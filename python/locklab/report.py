@@ -69,7 +69,7 @@ def _rows_and_runs(analysis: Analysis, section: Section, index: int) -> list[tup
 def throughput_figure(analysis: Analysis, section: Section) -> go.Figure:
     """Every run as a dot, the mean with its 95% CI as a line."""
     figure = go.Figure()
-    unit = analysis.settings.measure.unit
+    unit = analysis.unit
     for index, column in enumerate(analysis.columns):
         color = PALETTE[index % len(PALETTE)]
         name = _label(column.header)
