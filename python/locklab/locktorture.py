@@ -22,7 +22,7 @@ from pathlib import Path
 
 from locklab import provenance
 from locklab.errors import LocklabError
-from locklab.experiment import AXES, Configuration, ExperimentSpec, Variant
+from locklab.experiment import AXES, Configuration, ExperimentSpec, Variant, validate_label
 from locklab.store import Experiment, Run, Store
 
 TIMESTAMP = re.compile(r"^\s*\[\s*(\d+\.\d+)\]\s?")
@@ -61,6 +61,17 @@ class TortureRun:
     @property
     def nreaders(self) -> int:
         return int(self.params.get("nreaders_stress", "0"))
+
+    def identity(self) -> tuple:
+        """What makes two copies of one run the same: the start line and every report with its
+        timestamp. A console log followed by a dmesg dump of the same boot holds each run twice,
+        and a log given twice holds them twice: each is one measurement, not two repeats."""
+        return (
+            self.torture_type,
+            tuple(sorted(self.params.items())),
+            tuple((r.time_s, r.total, r.max, r.min, r.fail) for r in self.writes),
+            tuple((r.time_s, r.total, r.max, r.min, r.fail) for r in self.reads),
+        )
 
     @property
     def failed(self) -> bool:
@@ -163,24 +174,51 @@ def read_logs(paths: list[Path]) -> tuple[list[TortureRun], list[str]]:
     return runs, problems
 
 
-def to_store(
-    store: Store,
-    labelled: list[tuple[str | None, Path]],
-    name: str,
-    host: str,
-    warmup_reports: int,
-) -> tuple[Experiment, list[str]]:
-    """Import the runs of each (label or None, log) as one experiment: a variant per label
-    (default: the torture type), nwriters/nreaders as axes, repeated runs as repeats."""
+@dataclass
+class Imported:
+    """Logs converted into an experiment: its plan, its runs, and what was odd in the logs."""
+
+    spec: ExperimentSpec
+    runs: list[Run]
+    commands: list[list[str]]  # the "command" of each run: where it was read from
+    problems: list[str]
+
+
+def convert(
+    labelled: list[tuple[str | None, Path]], name: str, host: str, warmup_reports: int
+) -> Imported:
+    """The runs of each (label or None, log) as one experiment: a variant per label (default:
+    the torture type), nwriters/nreaders as axes, repeated runs as repeats. Nothing is written:
+    a log that yields nothing raises here, before any store is touched."""
     entries: list[tuple[str, TortureRun]] = []
     problems: list[str] = []
+    first_seen: dict[tuple, tuple[str, str, int]] = {}  # identity -> (label, where, index)
     for label, path in labelled:
+        if label is not None:
+            validate_label(label)
         try:
             runs, issues = read_logs([path])
         except OSError as error:
             raise LocklabError(f"{path}: cannot read: {error.strerror}") from None
         problems += issues
-        entries += [(label or run.torture_type, run) for run in runs]
+        for run in runs:
+            run_label = label or run.torture_type
+            where = f"{run.source} ({run.torture_type}, nwriters_stress={run.nwriters})"
+            earlier = first_seen.setdefault(run.identity(), (run_label, where, id(run)))
+            if earlier[2] == id(run):
+                entries.append((run_label, run))
+            elif earlier[0] == run_label:
+                problems.append(
+                    f"{where}: the same run as {earlier[1]} (the same start line and "
+                    "timestamped reports: a console and a dmesg dump of one boot, or a log given "
+                    "twice): counted once"
+                )
+            else:
+                problems.append(
+                    f"{where}: labelled {run_label}, but the same run as {earlier[1]}, labelled "
+                    f"{earlier[0]}: is one log given under two labels?"
+                )
+                entries.append((run_label, run))
     if not entries:
         raise LocklabError("no locktorture run in " + ", ".join(str(p) for _, p in labelled))
     labels = list(dict.fromkeys(label for label, _ in entries))
@@ -217,9 +255,14 @@ def to_store(
         repeat = seen.get(config.key, 0)
         seen[config.key] = repeat + 1
         stored.append((config, repeat, run, measured))
+    if not stored:
+        raise LocklabError(
+            f"none of the {len(entries)} locktorture runs has two reports left after "
+            f"{warmup_reports} warm-up reports: nothing to import"
+        )
     spec.repeat = max(seen.values(), default=1)
-    experiment = store.create_experiment(spec, host, provenance.version(), provenance.commit())
     machine = {"hostname": host, "source": "locktorture"}
+    imported = Imported(spec, [], [], problems)
     for config, repeat, run, measured in stored:
         last = run.writes[-1]
         result = {
@@ -242,16 +285,33 @@ def to_store(
             "machine": machine,
         }  # fmt: skip
         failed = run.failed
-        store.add_run(
-            experiment,
+        imported.runs.append(
             Run(
                 config.key, repeat, result["status"], 1 if failed else 0,
                 None if failed else measured.throughput_ops_per_s,
                 f"locktorture: End of test: {run.end}" if failed else None,
                 result, machine, measured.window_s,
-            ),
-            ["locktorture", run.source],
-            provenance.version(),
-            provenance.commit(),
+            )
         )  # fmt: skip
-    return experiment, problems
+        imported.commands.append(["locktorture", run.source])
+    return imported
+
+
+def to_store(
+    store: Store,
+    labelled: list[tuple[str | None, Path]],
+    name: str,
+    host: str,
+    warmup_reports: int,
+) -> tuple[Experiment, list[str]]:
+    """Convert the logs and store them as one experiment."""
+    return store_imported(store, convert(labelled, name, host, warmup_reports), host)
+
+
+def store_imported(store: Store, imported: Imported, host: str) -> tuple[Experiment, list[str]]:
+    experiment = store.create_experiment(
+        imported.spec, host, provenance.version(), provenance.commit()
+    )
+    for run, command in zip(imported.runs, imported.commands, strict=True):
+        store.add_run(experiment, run, command, provenance.version(), provenance.commit())
+    return experiment, imported.problems
