@@ -10,7 +10,8 @@ with it is. Throughput is what is judged.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
+from dataclasses import dataclass
 
 from locklab import stats
 from locklab.analysis import parse_key
@@ -59,3 +60,37 @@ def open_configurations(spec: ExperimentSpec, runs: list[Run], precision: float)
             if len(cell) < 2 or (summary.ci95 or 0) > precision * abs(summary.mean):
                 open_keys.add(config.key)
     return open_keys
+
+
+@dataclass(frozen=True)
+class Completion:
+    """How far an experiment is: the one rule for "complete", used by `results` and by a
+    campaign rerun that looks for its unfinished experiment."""
+
+    finished: int  # distinct (configuration, repeat) with a successful run
+    planned: int  # the most runs the plan can need
+    failed: int  # failed runs
+    complete: bool
+    state: str
+
+
+def completion(spec: ExperimentSpec, runs: list[Run]) -> Completion:
+    planned = len(spec.configurations()) * spec.repeat
+    finished = {(run.config_key, run.repeat) for run in runs if run.status == "ok"}
+    ok = len(finished)
+    failed = sum(run.status != "ok" for run in runs)
+    complete = ok >= planned
+    state = "complete" if complete else f"incomplete: {planned - ok} missing"
+    if spec.repeat_auto and not complete:
+        # Adaptive: complete once every configuration is settled (or at the maximum).
+        rounds = {repeat for _, repeat in finished}
+        per_config = Counter(key for key, _ in finished)
+        still_open = open_configurations(spec, runs, spec.precision)
+        if all(per_config[key] >= spec.repeat for key in still_open) and (
+            len(rounds) >= spec.min_repeat
+        ):
+            complete = True
+            state = f"complete (auto: {ok} of at most {planned} runs)"
+    if failed:
+        state += f", {failed} failed"
+    return Completion(ok, planned, failed, complete, state)

@@ -1,0 +1,118 @@
+"""The tuner's measurements: each round is an ordinary stored experiment, one variant per value.
+
+A tuning is named by what it measures (lock, param and the settings of every run), so running
+the same `locklab tune` command again finds the rounds it already ran: values measured in full
+are reused, an interrupted round is resumed, and only what is missing is measured. The search
+is a deterministic function of the measurements, so a resumed tuning ends with the same choice
+as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from rich.console import Console
+
+from locklab import provenance
+from locklab.analysis import parse_key
+from locklab.engine import Engine
+from locklab.errors import LocklabError
+from locklab.experiment import ExperimentSpec, Variant, Workload
+from locklab.runner import run_sweep
+from locklab.store import Experiment, Store
+from locklab.tune import Measurements
+
+EXIT_RUN_FAILED = 1
+
+
+@dataclass
+class StoredTuning:
+    engine: Engine
+    store: Store
+    host: str
+    console: Console
+    lock: str
+    param: str
+    sweep: dict[str, list[int]]
+    workloads: list[Workload]
+    repeat: int
+    duration_s: float
+    warmup_s: float
+    pin: str
+    rounds_run: int = 0  # rounds this process measured (reused ones not counted)
+    reused: list[int] = field(default_factory=list)  # experiment ids whose runs were reused
+
+    def spec(self, values: list[int], name: str) -> ExperimentSpec:
+        variants = [Variant(f"{self.param}={v}", self.lock, ((self.param, v),)) for v in values]
+        return ExperimentSpec(
+            name=name, variants=variants, sweep={k: list(v) for k, v in self.sweep.items()},
+            repeat=self.repeat, duration_s=self.duration_s, warmup_s=self.warmup_s,
+            pin=self.pin, workloads=list(self.workloads),
+        )  # fmt: skip
+
+    @property
+    def prefix(self) -> str:
+        """Names of this tuning's rounds: tune-LOCK-PARAM-DIGEST-N, the digest over every
+        setting that changes what a run measures."""
+        settings = self.spec([], "").to_dict()
+        for key in ("name", "variants", "baseline"):
+            settings.pop(key)
+        digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:8]
+        return f"tune-{self.lock}-{self.param}-{digest}-"
+
+    def rounds(self) -> list[Experiment]:
+        return [e for e in self.store.experiments() if e.name.startswith(self.prefix)]
+
+    def measured(self) -> Measurements:
+        """Mean throughput (kops/s) of every value measured in full at every point."""
+        sums: dict = {}
+        for experiment in self.rounds():
+            for run in self.store.runs(experiment, with_results=False):
+                if run.status == "ok" and run.throughput_ops_per_s is not None:
+                    label, point = parse_key(run.config_key)
+                    key = (int(label.split("=", 1)[1]), point)
+                    sums.setdefault(key, []).append(run.throughput_ops_per_s / 1000)
+        points = set(self.spec([], "").points())
+        complete = {
+            value
+            for value, _ in sums
+            if all(len(sums.get((value, p), [])) >= self.repeat for p in points)
+        }
+        return {
+            (value, point): sum(runs[: self.repeat]) / self.repeat
+            for (value, point), runs in sums.items()
+            if value in complete
+        }
+
+    def evaluate(self, values: list[int]) -> Measurements:
+        known = self.measured()
+        missing = sorted(set(values) - {value for value, _ in known})
+        if len(missing) < len(values):
+            self.console.print(
+                f"tune: {self.param} in {sorted(set(values) - set(missing))} measured before, "
+                "reused (another --store, or other settings, to measure anew)"
+            )
+        if missing:
+            experiment = self._round_for(missing)
+            self.console.print(f"tune round: {self.param} in {missing} (#{experiment.id})")
+            outcome = run_sweep(self.engine, self.store, experiment, self.console)
+            self.rounds_run += 1
+            if outcome.failures:
+                raise LocklabError(outcome.failures[0], EXIT_RUN_FAILED)
+            known = self.measured()
+        return {key: mean for key, mean in known.items() if key[0] in values}
+
+    def _round_for(self, values: list[int]) -> Experiment:
+        """An interrupted round that holds these values, to resume (it runs only what it is
+        missing), or a new one."""
+        wanted = {f"{self.param}={v}" for v in values}
+        for experiment in self.rounds():
+            if wanted <= {v.label for v in experiment.spec.variants}:
+                return experiment
+        spec = self.spec(values, f"{self.prefix}{len(self.rounds()) + 1}")
+        self.engine.check(spec)
+        return self.store.create_experiment(
+            spec, self.host, provenance.version(), provenance.commit()
+        )
