@@ -39,9 +39,13 @@ def load_campaign(path: Path, full: bool = False) -> ExperimentSpec:
     """Parse and shape-check a campaign file (with its [full] overrides when `full`); lock names
     and params are checked later, against the engine's catalogue, by ExperimentSpec.validate."""
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise LocklabError(f"{path}: cannot read: {error.strerror}") from None
+    except UnicodeDecodeError as error:
+        raise LocklabError(
+            f"{path}: not a campaign file: byte {error.start} is not UTF-8 text (TOML is UTF-8)"
+        ) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -60,7 +64,7 @@ def locate_error(path: Path, error: LocklabError) -> LocklabError:
     quoted = re.search(r"'([^']+)'", str(error))
     line = None
     if quoted:
-        lines = path.read_text().splitlines()
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
         word = re.compile(rf"(?<![\w.-]){re.escape(quoted.group(1))}(?![\w.-])")
         line = next((n for n, text in enumerate(lines, 1) if word.search(text)), None)
     where = f"{path}:{line}" if line else str(path)

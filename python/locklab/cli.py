@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import signal
 import socket
+import sqlite3
 import sys
-from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -27,7 +29,6 @@ from locklab.analysis import (
     Settings,
     analyse_comparison,
     analyse_experiment,
-    parse_key,
 )
 from locklab.campaign import load_campaign, locate_error
 from locklab.engine import Engine, find_engine
@@ -39,19 +40,47 @@ from locklab.experiment import (
     Workload,
     parse_int_list,
     parse_param,
+    validate_axis,
+    validate_seconds,
 )
 from locklab.metrics import METRICS
+from locklab.printable import file_stem, printable
 from locklab.runner import run_sweep
 from locklab.stats import DEFAULT_ALPHA, DEFAULT_DRIFT, DEFAULT_NOISE_CV, TESTS
 from locklab.store import Experiment, Store
+from locklab.tune_runs import StoredTuning
 
 DEFAULT_STORE = "locklab-results"
 EXIT_RUN_FAILED = 1
 EXIT_INTERRUPTED = 130
 
 
+class _StoreOnce(argparse.Action):
+    """A single-valued option given twice is an error, not "the last one wins": `--lock tas
+    --lock mcs` would otherwise silently run mcs alone."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        seen: set[str] = namespace.__dict__.setdefault("_given_once", set())
+        if self.dest in seen:
+            parser.error(f"{option_string} is given twice (give it once; lists take commas)")
+        seen.add(self.dest)
+        setattr(namespace, self.dest, values)
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (LocklabError), not usage text and a message."""
+    """argparse, but a usage error is one line (LocklabError), not usage text and a message,
+    and an option that takes one value refuses a second."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise LocklabError(f"{self.prog.removeprefix('locklab ')}: {message}")
@@ -67,10 +96,14 @@ def _repeat(text: str) -> int | str:
 
 
 def _number(text: str) -> float:
+    """A finite number: nan and inf are never a duration, a level or a threshold."""
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"'{text}' is not a finite number")
+    return value
 
 
 def _common(parser: argparse.ArgumentParser, statistics: bool = False) -> None:
@@ -89,19 +122,19 @@ def _common(parser: argparse.ArgumentParser, statistics: bool = False) -> None:
         )
         group.add_argument(
             "--alpha",
-            type=float,
+            type=_number,
             default=DEFAULT_ALPHA,
             help=f"significance level (default {DEFAULT_ALPHA})",
         )
         group.add_argument(
             "--noise-cv",
-            type=float,
+            type=_number,
             default=DEFAULT_NOISE_CV,
             help=f"flag cells whose CV exceeds this (default {DEFAULT_NOISE_CV})",
         )
         group.add_argument(
             "--drift",
-            type=float,
+            type=_number,
             default=DEFAULT_DRIFT,
             help="flag runs whose throughput moves by more than this fraction over the "
             f"measured window (default {DEFAULT_DRIFT})",
@@ -169,7 +202,7 @@ def build_parser() -> Parser:
     how.add_argument("--max-repeat", type=int, default=10, help="with --repeat auto (default 10)")
     how.add_argument(
         "--precision",
-        type=float,
+        type=_number,
         default=0.02,
         help="with --repeat auto: a cell is also settled when its 95%% CI is within this "
         "fraction of its mean, and so is its baseline's (default 0.02)",
@@ -210,6 +243,12 @@ def build_parser() -> Parser:
     )
     campaign.add_argument(
         "--report", type=Path, help="HTML report to write (default: STORE/NAME.html)"
+    )
+    campaign.add_argument(
+        "--fresh",
+        action="store_true",
+        help="start a new experiment even if an unfinished one of this campaign is in the store "
+        "(default: resume it)",
     )
     scale = campaign.add_argument_group("override the file (a quick check, a tiny scale)")
     scale.add_argument("--repeat", type=int, help="runs per cell")
@@ -355,8 +394,15 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Listing(Table):
+    """A plain rich table whose cells are escaped for the terminal (names are user input)."""
+
+    def add_row(self, *cells: Any, **options: Any) -> None:  # type: ignore[override]
+        super().add_row(*(printable(str(cell)) for cell in cells), **options)
+
+
 def _listing(*titles: str) -> Table:
-    listing = Table(box=None, pad_edge=False, header_style="bold")
+    listing = _Listing(box=None, pad_edge=False, header_style="bold")
     for title in titles:
         listing.add_column(title, overflow="fold")
     return listing
@@ -439,21 +485,28 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def _print_analysis(analysis: Analysis, plain: bool) -> None:
-    console = Console(highlight=False, soft_wrap=True)
+    console = Console(highlight=False, markup=False, soft_wrap=True)
     if plain or not console.is_terminal:
         sys.stdout.write(table.plain(analysis))
     else:
         console.print(table.colored(analysis), end="")
 
 
-def _execute(args: argparse.Namespace, engine: Engine, store: Store, experiment: Experiment) -> int:
+def _execute(
+    args: argparse.Namespace,
+    engine: Engine,
+    store: Store,
+    experiment: Experiment,
+    resume_hint: str | None = None,
+) -> int:
     settings = _settings(args)
     spec = experiment.spec
-    errors = Console(stderr=True, highlight=False, soft_wrap=True)
+    errors = Console(stderr=True, highlight=False, markup=False, soft_wrap=True)
     runs_planned = len(spec.schedule())
     minutes = runs_planned * spec.expected_run_s() / 60
+    name = printable(experiment.name)
     errors.print(
-        f'experiment #{experiment.id} "{experiment.name}" in {store.path}: {runs_planned} runs, '
+        f'experiment #{experiment.id} "{name}" in {store.path}: {runs_planned} runs, '
         f"about {minutes:.1f} min in all"
     )
     try:
@@ -462,16 +515,22 @@ def _execute(args: argparse.Namespace, engine: Engine, store: Store, experiment:
         kept = len(store.finished(experiment))
         print(
             f"locklab: interrupted: {kept} of {runs_planned} runs of #{experiment.id} are kept; "
-            f"finish with: locklab run --store {args.store} --resume {experiment.id}",
+            "finish with: "
+            + (resume_hint or f"locklab run --store {args.store} --resume {experiment.id}"),
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
+    if outcome.taken:
+        errors.print(
+            f"{outcome.taken} runs were left to another locklab working on #{experiment.id} at "
+            "the same time"
+        )
     runs = store.runs(experiment)
     _print_analysis(analyse_experiment(experiment, runs, settings), args.plain)
     if spec.repeat_auto:
         errors.print(_adaptive_summary(spec, runs, outcome.settled))
     for line in outcome.failures:
-        print(f"locklab: error: {line}", file=sys.stderr)
+        print(f"locklab: error: {printable(line)}", file=sys.stderr)
     return EXIT_RUN_FAILED if outcome.failures else 0
 
 
@@ -500,10 +559,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise LocklabError(f"--resume runs the stored plan: drop {', '.join(given)}")
         store = Store(Path(args.store), create=False)
         experiment = store.experiment(args.resume)
-        experiment.spec.validate(engine.catalogue(experiment.spec.plugins()))
+        engine.check(experiment.spec)
         return _execute(args, engine, store, experiment)
     spec = _spec_from_options(args, engine)
-    spec.validate(engine.catalogue(spec.plugins()))
+    engine.check(spec)
     store = Store(Path(args.store))
     experiment = store.create_experiment(spec, _host(), provenance.version(), provenance.commit())
     return _execute(args, engine, store, experiment)
@@ -520,13 +579,13 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         spec.warmup_s = args.warmup
     engine = Engine(find_engine(args.engine))
     try:
-        spec.validate(engine.catalogue(spec.plugins()))
+        engine.check(spec)
     except LocklabError as error:
         raise locate_error(args.file, error) from None
     if args.dry_run:
         configs = spec.configurations()
         print(
-            f'{args.file}: "{spec.name}": {len(spec.variants)} variants x '
+            f'{args.file}: "{printable(spec.name)}": {len(spec.variants)} variants x '
             f"{len(configs) // len(spec.variants)} points x {spec.repeat} repeats = "
             f"{len(configs) * spec.repeat} runs, about "
             f"{len(configs) * spec.repeat * spec.expected_run_s() / 60:.1f} min"
@@ -535,12 +594,33 @@ def cmd_campaign(args: argparse.Namespace) -> int:
             print(f"  {repeat + 1}: {' '.join(spec.engine_args(config, repeat))}")
         return 0
     store = Store(Path(args.store))
-    experiment = store.create_experiment(spec, _host(), provenance.version(), provenance.commit())
-    status = _execute(args, engine, store, experiment)
+    experiment = None if args.fresh else _unfinished(store, spec)
+    if experiment is not None:
+        done = adaptive.completion(spec, store.runs(experiment, with_results=False))
+        print(
+            f'locklab: resuming the unfinished experiment #{experiment.id} "{printable(spec.name)}"'
+            f" ({done.finished} of {done.planned} runs done; --fresh starts a new one)",
+            file=sys.stderr,
+        )
+    else:
+        experiment = store.create_experiment(
+            spec, _host(), provenance.version(), provenance.commit()
+        )
+    hint = f"locklab campaign {args.file} --store {args.store}"
+    status = _execute(args, engine, store, experiment, hint)
     if status in (0, EXIT_RUN_FAILED):  # the table is out; the charts go with it
-        page = args.report or store.path.parent / f"{experiment.name}.html"
+        page = args.report or store.path.parent / f"{file_stem(experiment.name)}.html"
         _write_report(store, [experiment], _settings(args), page)
     return status
+
+
+def _unfinished(store: Store, spec: ExperimentSpec) -> Experiment | None:
+    """The newest experiment of this very campaign (the same plan) that is not complete."""
+    for experiment in reversed(store.experiments()):
+        if experiment.name == spec.name and experiment.spec.to_dict() == spec.to_dict():
+            runs = store.runs(experiment, with_results=False)
+            return None if adaptive.completion(spec, runs).complete else experiment
+    return None
 
 
 def cmd_topology(args: argparse.Namespace) -> int:
@@ -550,26 +630,11 @@ def cmd_topology(args: argparse.Namespace) -> int:
 
 
 def cmd_results(args: argparse.Namespace) -> int:
-    store = Store(Path(args.store), create=False)
+    store = Store(Path(args.store), create=False, read_only=True)
     listing = _listing("id", "name", "created", "host", "locks", "sweep", "runs", "state", "origin")
     for experiment in store.experiments():
         spec = experiment.spec
-        runs = store.runs(experiment, with_results=False)
-        planned = len(spec.configurations()) * spec.repeat
-        finished = {(run.config_key, run.repeat) for run in runs if run.status == "ok"}
-        ok = len(finished)
-        failed = sum(run.status != "ok" for run in runs)
-        state = "complete" if ok >= planned else f"incomplete: {planned - ok} missing"
-        if spec.repeat_auto and ok < planned:
-            # Adaptive: complete once every configuration is settled (or at the maximum).
-            rounds = {repeat for _, repeat in finished}
-            per_config = Counter(key for key, _ in finished)
-            still_open = adaptive.open_configurations(spec, runs, spec.precision)
-            settled = all(per_config[key] >= spec.repeat for key in still_open)
-            if settled and len(rounds) >= spec.min_repeat:
-                state = f"complete (auto: {ok} of at most {planned} runs)"
-        if failed:
-            state += f", {failed} failed"
+        progress = adaptive.completion(spec, store.runs(experiment, with_results=False))
         sweep = " ".join(
             f"{axis}={','.join(map(str, values))}"
             for axis, values in spec.sweep.items()
@@ -582,8 +647,8 @@ def cmd_results(args: argparse.Namespace) -> int:
             experiment.host or "-",
             ",".join(v.label for v in spec.variants),
             sweep,
-            f"{ok}/{planned}",
-            state,
+            f"{progress.finished}/{progress.planned}",
+            progress.state,
             experiment.origin,
         )
     _stdout_console().print(listing)
@@ -591,7 +656,7 @@ def cmd_results(args: argparse.Namespace) -> int:
 
 
 def cmd_table(args: argparse.Namespace) -> int:
-    store = Store(Path(args.store), create=False)
+    store = Store(Path(args.store), create=False, read_only=True)
     experiment = store.experiment(args.experiment)
     _print_analysis(
         analyse_experiment(experiment, store.runs(experiment), _settings(args)), args.plain
@@ -600,7 +665,7 @@ def cmd_table(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    store = Store(Path(args.store), create=False)
+    store = Store(Path(args.store), create=False, read_only=True)
     a, b = store.experiment(args.a), store.experiment(args.b)
     analysis = analyse_comparison(a, store.runs(a), b, store.runs(b), _settings(args))
     _print_analysis(analysis, args.plain)
@@ -608,7 +673,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    store = Store(Path(args.store), create=False)
+    store = Store(Path(args.store), create=False, read_only=True)
     experiment = store.experiment(args.experiment)
     runs = store.runs(experiment)
     analysis = analyse_experiment(experiment, runs, _settings(args))
@@ -630,7 +695,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     settings = _settings(args)
-    store = Store(Path(args.store), create=False)
+    store = Store(Path(args.store), create=False, read_only=True)
     refs = list(args.experiments)
     if args.latest:
         newest = store.experiments()
@@ -653,14 +718,14 @@ def _write_report(
         path.write_text(page)
     except OSError as error:
         raise LocklabError(f"{path}: cannot write: {error.strerror}") from None
-    print(f"report: {path.resolve()}")
+    print(f"report: {printable(str(path.resolve()))}")
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
     from locklab import plot  # matplotlib is slow to import: only here
 
     settings = _settings(args)
-    store = Store(Path(args.store), create=False)
+    store = Store(Path(args.store), create=False, read_only=True)
     experiment = store.experiment(args.experiment)
     analysis = analyse_experiment(experiment, store.runs(experiment), settings)
     try:
@@ -718,41 +783,28 @@ def cmd_tune(args: argparse.Namespace) -> int:
         raise LocklabError("--grid must be at least 2 and --rounds at least 0")
     sweep = {a: parse_int_list(a, getattr(args, a)) for a in AXES if getattr(args, a) is not None}
     workloads = [_parse_workload(text) for text in args.workload]
-    store = Store(Path(args.store))
-    console = Console(stderr=True, highlight=False, soft_wrap=True)
-    specs: list[ExperimentSpec] = []
-
-    def evaluate(values: list[int]) -> dict:
-        variants = [Variant(f"{args.param}={v}", args.lock, ((args.param, v),)) for v in values]
-        spec = ExperimentSpec(
-            name=f"tune-{args.lock}-{args.param}-{len(specs) + 1}", variants=variants,
-            sweep=dict(sweep), repeat=args.repeat, duration_s=args.duration,
-            warmup_s=args.warmup, pin=args.pin, workloads=workloads,
-        )  # fmt: skip
-        spec.validate(catalogue)
-        specs.append(spec)
-        experiment = store.create_experiment(
-            spec, _host(), provenance.version(), provenance.commit()
+    output = _chart_path(args.output, f"tune-{file_stem(args.lock)}-{file_stem(args.param)}")
+    tuning = StoredTuning(
+        engine, Store(Path(args.store)), _host(),
+        Console(stderr=True, highlight=False, markup=False, soft_wrap=True),
+        args.lock, args.param, sweep, workloads, args.repeat, args.duration, args.warmup,
+        args.pin,
+    )  # fmt: skip
+    tuning.engine.check(tuning.spec([lo], "check"))
+    try:
+        result = tune.search(tuning.evaluate, lo, hi, step, args.grid, args.rounds)
+    except KeyboardInterrupt:
+        print(
+            "locklab: interrupted: every finished run is kept; run the same command again to "
+            "resume (it reuses what was measured)",
+            file=sys.stderr,
         )
-        console.print(f"tune round {len(specs)}: {args.param} in {values} (#{experiment.id})")
-        outcome = run_sweep(engine, store, experiment, console)
-        if outcome.failures:
-            raise LocklabError(outcome.failures[0], EXIT_RUN_FAILED)
-        sums: dict = {}
-        for run in store.runs(experiment, with_results=False):
-            if run.status == "ok" and run.throughput_ops_per_s is not None:
-                label, point = parse_key(run.config_key)
-                key = (int(label.split("=", 1)[1]), point)
-                total, count = sums.get(key, (0.0, 0))
-                sums[key] = (total + run.throughput_ops_per_s / 1000, count + 1)
-        return {key: total / count for key, (total, count) in sums.items()}
-
-    result = tune.search(evaluate, lo, hi, step, args.grid, args.rounds)
-    spec = specs[0]
+        return EXIT_INTERRUPTED
+    spec = tuning.spec([result.value], "result")
     print(
         f"{args.lock}: chosen {args.param} = {result.value}, worst case "
         f"{result.worst_relative:.1%} of the best value at each point "
-        f"({len(result.evaluated)} values in {len(specs)} rounds)"
+        f"({len(result.evaluated)} values, {tuning.rounds_run} rounds measured now)"
     )
     print(f"{'point':<40} {'best value':>10} {'chosen/best':>12} {'loss':>7}")
     for point, best in sorted(result.best_at.items()):
@@ -761,9 +813,29 @@ def cmd_tune(args: argparse.Namespace) -> int:
         shown += " ".join(f"{a}={v}" for a, v in point if len(spec.sweep[a]) > 1 or a == "nwriters")
         relative = result.relative[result.value, point]
         print(f"{shown:<40} {best:>10} {relative:>12.1%} {1 - relative:>7.1%}")
-    plot.write_tune_figure(result, args.param, f"{args.lock} {args.param}", args.output)
-    print(f"chart: {args.output.resolve()}")
+    plot.write_tune_figure(result, args.param, f"{args.lock} {args.param}", output)
+    print(f"chart: {printable(str(output.resolve()))}")
     return 0
+
+
+def _chart_path(path: Path, stem: str) -> Path:
+    """Where a chart goes, checked before anything is measured: into a directory as STEM.png,
+    else the file itself, whose suffix must name a format matplotlib writes."""
+    from locklab import plot
+
+    if path.is_dir():
+        path = path / f"{stem}.png"
+    kind = path.suffix.lstrip(".").lower()
+    if kind not in plot.FORMATS:
+        raise LocklabError(
+            f"--output {path}: '{kind or 'no suffix'}' is not a chart format "
+            f"({', '.join(sorted(plot.FORMATS))})"
+        )
+    if not path.parent.is_dir():
+        raise LocklabError(f"--output {path}: {path.parent} is not a directory")
+    if not os.access(path.parent, os.W_OK):
+        raise LocklabError(f"--output {path}: cannot write in {path.parent}")
+    return path
 
 
 def cmd_import_locktorture(args: argparse.Namespace) -> int:
@@ -777,15 +849,14 @@ def cmd_import_locktorture(args: argparse.Namespace) -> int:
         label, equals, path = text.rpartition("=")
         labelled.append((label if equals and label else None, Path(path if equals else text)))
     name = args.name or labelled[0][1].stem
+    imported = locktorture.convert(labelled, name, args.host, args.warmup_reports)
     store = Store(Path(args.store))
-    experiment, problems = locktorture.to_store(
-        store, labelled, name, args.host, args.warmup_reports
-    )
+    experiment, problems = locktorture.store_imported(store, imported, args.host)
     for line in problems:
-        print(f"locklab: warning: {line}", file=sys.stderr)
+        print(f"locklab: warning: {printable(line)}", file=sys.stderr)
     runs = store.runs(experiment)
     _print_analysis(analyse_experiment(experiment, runs, settings), args.plain)
-    print(f'imported {len(runs)} runs as #{experiment.id} "{experiment.name}"')
+    print(f'imported {len(runs)} runs as #{experiment.id} "{printable(experiment.name)}"')
     return 0
 
 
@@ -793,8 +864,7 @@ def cmd_kernel(args: argparse.Namespace) -> int:
     from locklab import kernel
 
     settings = _settings(args)
-    if args.duration < 2 * args.stat_interval or args.repeat < 1 or args.cpus < 1:
-        raise LocklabError("--duration must cover at least two --stat-interval; repeat, cpus >= 1")
+    _check_locktorture_options(args, kernel)
     if args.host:
         cpus = parse_int_list("pin-cpus", args.pin_cpus) if args.pin_cpus else []
         label = args.label or os.uname().release
@@ -813,6 +883,7 @@ def cmd_kernel(args: argparse.Namespace) -> int:
     modules = {version: kernel.build_modules(version) for version in set(versions)}
     initrd = kernel.BUILD / "initramfs.gz"  # rewritten for each run
     accels: set[str] = set()
+    fallbacks: set[str] = set()
 
     def boot(image: Path, version: str) -> Callable[[dict[str, str]], str]:
         def run(params: dict[str, str]) -> str:
@@ -820,6 +891,8 @@ def cmd_kernel(args: argparse.Namespace) -> int:
             kernel.initramfs(modules[version], params, args.duration, initrd)
             booted = kernel.boot(image, initrd, args.cpus, args.duration, args.accel)
             accels.add(booted.accel)
+            if booted.fallback:
+                fallbacks.add(booted.fallback)
             return booted.console
 
         return run
@@ -828,9 +901,37 @@ def cmd_kernel(args: argparse.Namespace) -> int:
         images, versions, labels, strict=True)]  # fmt: skip
 
     def machine() -> str:
-        return "qemu-kvm" if accels == {"kvm"} else "qemu-tcg (emulated: timing not representative)"
+        if accels == {"kvm"}:
+            return "qemu-kvm"
+        line = "qemu-tcg (emulated: timing not representative"
+        if fallbacks:
+            line += "; KVM fell back: " + "; ".join(sorted(fallbacks))
+        return line + ")"
 
     return _locktorture_sweep(args, settings, f"kernel-{args.type}", targets, machine)
+
+
+def _check_locktorture_options(args: argparse.Namespace, kernel: Any) -> None:
+    """Every locktorture option, checked before any module is built or kernel booted."""
+    if args.type not in kernel.TORTURE_TYPES:
+        raise LocklabError(
+            f"--type: unknown torture_type '{args.type}' (known: {', '.join(kernel.TORTURE_TYPES)})"
+        )
+    validate_axis("nwriters", parse_int_list("nwriters", args.nwriters))
+    if not 1 <= args.stat_interval <= 3600:
+        raise LocklabError(f"--stat-interval must be from 1 to 3600 s (got {args.stat_interval})")
+    validate_seconds("duration", args.duration, minimum=2 * args.stat_interval)
+    if not 1 <= args.repeat <= 1000:
+        raise LocklabError(f"--repeat must be from 1 to 1000 (got {args.repeat})")
+    if not 1 <= args.cpus <= kernel.MAX_GUEST_CPUS:
+        raise LocklabError(f"--cpus must be from 1 to {kernel.MAX_GUEST_CPUS} (got {args.cpus})")
+    if args.warmup_reports < 0:
+        raise LocklabError(f"--warmup-reports must not be negative (got {args.warmup_reports})")
+    if args.duration < (args.warmup_reports + 2) * args.stat_interval:
+        raise LocklabError(
+            f"--duration {args.duration:g} s leaves fewer than two reports after "
+            f"{args.warmup_reports} warm-up reports of {args.stat_interval} s"
+        )
 
 
 def _locktorture_sweep(
@@ -849,14 +950,14 @@ def _locktorture_sweep(
     name = args.name or default_name
     logs = store.path.parent / "kernel-logs" / name
     logs.mkdir(parents=True, exist_ok=True)
-    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    console = Console(stderr=True, highlight=False, markup=False, soft_wrap=True)
     labelled = []
     for repeat in range(args.repeat):
         for label, run in targets:
             for writers in nwriters:
                 params = {"torture_type": args.type, "nwriters_stress": str(writers),
                           "stat_interval": str(args.stat_interval)}  # fmt: skip
-                console.print(f"{label}: {args.type} nwriters={writers} #{repeat + 1}")
+                console.print(f"{printable(label)}: {args.type} nwriters={writers} #{repeat + 1}")
                 log = logs / f"{label}-{args.type}-n{writers}-r{repeat + 1}.log"
                 log.write_text(run(params))
                 labelled.append((label, log))
@@ -864,21 +965,22 @@ def _locktorture_sweep(
         store, labelled, name, machine(), args.warmup_reports
     )
     for line in problems:
-        print(f"locklab: warning: {line}", file=sys.stderr)
+        print(f"locklab: warning: {printable(line)}", file=sys.stderr)
     _print_analysis(analyse_experiment(experiment, store.runs(experiment), settings), args.plain)
     print(f"console logs: {logs}")
     return 0
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    other = Store(args.other, create=False)
+    other = Store(args.other, create=False, read_only=True)
     store = Store(Path(args.store))
     if other.path.resolve() == store.path.resolve():
         raise LocklabError(f"merge: {args.other} is this store")
     imported, present = store.merge(other)
     for experiment in imported:
         print(
-            f"imported #{experiment.id} \"{experiment.name}\" from {experiment.host or '?'} "
+            f"imported #{experiment.id} \"{printable(experiment.name)}\" from "
+            f"{printable(experiment.host or '?')} "
             f"({len(store.runs(experiment, with_results=False))} runs)"
         )
     if present:
@@ -919,7 +1021,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args)
     except LocklabError as error:
-        print(f"locklab: error: {error}", file=sys.stderr)
+        print(f"locklab: error: {printable(str(error))}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
         print("locklab: interrupted", file=sys.stderr)
@@ -927,6 +1029,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `locklab table 3 | head`
         sys.stderr.close()
         return 0
+    except OSError as error:  # a file or folder the checks could not foresee
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"locklab: error: {printable(where)}{error.strerror or error}", file=sys.stderr)
+        return 2
+    except sqlite3.Error as error:
+        print(f"locklab: error: results store: {error}", file=sys.stderr)
+        return 2
+    except Exception as error:  # a bug: one line, and the traceback only when asked for
+        if os.environ.get("LOCKLAB_DEBUG"):
+            raise
+        print(
+            f"locklab: internal error: {type(error).__name__}: {printable(str(error))} "
+            "(LOCKLAB_DEBUG=1 shows where; please report it)",
+            file=sys.stderr,
+        )
+        return 70
 
 
 if __name__ == "__main__":

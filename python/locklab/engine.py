@@ -16,8 +16,12 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from locklab.errors import LocklabError
+
+if TYPE_CHECKING:
+    from locklab.experiment import ExperimentSpec
 
 ENGINE_NAME = "locklab-bench"
 # Engine exit statuses (native/engine/engine.h).
@@ -128,6 +132,19 @@ class Engine:
             locks = json.loads(proc.stdout)["locks"]
             self._catalogues[plugins] = {lock["name"]: _lock_info(lock) for lock in locks}
         return self._catalogues[plugins]
+
+    def check(self, spec: ExperimentSpec) -> None:
+        """The spec against this engine's catalogue, with the plugins it loads; a variant that
+        names a plugin must take its lock from it, not from the built-in locks."""
+        spec.validate(self.catalogue(spec.plugins()))
+        built_in = self.catalogue()
+        for variant in spec.variants:
+            if variant.plugin and variant.lock in built_in:
+                provided = sorted(set(self.catalogue((variant.plugin,))) - set(built_in))
+                raise LocklabError(
+                    f"variant '{variant.label}': lock '{variant.lock}' is built in, not from "
+                    f"{Path(variant.plugin).name} (which adds: {', '.join(provided) or 'nothing'})"
+                )
 
     def topology(self, numa_nodes: int | None = None) -> str:
         """What the engine detects (and, with numa_nodes, how it would split the CPUs)."""

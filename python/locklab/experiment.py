@@ -32,6 +32,8 @@ AXIS_LIMITS: dict[str, int] = {
 }
 PIN_MODES = ("none", "compact", "scatter")
 MAX_DURATION_S = 86400.0
+# Each run's engine seed is seed * 1000 + repeat + 1 (engine_args), an unsigned 64-bit number.
+MAX_SEED = (2**64 - 1 - 1000) // 1000
 # The engine's deadlock watchdog for every run: no acquisition for this long ends the run.
 RUN_WATCHDOG_S = 10.0
 
@@ -221,10 +223,7 @@ class ExperimentSpec:
         if duplicates:
             raise LocklabError(f"variant label '{duplicates[0]}' is used twice")
         for variant in self.variants:
-            if not variant.label or "|" in variant.label:
-                raise LocklabError(
-                    f"variant label '{variant.label}' must be non-empty, without '|'"
-                )
+            validate_label(variant.label)
             validate_variant(variant, catalogue)
         if self.baseline not in labels:
             raise LocklabError(
@@ -249,6 +248,8 @@ class ExperimentSpec:
             raise LocklabError(
                 f"pin must be none, compact, scatter or a CPU list like 0,2,4-7 (got '{self.pin}')"
             )
+        if isinstance(self.seed, bool) or not 0 <= self.seed <= MAX_SEED:
+            raise LocklabError(f"seed must be an integer from 0 to {MAX_SEED} (got {self.seed})")
         if isinstance(self.numa_nodes, bool) or not 0 <= self.numa_nodes <= 1024:
             raise LocklabError(f"numa_nodes must be from 0 to 1024 (got {self.numa_nodes})")
         names = [w.name for w in self.workloads]
@@ -265,6 +266,12 @@ class ExperimentSpec:
                 raise LocklabError(f"nreaders: lock '{variant.lock}' is not a reader-writer lock")
         if min(self.sweep["nwriters"]) + min(self.sweep["nreaders"]) == 0:
             raise LocklabError("a run with no threads: nwriters + nreaders must be at least 1")
+
+
+def validate_label(label: str) -> None:
+    """A variant's label keys its runs in the store (label|axis=value,...)."""
+    if not label or "|" in label:
+        raise LocklabError(f"variant label '{label}' must be non-empty, without '|'")
 
 
 def validate_variant(variant: Variant, catalogue: dict[str, LockInfo]) -> None:
@@ -308,6 +315,11 @@ def validate_seconds(what: str, value: float, minimum: float) -> None:
         raise LocklabError(f"{what}: {value:g} s is more than a day")
 
 
+# The most values one list may expand to: a sweep of more points than this is a typo, and a
+# range is checked against it before it is built (1-1000000000 is not 4 GB of integers).
+MAX_LIST_VALUES = 4096
+
+
 def parse_int_list(axis: str, text: str) -> list[int]:
     """'1,2,4' or '1-4,8' (ranges inclusive) into a list of integers."""
     values: list[int] = []
@@ -321,11 +333,15 @@ def parse_int_list(axis: str, text: str) -> list[int]:
                 first, last = int(low), int(high)
                 if last < first:
                     raise LocklabError(f"{axis}: range '{part}' runs backwards")
+                if len(values) + last - first + 1 > MAX_LIST_VALUES:
+                    raise LocklabError(f"{axis}: '{text}' has more than {MAX_LIST_VALUES} values")
                 values += range(first, last + 1)
             else:
                 values.append(int(part))
         except ValueError:
             raise LocklabError(f"{axis}: '{part}' is not an integer or a range like 1-4") from None
+    if len(values) > MAX_LIST_VALUES:
+        raise LocklabError(f"{axis}: '{text}' has more than {MAX_LIST_VALUES} values")
     return values
 
 
