@@ -3,6 +3,7 @@ boots, emulation otherwise), the modules built out of tree from linux-source-6.1
 imported into the store. Skipped, with the reason, only where QEMU or the packages are missing
 (scripts/install-deps.sh installs them); the modules are cached in build/kernel/."""
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 from locklab import cli, kernel
+from locklab.errors import LocklabError
 
 
 def kernel_image() -> Path:
@@ -62,3 +64,78 @@ def test_kernel_bad_input(tmp_path, capsys):
     image.write_bytes(b"x")
     code = cli.main(["kernel", "--kernel", str(image), "--store", str(tmp_path)])
     assert code == 2 and "cannot tell its version" in capsys.readouterr().err
+
+
+# -- KVM that aborts or hangs falls back to emulation, on any machine ---------------------------
+
+FAKE_QEMU = """#!/bin/sh
+# A stand-in for qemu-system-x86_64: under -accel kvm it misbehaves as $FAKE_QEMU_KVM says,
+# under tcg it prints a real console log and exits, as a guest that powers off does.
+case " $* " in
+*" -accel kvm "*)
+    case "$FAKE_QEMU_KVM" in
+    abort) echo "qemu-system-x86_64: error: failed to set MSR 0x10a to 0x69"
+           kill -ABRT $$ ;;
+    hang) echo "Booting from ROM.."; exec sleep 60 ;;
+    exit) exit 1 ;;
+    works) exec cat "$FAKE_QEMU_CONSOLE" ;;
+    esac ;;
+*) exec cat "$FAKE_QEMU_CONSOLE" ;;
+esac
+"""
+CONSOLE = ROOT / "tests" / "data" / "locktorture" / "qemu_debian_6.1_spin_lock.log"
+
+
+@pytest.fixture
+def fake_qemu(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    qemu = bin_dir / "qemu-system-x86_64"
+    qemu.write_text(FAKE_QEMU)
+    qemu.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_QEMU_CONSOLE", str(CONSOLE))
+    monkeypatch.setattr(kernel, "kvm_device_usable", lambda: True)  # whatever this host has
+    monkeypatch.setattr(kernel, "KVM_SIGN_OF_LIFE_S", 1.0)
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "reason"),
+    [
+        ("abort", "QEMU exited with status -6 under KVM (qemu-system-x86_64: error: failed"),
+        ("hang", "no kernel output in 1 s under KVM"),
+        ("exit", "QEMU exited with status 1 under KVM (no output)"),
+    ],
+)
+def test_auto_falls_back_to_emulation(fake_qemu, monkeypatch, behaviour, reason):
+    monkeypatch.setenv("FAKE_QEMU_KVM", behaviour)
+    booted = kernel.boot(fake_qemu / "vmlinuz", fake_qemu / "initrd", 2, 1.0, "auto")
+    assert booted.accel == "tcg" and booted.fallback is not None
+    assert booted.fallback.startswith(reason)
+    assert "End of test: SUCCESS" in booted.console
+
+
+def test_working_kvm_is_used_and_kvm_alone_refuses_to_fall_back(fake_qemu, monkeypatch):
+    monkeypatch.setenv("FAKE_QEMU_KVM", "works")
+    booted = kernel.boot(fake_qemu / "vmlinuz", fake_qemu / "initrd", 2, 1.0, "auto")
+    assert (booted.accel, booted.fallback) == ("kvm", None)
+    monkeypatch.setenv("FAKE_QEMU_KVM", "abort")
+    with pytest.raises(LocklabError, match="--accel kvm: QEMU exited with status -6"):
+        kernel.boot(fake_qemu / "vmlinuz", fake_qemu / "initrd", 2, 1.0, "kvm")
+
+
+def test_the_fallback_and_its_reason_are_in_the_machine_line(fake_qemu, monkeypatch, capsys):
+    monkeypatch.setenv("FAKE_QEMU_KVM", "abort")
+    monkeypatch.setattr(kernel, "build_modules", lambda version: fake_qemu)
+    monkeypatch.setattr(kernel, "initramfs", lambda *args: args[-1])
+    image = fake_qemu / "vmlinuz-6.1.0-test"
+    image.write_bytes(b"x")
+    args = ["kernel", "--kernel", str(image), "--label", "k", "--nwriters", "2", "--duration",
+            "4", "--store", str(fake_qemu / "store"), "--plain"]  # fmt: skip
+    assert cli.main(args) == 0
+    out = capsys.readouterr().out
+    assert (
+        "machine: qemu-tcg (emulated: timing not representative; KVM fell back: QEMU exited "
+        "with status -6 under KVM" in out
+    )

@@ -6,6 +6,8 @@ each "lock" returns throughput with a known mean and spread, seeded by --seed, i
   noisy   1000 ops/s, +30% and -30% in turn (by the parity of --seed, which locklab changes
           with each repeat): a mean that never separates from quiet's, an interval that
           never narrows
+  tuned   a tunable `delay` (0..1000) whose best value is 100 x nwriters, with no noise at
+          all: the tuner's choice is a function of the plan alone
 """
 
 import json
@@ -22,9 +24,19 @@ def main(argv: list[str]) -> int:
              "source": "tests/fakes", "flags": [], "tunables": []}
             for name, (mean, spread) in LOCKS.items()
         ]  # fmt: skip
+        delay = {"name": "delay", "default": 0, "min": 0, "max": 1000, "meaning": "fake"}
+        locks.append({"name": "tuned", "family": "fake", "summary": "best delay 100 x nwriters",
+                      "source": "tests/fakes", "flags": [], "tunables": [delay]})  # fmt: skip
         print(json.dumps({"schema": 1, "locks": locks}))
         return 0
     options = dict(zip(argv[::2], argv[1::2], strict=False))
+    if options["--lock"] == "tuned":
+        delay = int(options["--param"].split("=")[1])
+        best = 100 * int(options.get("--nwriters", "1"))
+        throughput = 1000.0 / (1 + abs(delay - best) / 100)
+        print(json.dumps({"status": "ok", "error": None, "throughput_ops_per_s": throughput,
+                          "machine": {"hostname": "fake"}, "intervals": []}))  # fmt: skip
+        return 0
     mean, spread = LOCKS[options["--lock"]]
     seed = int(options.get("--seed", "0"))
     if options["--lock"] == "noisy":
