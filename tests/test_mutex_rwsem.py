@@ -1,9 +1,25 @@
 """Kernel mutex (OSQ spinning, hand-off) and rwsem (seed 001's tweaks): tunables reach the run,
-reader-writer runs report reads apart from writes, as locktorture does. Torture of both, with
-the rw overlap checks, is in test_torture.py. Counts only, no timing."""
+reader-writer runs report reads apart from writes, as locktorture does; the mutex's hand-off
+request is set only on a held lock (tests/unit/mutex_test.c). Torture of both, with the rw
+overlap checks, is in test_torture.py. Counts only, no timing."""
+
+import subprocess
 
 import pytest
-from conftest import run_engine
+from conftest import BUILD, VARIANTS, run_engine
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_mutex_unit_tests(variant):
+    """The woken first waiter asks for a hand-off only by a CAS on the owner it read: when the
+    owner releases between that read and the update, HANDOFF never lands on the free lock
+    (an unconditional fetch_or did, and the next acquirer cleared it); when the owner keeps
+    the lock, the request lands and the unlock hands the lock over."""
+    binary = BUILD / variant / "unit" / "mutex_test"
+    assert binary.exists(), f"{binary} is missing: run 'make build-all'"
+    proc = subprocess.run([str(binary)], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "all checks passed" in proc.stdout
 
 
 @pytest.mark.parametrize(

@@ -1,13 +1,17 @@
-"""rtmutex (seed 000's k0-k5, seed 003's adaptive) and the sleeping peers: variant selection,
-the data race seed 000's patches remove, and context switches reported for sleeping locks.
-Counts and reports only; nothing here asserts on time or throughput."""
+"""rtmutex (seed 000's k0-k5, seed 003's adaptive lock and its 2.6.24-rt baseline) and the
+sleeping peers: variant selection, the instructions each seed 000 variant compiles to on x86,
+the data race seed 000's patches remove, whether a waiter spins, and context switches reported
+for sleeping locks. Counts and reports only; nothing here asserts on time or throughput."""
 
 import json
 import os
+import platform
+import re
+import shutil
 import subprocess
 
 import pytest
-from conftest import bench_path, list_locks, run_engine
+from conftest import BUILD, VARIANTS, bench_path, list_locks, run_engine
 
 SLEEPING = [lock["name"] for lock in list_locks() if "sleeps" in lock["flags"]]
 
@@ -16,6 +20,103 @@ def test_variants_are_listed_by_name():
     names = {lock["name"] for lock in list_locks()}
     assert {f"rtmutex-k{k}" for k in range(6)} <= names
     assert {"rtmutex", "rtmutex_adaptive", "pi_futex", "pthread_mutex_pi"} <= names
+    assert "rtmutex_rt_2_6_24" in names
+
+
+def test_seed_003_baseline_is_listed_as_never_spinning():
+    locks = {lock["name"]: lock for lock in list_locks()}
+    baseline = locks["rtmutex_rt_2_6_24"]
+    assert "spins" not in baseline["flags"] and "sleeps" in baseline["flags"]
+    assert "2.6.24-rt1" in baseline["source"]
+    assert "spins" in locks["rtmutex_adaptive"]["flags"]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_rtmutex_unit_tests(variant):
+    """With a running owner that never lets go while the waiter could spin, the 2.6.24-rt
+    baseline and rtmutex_adaptive with spin_budget_ns=0 read the owner word zero times before
+    sleeping (the budget-0 lock used to poll it 64 times); the stock and budgeted locks spin."""
+    binary = BUILD / variant / "unit" / "rtmutex_test"
+    assert binary.exists(), f"{binary} is missing: run 'make build-all'"
+    proc = subprocess.run([str(binary)], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "all checks passed" in proc.stdout
+
+
+# What each seed 000 variant's try_to_take must compile to on x86-64, as the kernel's x86
+# macros give it: try_cmpxchg_relaxed / cmpxchg_relaxed -> lock cmpxchg (in a retry loop),
+# atomic_long_or -> lock or, smp_mb__after_atomic -> nothing, xchg_acquire -> xchg, a plain
+# store (WRITE_ONCE) -> mov.
+X86_TRY_TO_TAKE = {
+    "k0": ("lock cmpxchg", "xchg"),
+    "k1": ("lock cmpxchg", "mov"),
+    "k2": ("lock cmpxchg", "xchg"),
+    "k3": ("lock or", "xchg"),
+    "k4": ("lock cmpxchg", "mov"),
+    "k5": ("lock or", "mov"),
+}
+FENCE = re.compile(r"^(mfence|lfence|sfence)\b|^lock \w+\s+\$0x0,.*\(%[re]sp\)")
+
+
+def disassembly(function: str) -> list[tuple[int, str]]:
+    """(address, instruction) of one function of the optimised engine."""
+    if platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("the expected instructions are x86-64's; this machine is not x86-64")
+    if shutil.which("objdump") is None:
+        pytest.fail("objdump (binutils) is needed to read the engine's instructions")
+    proc = subprocess.run(
+        ["objdump", "-d", "--no-show-raw-insn", f"--disassemble={function}",
+         str(bench_path("opt"))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )  # fmt: skip
+    code = []
+    for line in proc.stdout.splitlines():
+        match = re.match(r"^\s*([0-9a-f]+):\s+(.*\S)\s*$", line)
+        if match:
+            code.append((int(match.group(1), 16), re.sub(r"\s+", " ", match.group(2))))
+    if not code:
+        pytest.fail(f"{function} is not in build/opt/locklab-bench (each variant must have "
+                    "its own out-of-line, named try_to_take)")  # fmt: skip
+    return code
+
+
+@pytest.mark.parametrize("variant", sorted(X86_TRY_TO_TAKE))
+def test_try_to_take_compiles_as_the_kernel_on_x86(variant):
+    """mark_waiters and set_owner of each variant, as instructions: k0/k1/k2/k4 a lock cmpxchg
+    retry loop, k3/k5 one lock or; no stand-alone fence in any (smp_mb__after_atomic is only
+    a compiler barrier on x86), so k0 and k3 differ only by the loop against the or; set_owner
+    is an xchg in k0/k2/k3 (xchg_acquire) and a plain mov in k1/k4/k5."""
+    mark, set_owner = X86_TRY_TO_TAKE[variant]
+    code = disassembly(f"try_to_take_{variant}")
+    instructions = [text for _, text in code]
+    fences = [text for text in instructions if FENCE.search(text)]
+    assert fences == [], f"a stand-alone fence the x86 kernel does not have: {fences}"
+    locked = sorted({re.sub(r"^lock (\w+?)[bwlq]?\s.*", r"lock \1", text)
+                     for text in instructions if text.startswith("lock ")})  # fmt: skip
+    # cmpxchg has no size suffix to strip; "or" may come as orq.
+    locked = ["lock cmpxchg" if name.startswith("lock cmpxchg") else name for name in locked]
+    assert locked == [mark], f"locked instructions {locked}, expected only {mark}"
+    if mark == "lock or":
+        ors = [text for text in instructions if text.startswith("lock or")]
+        assert len(ors) == 1 and ors[0].startswith("lock orq $0x1,"), ors
+    else:
+        # The retry loop: a conditional jump after the cmpxchg back to before it.
+        at = next(addr for addr, text in code if text.startswith("lock cmpxchg"))
+        back = [
+            text for addr, text in code
+            if addr > at and text.startswith("jne ")
+            and int(text.split()[1], 16) < at
+        ]  # fmt: skip
+        assert back, "no retry loop around the lock cmpxchg"
+    # xchg with a memory operand (xchg %ax,%ax is a two-byte nop used for padding).
+    xchgs = [text for text in instructions if text.startswith("xchg") and "(" in text]
+    if set_owner == "xchg":
+        assert xchgs, "set_owner should be xchg_acquire: an xchg"
+    else:
+        assert xchgs == [], f"set_owner should be a plain store, found {xchgs}"
 
 
 @pytest.mark.parametrize("variant", range(6))
@@ -120,6 +221,7 @@ def pi_scenario(lock: str, *extra: str) -> tuple[int, dict | None, str]:
         ("rtmutex", True),
         ("rtmutex-k5", True),
         ("rtmutex_adaptive", True),
+        ("rtmutex_rt_2_6_24", True),
         ("pi_futex", True),
         ("pthread_mutex_pi", True),
         ("futex_mutex", False),

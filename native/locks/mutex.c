@@ -3,8 +3,10 @@
  * The kernel's mutex: an owner word with flags, optimistic spinning through the OSQ while the
  * owner runs, a FIFO of sleeping waiters, and hand-off to the first waiter so it cannot starve.
  *
- * Source: kernel/locking/mutex.c (I. Molnar 2006; owner word and OSQ spinning by W. Long,
- * J. Lynch, D. Bueso, P. Zijlstra, 2014-2016; hand-off, P. Zijlstra 2016); notes (c).
+ * Source: kernel/locking/mutex.c of Linux 6.1 (I. Molnar 2006; owner word and OSQ spinning
+ * by W. Long, J. Lynch, D. Bueso, P. Zijlstra, 2014-2016; hand-off by P. Zijlstra, "locking/
+ * mutex: Add lock handoff to avoid starvation", 2016). HANDOFF is set only by a CAS on an owned
+ * lock, as 6.1's __mutex_trylock_common() does.
  *
  * State: `owner` = the owner's task pointer | WAITERS (bit 0) | HANDOFF (bit 1) | PICKUP (bit 2).
  *   WAITERS  the wait list is not empty: unlock must take the slow path and wake someone;
@@ -60,27 +62,46 @@ static inline struct lock_task *owner_task(uintptr_t owner)
 }
 
 /*
- * Take the lock if it is free, or handed to us (PICKUP); keep WAITERS, drop HANDOFF and
- * PICKUP. The kernel's __mutex_trylock_common().
+ * Take the lock if it is free, or handed to us (PICKUP); keep WAITERS, drop PICKUP. With
+ * `handoff` (the woken first waiter), a lock that someone else holds gets HANDOFF instead, by
+ * the same CAS, so the flag is only ever set on an owned lock: if the owner lets go between our
+ * read and the CAS, the CAS fails and the next round takes the free lock. (An unconditional
+ * fetch_or would land HANDOFF on a free lock, where the next acquirer of any kind clears it.)
+ * The kernel's __mutex_trylock_common(lock, handoff) of Linux 6.1, and
+ * __mutex_trylock_or_handoff() when `handoff` is set.
  */
-static bool mutex_trylock_flags(struct mutex *lock, struct lock_task *me)
+static bool mutex_trylock_common(struct mutex *lock, struct lock_task *me, bool handoff)
 {
 	uintptr_t owner = READ_ONCE(lock->owner);
 	for (;;) {
 		struct lock_task *task = owner_task(owner);
 		uintptr_t flags = owner & MUTEX_FLAGS;
-		if (flags & MUTEX_FLAG_PICKUP) {
-			if (task != me)
+		if (task) {
+			if (flags & MUTEX_FLAG_PICKUP) {
+				if (task != me)
+					return false;
+				flags &= ~MUTEX_FLAG_PICKUP;
+			} else if (handoff) {
+				if (flags & MUTEX_FLAG_HANDOFF)
+					return false;
+				flags |= MUTEX_FLAG_HANDOFF;
+			} else {
 				return false;
-			flags &= ~MUTEX_FLAG_PICKUP;
-		} else if (task) {
-			return false;
+			}
+		} else {
+			flags &= ~MUTEX_FLAG_HANDOFF; /* never set on a free lock; the kernel WARNs */
+			task = me;
 		}
-		flags &= ~MUTEX_FLAG_HANDOFF;
-		if (__atomic_compare_exchange_n(&lock->owner, &owner, (uintptr_t)me | flags, false,
+		/* ACQUIRE when taking; for setting HANDOFF it is what the kernel's CAS has too. */
+		if (__atomic_compare_exchange_n(&lock->owner, &owner, (uintptr_t)task | flags, false,
 						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-			return true;
+			return task == me;
 	}
+}
+
+static bool mutex_trylock_flags(struct mutex *lock, struct lock_task *me)
+{
+	return mutex_trylock_common(lock, me, false);
 }
 
 /* Spin while `owner` holds the lock and runs; true when it let go (worth trying again). */
@@ -158,15 +179,14 @@ static void mutex_lock_slowpath(struct mutex *lock, struct lock_thread *self)
 		lock_task_sleep(me, &waiter->wake, 0);
 
 		/*
-		 * Woken: try at once. The first waiter that fails even now asks for a hand-off, so
-		 * spinners and newcomers cannot overtake it again, then spins itself.
+		 * Woken: try at once. The first waiter that fails even now asks for a hand-off (in
+		 * the same CAS, while the lock is held), so spinners and newcomers cannot overtake
+		 * it again, then spins itself.
 		 */
 		bool first = READ_ONCE(lock->first) == waiter;
-		bool taken = mutex_trylock_flags(lock, me);
-		if (!taken && first) {
-			__atomic_fetch_or(&lock->owner, MUTEX_FLAG_HANDOFF, __ATOMIC_RELAXED);
+		bool taken = mutex_trylock_common(lock, me, first);
+		if (!taken && first)
 			taken = lock->spin && mutex_optimistic_spin(lock, self, true);
-		}
 		raw_spin_lock(&lock->wait_lock);
 		if (taken)
 			break;

@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rtmutex: the kernel's priority-inheritance mutex, seed 000's six variants of it, and the
- * adaptive real-time lock of seed 003.
+ * rtmutex: the kernel's priority-inheritance mutex, seed 000's six variants of it, and seed
+ * 003's adaptive real-time lock with its non-spinning baseline.
  *
- * Sources: kernel/locking/rtmutex.c (I. Molnar, T. Gleixner, S. Rostedt et al.); the thread
- * "Fix data race in mark_rt_mutex_waiters" (LKML, January 2023) for the variants; G. Haskins et
- * al., "adaptive real-time locks" (LKML, 2008) and the mainline spin-on-owner of 2021 for the
- * adaptive lock. Written from shared/notes/algorithms.md (a) and (b).
+ * Sources: kernel/locking/rtmutex.c of Linux 6.1/6.2 (I. Molnar, T. Gleixner, S. Rostedt et
+ * al.; Documentation/locking/rt-mutex-design.rst); for the variants, the LKML thread "Fix data
+ * race in mark_rt_mutex_waiters" (Hernan Ponce de Leon, Peter Zijlstra, Antonio Paolillo,
+ * 20 Jan - 1 Mar 2023, https://lkml.org/lkml/2023/1/20/702, measured on v6.2-rc6) and the 2022
+ * commit that made rt_mutex_set_owner() xchg_acquire ("rtmutex: Add acquire semantics for
+ * rtmutex lock acquisition slow path", for a PREEMPT_RT hang on arm64); for the adaptive lock,
+ * G. Haskins, S. Dietrich, P. Morreale, "[(RT RFC) PATCH v2 0/9] adaptive real-time locks"
+ * (LKML, 25 Feb 2008, against 2.6.24-rt1 / 2.6.24.2-rt2), and the mainline spin-on-owner of
+ * 2021 (rtmutex_spin_on_owner(), Linux 5.15).
  *
  * State: `owner` is the owner's task pointer with bit 0 = HAS_WAITERS.
  *   (NULL, 0) free          (NULL, 1) free, the woken top waiter will take it
@@ -24,18 +29,44 @@
  * Slow unlock: no waiters -> free it; waiters -> de-boost, leave (NULL, 1) and wake the top
  * waiter, which takes it in try_to_take() unless someone stole it first.
  *
- * Seed 000's variants differ only in two helpers (the variant param, or the lock names
- * rtmutex-k0 .. rtmutex-k5):
- *   mark_waiters  k0: a relaxed CAS loop that starts from a PLAIN load, then smp_mb__after_atomic
- *                     (the plain load is the data race KCSAN reported);
- *                 k2 (and k4): the load becomes READ_ONCE;
- *                 k3 (and k5): the loop becomes one relaxed atomic_long_or, no fence.
- *   set_owner     k0: xchg_acquire (the acquire added by the 2022 arm64 PREEMPT_RT hang fix);
- *                 k1 (and k4, k5): a plain relaxed store.
- * k5 keeps neither the fence nor the acquire, so a slow-path taker that finds the lock just
- * released by a fast-path unlock is not ordered after that owner's critical section: on x86
- * the hardware orders it anyway, ThreadSanitizer (and arm64) need not. That, and the plain
- * load of k0/k1, is what the thread argued about; TSAN shows both.
+ * Ordering. The fast-path release CAS pairs with whatever a slow-path taker reads the owner
+ * word with: mark_waiters()'s RMW followed by smp_mb__after_atomic() (a full barrier after an
+ * RMW: that RMW is acquire and release), and, in the stock kernel, set_owner()'s xchg_acquire.
+ * wait_lock orders everything else among slow paths.
+ *
+ * Seed 000's variants differ only in two helpers, inlined into try_to_take() as in the kernel
+ * (both are __always_inline there):
+ *   mark_waiters  k0 stock: a relaxed cmpxchg loop, each try from a PLAIN load of the owner
+ *                     (the data race KCSAN reported), then smp_mb__after_atomic();
+ *                 k2 readonce (and k4): the load becomes READ_ONCE;
+ *                 k3 alongor (and k5): the loop becomes one relaxed atomic_long_or; the
+ *                     smp_mb__after_atomic() stays (the patch replaced only the loop; Peter
+ *                     Zijlstra: an atomic_long_or "would need to retain the barrier").
+ *   set_owner     k0: xchg_acquire (the 2022 arm64 fix above);
+ *                 k1 rmacq (and k4, k5): a plain store (WRITE_ONCE).
+ * Every variant is ordered by mark_waiters' barrier, so all six are sound; k0 and k1 keep the
+ * plain load, which ThreadSanitizer reports (test_rtmutex.py checks that it does).
+ * On x86 the kernel compiles these to: k0/k1/k2/k4 a `lock cmpxchg` loop, k3/k5 one `lock orq
+ * $1`, smp_mb__after_atomic() to nothing, xchg_acquire to `xchg`, the plain store to `mov`.
+ * Each variant here is compiled separately, as each was a separate kernel: the named locks
+ * rtmutex-k0 .. rtmutex-k5 each have their own try_to_take_kN() (out of line, as the kernel's
+ * try_to_take_rt_mutex() is, and named so that tests can read its instructions) and slow path.
+ * `rtmutex --param variant=N` reaches the same code through a pointer set at init.
+ *
+ * Seed 003: rtmutex_rt_2_6_24 is the lock the adaptive series was measured against: 2.6.24-rt1's
+ * rtmutex, whose contended waiter sleeps at once (no spinning) and which lets only a strictly
+ * higher priority steal a free lock (lateral steal came with patch 1/9 of the series).
+ * rtmutex_adaptive is the series: the top waiter spins on a running owner within a budget in ns
+ * (the series' timeout, whose default was not found; 0 = never spin, the baseline's behaviour),
+ * with lateral steal as a tunable (patch 2/9 made it a sysctl). Both use the helpers of
+ * 2.6.24: a fully ordered cmpxchg loop in mark_waiters and a plain store in set_owner, which on
+ * x86 are k4's instructions exactly; here both run k4's slow path (READ_ONCE instead of the
+ * plain load, so TSAN stays quiet; the same `mov` on x86), and differ only in how they spin. What differs from 2.6.24-rt: it handed an
+ * unlocked rtmutex to the top waiter as "pending owner" (a task pointer plus a pending bit)
+ * that a higher-priority task could steal back; here the modern (NULL, 1) state does the same
+ * job (the woken top waiter takes it unless a higher-priority task takes it first).
+ * The stock locks (k0..k5) spin as mainline does since 5.15, with no budget: they stop only at
+ * RESCHED_NS, their stand-in for need_resched().
  *
  * Userspace mapping: a thread's priority is its SCHED_FIFO priority (0 = SCHED_OTHER), read
  * when it first takes a lock; boosting is sched_setscheduler() on the owner's thread id, which
@@ -43,11 +74,6 @@
  * "Running" is a flag the owner clears while it sleeps in a lock: userspace cannot see whether
  * another thread is on a CPU. The kernel does the boost with wait_lock dropped in steps; here
  * it is done under wait_lock (a syscall under a spinlock lengthens its hold, which is measured).
- *
- * Adaptive (rtmutex_adaptive): the top waiter's spin is bounded by a budget in ns (the 2008
- * series had a timeout whose default was not found; mainline has none, and the stock lock
- * here stops only at RESCHED_NS, its stand-in for need_resched), and lateral steal can be
- * turned off.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -71,21 +97,30 @@
  */
 #define RESCHED_NS 1000000u
 
-/* Seed 000's variants, as the two differences they make. */
-enum {
-	VARIANT_SET_OWNER_RELAXED = 1u << 0, /* k1, k4, k5 */
-	VARIANT_MARK_READ_ONCE = 1u << 1,    /* k2, k4 */
-	VARIANT_MARK_OR = 1u << 2,           /* k3, k5 */
-};
+/*
+ * Seed 000's variants, as the two differences they make. Compile-time constants: each named
+ * variant is its own instantiation of the slow path, as each was its own kernel.
+ */
+#define VARIANT_SET_OWNER_RELAXED (1u << 0) /* k1, k4, k5 */
+#define VARIANT_MARK_READ_ONCE (1u << 1)    /* k2, k4 */
+#define VARIANT_MARK_OR (1u << 2)           /* k3, k5 */
+#define VARIANT_K0 0u
+#define VARIANT_K1 VARIANT_SET_OWNER_RELAXED
+#define VARIANT_K2 VARIANT_MARK_READ_ONCE
+#define VARIANT_K3 VARIANT_MARK_OR
+#define VARIANT_K4 (VARIANT_SET_OWNER_RELAXED | VARIANT_MARK_READ_ONCE)
+#define VARIANT_K5 (VARIANT_SET_OWNER_RELAXED | VARIANT_MARK_OR)
 
-static const unsigned int variant_bits[6] = {
-	0,
-	VARIANT_SET_OWNER_RELAXED,
-	VARIANT_MARK_READ_ONCE,
-	VARIANT_MARK_OR,
-	VARIANT_SET_OWNER_RELAXED | VARIANT_MARK_READ_ONCE,
-	VARIANT_SET_OWNER_RELAXED | VARIANT_MARK_OR,
-};
+/*
+ * An out-of-line function that keeps its own name in the binary: not inlined, not cloned for
+ * constant arguments, not merged with an identical twin (k1 and k4 compile to the same x86
+ * code), so its instructions can be read per variant (tests/test_rtmutex.py does).
+ */
+#ifdef __clang__
+#define noinline_named __attribute__((noinline))
+#else
+#define noinline_named __attribute__((noinline, noclone, no_icf))
+#endif
 
 struct rtmutex;
 
@@ -107,16 +142,18 @@ struct rt_waiter {
 	u32 wake; /* futex word: the unlocker sets 1 */
 };
 
+typedef void rt_mutex_slowlock_fn(struct rtmutex *lock, struct rt_task *task,
+				  struct rt_waiter *waiter);
+
 struct rtmutex {
 	uintptr_t owner;           /* struct rt_task * | RT_MUTEX_HAS_WAITERS */
 	u32 wait_lock;             /* protects everything below */
 	struct rt_waiter *waiters; /* highest priority first, FIFO among equals */
 	struct rtmutex *next_owned;
 	/* configuration, set by init */
-	unsigned int variant;
-	bool adaptive;
+	rt_mutex_slowlock_fn *slowlock; /* the variant's slow path, for `rtmutex --param variant` */
 	bool lateral_steal;
-	u64 spin_budget_ns;
+	u64 spin_budget_ns; /* how long the top waiter spins on a running owner; 0: it never does */
 };
 
 _Static_assert(sizeof(struct rt_task) <= LOCK_QNODE_BYTES, "rt_task fits a queue node");
@@ -220,36 +257,41 @@ static inline struct rt_task *rt_mutex_owner(const struct rtmutex *lock)
 	return (struct rt_task *)(READ_ONCE(lock->owner) & ~RT_MUTEX_HAS_WAITERS);
 }
 
-static inline void mark_waiters(struct rtmutex *lock)
+/*
+ * Set HAS_WAITERS, so that no fast path can take or release the lock behind wait_lock's back,
+ * and order what follows after the fast-path release that may have freed it. The RMW is relaxed
+ * "to avoid back-to-back ACQUIRE operations in the event of contention" (the kernel's comment);
+ * smp_mb__after_atomic() makes it a full barrier (MB_ATOMIC_ORDER: see kernel.h for TSAN).
+ */
+static __attribute__((always_inline)) inline void mark_waiters(struct rtmutex *lock,
+							       unsigned int variant)
 {
-	if (lock->variant & VARIANT_MARK_OR) {
-		__atomic_fetch_or(&lock->owner, RT_MUTEX_HAS_WAITERS, __ATOMIC_RELAXED);
-		return;
+	if (variant & VARIANT_MARK_OR) {
+		/* atomic_long_or(RT_MUTEX_HAS_WAITERS, &lock->owner): one `lock or` on x86. */
+		(void)__atomic_fetch_or(&lock->owner, RT_MUTEX_HAS_WAITERS, MB_ATOMIC_ORDER);
+	} else {
+		uintptr_t owner, found;
+		do {
+			if (variant & VARIANT_MARK_READ_ONCE)
+				owner = READ_ONCE(lock->owner);
+			else
+				owner = lock->owner; /* the stock plain load: the data race */
+			found = owner;
+			/* cmpxchg_relaxed(&lock->owner, owner, owner | HAS_WAITERS) != owner */
+			__atomic_compare_exchange_n(&lock->owner, &found,
+						    owner | RT_MUTEX_HAS_WAITERS, false,
+						    MB_ATOMIC_ORDER, __ATOMIC_RELAXED);
+		} while (found != owner);
 	}
-	uintptr_t owner;
-	if (lock->variant & VARIANT_MARK_READ_ONCE)
-		owner = READ_ONCE(lock->owner);
-	else
-		owner = lock->owner; /* the plain load of the stock kernel: a data race */
-#ifdef __SANITIZE_THREAD__
-	/*
-	 * ThreadSanitizer does not model fences: the same ordering, said as a fully ordered CAS
-	 * (a full barrier right after a successful RMW gives that RMW acquire+release).
-	 */
-	while (!__atomic_compare_exchange_n(&lock->owner, &owner, owner | RT_MUTEX_HAS_WAITERS,
-					    false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
-		;
-#else
-	while (!try_cmpxchg_relaxed(&lock->owner, &owner, owner | RT_MUTEX_HAS_WAITERS))
-		;
 	smp_mb__after_atomic();
-#endif
 }
 
-static inline void set_owner(struct rtmutex *lock, struct rt_task *task, bool waiters)
+static __attribute__((always_inline)) inline void set_owner(struct rtmutex *lock,
+							    struct rt_task *task, bool waiters,
+							    unsigned int variant)
 {
 	uintptr_t value = (uintptr_t)task | (waiters ? RT_MUTEX_HAS_WAITERS : 0);
-	if (lock->variant & VARIANT_SET_OWNER_RELAXED)
+	if (variant & VARIANT_SET_OWNER_RELAXED)
 		WRITE_ONCE(lock->owner, value);
 	else
 		(void)xchg_acquire(&lock->owner, value);
@@ -287,9 +329,11 @@ static bool may_steal(const struct rtmutex *lock, int prio, const struct rt_wait
 }
 
 /* Caller holds wait_lock. `waiter` is NULL on the first try, before enqueueing. */
-static bool try_to_take(struct rtmutex *lock, struct rt_task *task, struct rt_waiter *waiter)
+static __attribute__((always_inline)) inline bool
+try_to_take(struct rtmutex *lock, struct rt_task *task, struct rt_waiter *waiter,
+	    unsigned int variant)
 {
-	mark_waiters(lock);
+	mark_waiters(lock, variant);
 	if (rt_mutex_owner(lock) != NULL)
 		return false;
 	struct rt_waiter *top = lock->waiters;
@@ -301,7 +345,7 @@ static bool try_to_take(struct rtmutex *lock, struct rt_task *task, struct rt_wa
 		return false;
 	}
 	bool waiters = lock->waiters != NULL;
-	set_owner(lock, task, waiters);
+	set_owner(lock, task, waiters, variant);
 	if (waiters)
 		pi_attach(task, lock); /* the remaining top waiter boosts us */
 	return true;
@@ -345,12 +389,14 @@ static u64 now_ns(void)
 }
 
 /*
- * The top waiter spins while the owner is unchanged and running (adaptive: and within its
- * budget). Returns true to try again at once, false to sleep.
+ * The top waiter spins while the owner is unchanged and running, within the lock's budget.
+ * Returns true to try again at once, false to sleep. The clock is read every 64 polls, so a
+ * budget is overrun by up to 63 polls; a zero budget is never spun at all (the caller does not
+ * come here).
  */
 static bool spin_on_owner(struct rtmutex *lock, struct rt_waiter *waiter, struct rt_task *owner)
 {
-	u64 deadline = now_ns() + (lock->adaptive ? lock->spin_budget_ns : RESCHED_NS);
+	u64 deadline = now_ns() + lock->spin_budget_ns;
 	for (unsigned int i = 1;; i++) {
 		if (rt_mutex_owner(lock) != owner)
 			return true;
@@ -362,10 +408,16 @@ static bool spin_on_owner(struct rtmutex *lock, struct rt_waiter *waiter, struct
 	}
 }
 
-static void rt_mutex_slowlock(struct rtmutex *lock, struct rt_task *task, struct rt_waiter *waiter)
+typedef bool try_to_take_fn(struct rtmutex *lock, struct rt_task *task,
+			    struct rt_waiter *waiter);
+
+/* Instantiated once per variant with that variant's try_to_take, which it calls directly. */
+static __attribute__((always_inline)) inline void
+rt_mutex_slowlock(struct rtmutex *lock, struct rt_task *task, struct rt_waiter *waiter,
+		  try_to_take_fn *take)
 {
 	raw_spin_lock(&lock->wait_lock);
-	if (try_to_take(lock, task, NULL)) {
+	if (take(lock, task, NULL)) {
 		raw_spin_unlock(&lock->wait_lock);
 		return;
 	}
@@ -378,16 +430,15 @@ static void rt_mutex_slowlock(struct rtmutex *lock, struct rt_task *task, struct
 		boost_chain(lock);
 
 	for (;;) {
-		if (try_to_take(lock, task, waiter))
+		if (take(lock, task, waiter))
 			break;
 		struct rt_task *owner = rt_mutex_owner(lock);
-		bool top = lock->waiters == waiter;
+		bool spin = lock->waiters == waiter && owner && lock->spin_budget_ns;
 		WRITE_ONCE(waiter->wake, 0); /* a wake after this point is not lost */
 		raw_spin_unlock(&lock->wait_lock);
 
-		if (!(top && owner && spin_on_owner(lock, waiter, owner))) {
+		if (!(spin && spin_on_owner(lock, waiter, owner)))
 			lock_task_sleep(&task->base, &waiter->wake, 0);
-		}
 		raw_spin_lock(&lock->wait_lock);
 	}
 	WRITE_ONCE(task->blocked_on, NULL);
@@ -424,16 +475,49 @@ static void rt_mutex_slowunlock(struct rtmutex *lock, struct rt_task *task)
 
 /* ---- lock ops ------------------------------------------------------------------------------ */
 
-static void rtmutex_lock(void *lockp, struct lock_thread *self)
+static __attribute__((always_inline)) inline void
+rtmutex_fastlock(struct rtmutex *lock, struct lock_thread *self, rt_mutex_slowlock_fn *slowlock)
 {
-	struct rtmutex *lock = lockp;
 	struct rt_task *task = rt_task_of(self);
 	uintptr_t expected = 0;
 
 	if (likely(__atomic_compare_exchange_n(&lock->owner, &expected, (uintptr_t)task, false,
 					       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
 		return;
-	rt_mutex_slowlock(lock, task, lock_qnode(self, 2, struct rt_waiter));
+	slowlock(lock, task, lock_qnode(self, 2, struct rt_waiter));
+}
+
+/*
+ * One variant: its try_to_take (out of line and named, see noinline_named), its slow path and
+ * its lock operation, which reaches both by direct calls.
+ */
+#define RTMUTEX_VARIANT(name, bits)                                                            \
+	static noinline_named bool try_to_take_##name(struct rtmutex *lock, struct rt_task *task, \
+						      struct rt_waiter *waiter)                  \
+	{                                                                                      \
+		return try_to_take(lock, task, waiter, (bits));                                \
+	}                                                                                      \
+	static void rt_mutex_slowlock_##name(struct rtmutex *lock, struct rt_task *task,       \
+					     struct rt_waiter *waiter)                         \
+	{                                                                                      \
+		rt_mutex_slowlock(lock, task, waiter, try_to_take_##name);                      \
+	}                                                                                      \
+	static void rtmutex_lock_##name(void *lockp, struct lock_thread *self)                 \
+	{                                                                                      \
+		rtmutex_fastlock(lockp, self, rt_mutex_slowlock_##name);                        \
+	}
+RTMUTEX_VARIANT(k0, VARIANT_K0)
+RTMUTEX_VARIANT(k1, VARIANT_K1)
+RTMUTEX_VARIANT(k2, VARIANT_K2)
+RTMUTEX_VARIANT(k3, VARIANT_K3)
+RTMUTEX_VARIANT(k4, VARIANT_K4)
+RTMUTEX_VARIANT(k5, VARIANT_K5)
+
+/* `rtmutex --param variant=N`: the same slow paths, through the pointer init chose. */
+static void rtmutex_lock_by_param(void *lockp, struct lock_thread *self)
+{
+	struct rtmutex *lock = lockp;
+	rtmutex_fastlock(lock, self, lock->slowlock);
 }
 
 static bool rtmutex_trylock(void *lockp, struct lock_thread *self)
@@ -457,11 +541,17 @@ static void rtmutex_unlock(void *lockp, struct lock_thread *self)
 	rt_mutex_slowunlock(lock, task);
 }
 
+static rt_mutex_slowlock_fn *const variant_slowlock[6] = {
+	rt_mutex_slowlock_k0, rt_mutex_slowlock_k1, rt_mutex_slowlock_k2,
+	rt_mutex_slowlock_k3, rt_mutex_slowlock_k4, rt_mutex_slowlock_k5,
+};
+
 static int rtmutex_init_variant(struct rtmutex *lock, long variant)
 {
 	if (variant < 0 || variant > 5)
 		return -EINVAL;
-	lock->variant = variant_bits[variant];
+	lock->slowlock = variant_slowlock[variant];
+	lock->spin_budget_ns = RESCHED_NS; /* mainline: spin until need_resched() */
 	return 0;
 }
 
@@ -490,11 +580,18 @@ enum { PARAM_SPIN_BUDGET_NS, PARAM_LATERAL_STEAL };
 static int rtmutex_adaptive_init(void *lockp, const struct lock_init_args *args)
 {
 	struct rtmutex *lock = lockp;
-	/* The owner-word helpers of k2 (READ_ONCE, full barrier, acquire): race-free, all orders. */
-	lock->variant = variant_bits[2];
-	lock->adaptive = true;
 	lock->spin_budget_ns = (u64)args->params[PARAM_SPIN_BUDGET_NS];
 	lock->lateral_steal = args->params[PARAM_LATERAL_STEAL] != 0;
+	return 0;
+}
+
+/* 2.6.24-rt1: never spin, steal only with a strictly higher priority. */
+static int rtmutex_rt_2_6_24_init(void *lockp, const struct lock_init_args *args)
+{
+	struct rtmutex *lock = lockp;
+	(void)args;
+	lock->spin_budget_ns = 0;
+	lock->lateral_steal = false;
 	return 0;
 }
 
@@ -509,57 +606,61 @@ static const struct lock_tunable rtmutex_tunables[] = {
 
 static const struct lock_tunable adaptive_tunables[] = {
 	[PARAM_SPIN_BUDGET_NS] = { "spin_budget_ns", 20000, 0, 1000000000,
-				   "how long the top waiter spins on a running owner (ns)" },
+				   "how long the top waiter spins on a running owner (ns); "
+				   "0: never spin (sleep at once, as 2.6.24-rt)" },
 	[PARAM_LATERAL_STEAL] = { "lateral_steal", 1, 0, 1,
 				  "let an equal-priority (non-RT) thread take a free lock ahead "
 				  "of the top waiter" },
 	LOCK_TUNABLES_END,
 };
 
-#define RTMUTEX_OPS(ops_name, lock_name, summary_text, init_fn, tunables_table)                \
+#define SEED_000_SOURCE                                                                        \
+	"Linux v6.2-rc6 kernel/locking/rtmutex.c; LKML 'Fix data race in "                     \
+	"mark_rt_mutex_waiters' (Jan 2023)"
+
+#define RTMUTEX_SPINS (LOCK_SPINS | LOCK_SLEEPS | LOCK_PRIO_INHERIT)
+#define RTMUTEX_NO_SPIN (LOCK_SLEEPS | LOCK_PRIO_INHERIT)
+
+#define RTMUTEX_OPS(ops_name, lock_name, summary_text, source_text, flags_value, init_fn,       \
+		    lock_fn, tunables_table)                                                   \
 	const struct lock_ops ops_name = {                                                     \
 		.abi_version = LOCKLAB_ABI_VERSION,                                            \
 		.name = lock_name,                                                             \
 		.family = "sleeping-rt",                                                       \
 		.summary = summary_text,                                                       \
-		.source = "Linux kernel/locking/rtmutex.c; LKML 'Fix data race in "            \
-			  "mark_rt_mutex_waiters' (Jan 2023)",                                 \
-		.flags = LOCK_SPINS | LOCK_SLEEPS | LOCK_PRIO_INHERIT,                         \
+		.source = source_text,                                                         \
+		.flags = flags_value,                                                          \
 		.lock_size = sizeof(struct rtmutex),                                           \
 		.tunables = tunables_table,                                                    \
 		.init = init_fn,                                                               \
-		.lock = rtmutex_lock,                                                          \
+		.lock = lock_fn,                                                               \
 		.unlock = rtmutex_unlock,                                                      \
 		.trylock = rtmutex_trylock,                                                    \
 	}
 
 RTMUTEX_OPS(rtmutex_ops, "rtmutex", "priority-inheritance mutex; seed 000 variant by param",
-	    rtmutex_init, rtmutex_tunables);
-RTMUTEX_OPS(rtmutex_k0_ops, "rtmutex-k0", "rtmutex k0 stock: plain load + CAS loop, xchg_acquire",
-	    rtmutex_k0_init, no_tunables);
-RTMUTEX_OPS(rtmutex_k1_ops, "rtmutex-k1", "rtmutex k1 rmacq: set_owner is a relaxed store",
-	    rtmutex_k1_init, no_tunables);
+	    SEED_000_SOURCE, RTMUTEX_SPINS, rtmutex_init, rtmutex_lock_by_param, rtmutex_tunables);
+RTMUTEX_OPS(rtmutex_k0_ops, "rtmutex-k0",
+	    "rtmutex k0 stock: plain load + relaxed CAS loop + barrier, xchg_acquire",
+	    SEED_000_SOURCE, RTMUTEX_SPINS, rtmutex_k0_init, rtmutex_lock_k0, no_tunables);
+RTMUTEX_OPS(rtmutex_k1_ops, "rtmutex-k1", "rtmutex k1 rmacq: set_owner is a plain store",
+	    SEED_000_SOURCE, RTMUTEX_SPINS, rtmutex_k1_init, rtmutex_lock_k1, no_tunables);
 RTMUTEX_OPS(rtmutex_k2_ops, "rtmutex-k2", "rtmutex k2 readonce: mark_waiters loads READ_ONCE",
-	    rtmutex_k2_init, no_tunables);
-RTMUTEX_OPS(rtmutex_k3_ops, "rtmutex-k3", "rtmutex k3 alongor: mark_waiters is one relaxed OR",
-	    rtmutex_k3_init, no_tunables);
-RTMUTEX_OPS(rtmutex_k4_ops, "rtmutex-k4", "rtmutex k4: rmacq + readonce", rtmutex_k4_init,
-	    no_tunables);
-RTMUTEX_OPS(rtmutex_k5_ops, "rtmutex-k5", "rtmutex k5: rmacq + alongor (no acquire left)",
-	    rtmutex_k5_init, no_tunables);
-
-const struct lock_ops rtmutex_adaptive_ops = {
-	.abi_version = LOCKLAB_ABI_VERSION,
-	.name = "rtmutex_adaptive",
-	.family = "sleeping-rt",
-	.summary = "adaptive rtmutex: top waiter spins on a running owner within a budget",
-	.source = "G. Haskins et al., adaptive real-time locks, LKML 2008; kernel rtmutex "
-		  "spin-on-owner (2021)",
-	.flags = LOCK_SPINS | LOCK_SLEEPS | LOCK_PRIO_INHERIT,
-	.lock_size = sizeof(struct rtmutex),
-	.tunables = adaptive_tunables,
-	.init = rtmutex_adaptive_init,
-	.lock = rtmutex_lock,
-	.unlock = rtmutex_unlock,
-	.trylock = rtmutex_trylock,
-};
+	    SEED_000_SOURCE, RTMUTEX_SPINS, rtmutex_k2_init, rtmutex_lock_k2, no_tunables);
+RTMUTEX_OPS(rtmutex_k3_ops, "rtmutex-k3",
+	    "rtmutex k3 alongor: mark_waiters is one relaxed OR + barrier", SEED_000_SOURCE,
+	    RTMUTEX_SPINS, rtmutex_k3_init, rtmutex_lock_k3, no_tunables);
+RTMUTEX_OPS(rtmutex_k4_ops, "rtmutex-k4", "rtmutex k4: rmacq + readonce", SEED_000_SOURCE,
+	    RTMUTEX_SPINS, rtmutex_k4_init, rtmutex_lock_k4, no_tunables);
+RTMUTEX_OPS(rtmutex_k5_ops, "rtmutex-k5", "rtmutex k5: rmacq + alongor", SEED_000_SOURCE,
+	    RTMUTEX_SPINS, rtmutex_k5_init, rtmutex_lock_k5, no_tunables);
+RTMUTEX_OPS(rtmutex_rt_2_6_24_ops, "rtmutex_rt_2_6_24",
+	    "seed 003's baseline: 2.6.24-rt rtmutex, a contended waiter sleeps at once",
+	    "Linux 2.6.24-rt1 kernel/rtmutex.c (PREEMPT_RT patch, 2008), the baseline of "
+	    "Haskins et al., adaptive real-time locks v2 (LKML, 25 Feb 2008)",
+	    RTMUTEX_NO_SPIN, rtmutex_rt_2_6_24_init, rtmutex_lock_k4, no_tunables);
+RTMUTEX_OPS(rtmutex_adaptive_ops, "rtmutex_adaptive",
+	    "adaptive rtmutex: top waiter spins on a running owner within a budget",
+	    "G. Haskins et al., [(RT RFC) PATCH v2 0/9] adaptive real-time locks (LKML, 25 Feb "
+	    "2008, on 2.6.24-rt1); budget as its nanosecond timeout",
+	    RTMUTEX_SPINS, rtmutex_adaptive_init, rtmutex_lock_k4, adaptive_tunables);

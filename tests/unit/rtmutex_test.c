@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit test of native/locks/rtmutex.c's waiting, single-threaded and deterministic: does the
+ * top waiter spin on a running owner before it sleeps, or sleep at once?
+ *
+ * A fake owner X holds the lock and counts as running (it never sleeps), and never lets go
+ * while the waiter spins, so a waiter that spins at all polls the owner word until its own
+ * limit. READ_ONCE and WRITE_ONCE are wrapped (before the lock's source is included) to count
+ * the waiter's reads of the owner word between its last try (it re-arms its futex word) and
+ * its going to sleep (it marks itself asleep); there X releases the lock and wakes it, and the
+ * waiter takes the lock. Zero reads: it slept at once. Seed 003's baseline (2.6.24-rt) and
+ * rtmutex_adaptive with spin_budget_ns=0 must read zero; the stock and adaptive locks must spin.
+ *
+ * Exit status 0 when every check holds; each failure prints one line.
+ */
+#include <locklab/kernel.h>
+
+#include <stdio.h>
+
+static void after_read(const void *addr);
+static void after_write(const void *addr);
+
+#undef READ_ONCE
+#undef WRITE_ONCE
+#define READ_ONCE(x)                                                                           \
+	({                                                                                     \
+		__typeof__(x) read_value_ = __atomic_load_n(&(x), __ATOMIC_RELAXED);           \
+		after_read((const void *)&(x));                                                \
+		read_value_;                                                                   \
+	})
+#define WRITE_ONCE(x, val)                                                                     \
+	({                                                                                     \
+		__atomic_store_n(&(x), (val), __ATOMIC_RELAXED);                               \
+		after_write((const void *)&(x));                                               \
+	})
+
+#include "../../native/locks/rtmutex.c"
+
+/* Declared weak so that this test also builds, and fails, without the baseline. */
+extern const struct lock_ops rtmutex_rt_2_6_24_ops __attribute__((weak));
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                       \
+	do {                                                                                   \
+		if (!(cond)) {                                                                 \
+			failures++;                                                            \
+			printf("FAIL %s:%d: ", __FILE__, __LINE__);                            \
+			printf(__VA_ARGS__);                                                   \
+			printf("\n");                                                          \
+		}                                                                              \
+	} while (0)
+
+static struct lock_thread waiter_thread, owner_thread;
+static unsigned char lock_memory[sizeof(struct rtmutex)]
+	__attribute__((aligned(LOCKLAB_CACHELINE)));
+static struct rtmutex *const test_lock = (struct rtmutex *)(void *)lock_memory;
+
+static bool counting;
+static long owner_reads;  /* between re-arming the futex word and sleeping, first time */
+static int sleeps;
+
+static void after_read(const void *addr)
+{
+	if (counting && addr == &test_lock->owner)
+		owner_reads++;
+}
+
+static void after_write(const void *addr)
+{
+	struct rt_waiter *waiter = lock_qnode(&waiter_thread, 2, struct rt_waiter);
+	struct lock_task *me = lock_task_of(&waiter_thread);
+
+	if (addr == &waiter->wake && __atomic_load_n(&waiter->wake, __ATOMIC_RELAXED) == 0 &&
+	    sleeps == 0) {
+		counting = true; /* the try failed; what the waiter does next is counted */
+	} else if (addr == &me->sleeping && __atomic_load_n(&me->sleeping, __ATOMIC_RELAXED) == 1) {
+		counting = false;
+		sleeps++;
+		/* X unlocks as its slow path would, (NULL, HAS_WAITERS), and wakes the waiter. */
+		__atomic_store_n(&test_lock->owner, RT_MUTEX_HAS_WAITERS, __ATOMIC_RELEASE);
+		__atomic_store_n(&waiter->wake, 1, __ATOMIC_RELAXED);
+	}
+}
+
+/* Reads of the owner word the waiter made on a running owner before it first slept. */
+static long owner_polls_before_sleeping(const struct lock_ops *ops, const long *params)
+{
+	struct rt_task *x = (struct rt_task *)lock_task_of(&owner_thread);
+	struct lock_init_args args = { params, 2 };
+
+	memset(lock_memory, 0, sizeof(lock_memory));
+	CHECK(ops->init(test_lock, &args) == 0, "%s: init", ops->name);
+	counting = false;
+	owner_reads = 0;
+	sleeps = 0;
+	test_lock->owner = (uintptr_t)x; /* X holds the lock and runs (it never sleeps) */
+
+	ops->lock(test_lock, &waiter_thread);
+
+	CHECK(sleeps == 1, "%s: the waiter slept once, then took the lock (slept %d times)",
+	      ops->name, sleeps);
+	CHECK(rt_mutex_owner(test_lock) == (struct rt_task *)lock_task_of(&waiter_thread),
+	      "%s: the waiter holds the lock", ops->name);
+	ops->unlock(test_lock, &waiter_thread);
+	CHECK(test_lock->owner == 0, "%s: unlocked (owner %#lx)", ops->name,
+	      (unsigned long)test_lock->owner);
+	return owner_reads;
+}
+
+static void test_baseline_never_spins(void)
+{
+	const struct lock_ops *volatile baseline = &rtmutex_rt_2_6_24_ops;
+	if (baseline == NULL) {
+		CHECK(false, "no rtmutex_rt_2_6_24: seed 003's non-spinning baseline is missing");
+		return;
+	}
+	long params[1] = { 0 };
+	long polls = owner_polls_before_sleeping(baseline, params);
+	CHECK(polls == 0, "rtmutex_rt_2_6_24 polled a running owner %ld times before sleeping",
+	      polls);
+}
+
+static void test_adaptive_zero_budget_never_spins(void)
+{
+	long params[2] = { 0, 1 }; /* spin_budget_ns=0, lateral_steal=1 */
+	long polls = owner_polls_before_sleeping(&rtmutex_adaptive_ops, params);
+	CHECK(polls == 0,
+	      "rtmutex_adaptive spin_budget_ns=0 polled a running owner %ld times before sleeping",
+	      polls);
+}
+
+/* The counter sees spinning where there is some: the budgeted and the stock locks spin. */
+static void test_spinning_locks_spin(void)
+{
+	long params[2] = { 20000, 1 };
+	long polls = owner_polls_before_sleeping(&rtmutex_adaptive_ops, params);
+	CHECK(polls >= 64, "rtmutex_adaptive spin_budget_ns=20000 polled only %ld times", polls);
+	polls = owner_polls_before_sleeping(&rtmutex_k0_ops, params);
+	CHECK(polls >= 64, "rtmutex-k0 polled a running owner only %ld times", polls);
+}
+
+int main(void)
+{
+	waiter_thread.index = 0;
+	owner_thread.index = 1;
+	test_baseline_never_spins();
+	test_adaptive_zero_budget_never_spins();
+	test_spinning_locks_spin();
+	if (failures) {
+		printf("%d check(s) failed\n", failures);
+		return 1;
+	}
+	printf("all checks passed\n");
+	return 0;
+}
