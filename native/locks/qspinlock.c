@@ -25,6 +25,11 @@
  *   cna              CNA as in v15: the queue head sorts the queue while it waits for the owner
  *                    (cna_wait_head_or_lock), fairness by time (1 ms, numa_spinlock_threshold_ns)
  *                    measured from the creation of the secondary queue, shuffle reduction 1/2^7.
+ *                    Tunable: threshold_handoffs > 0 replaces the time rule by the count rule of
+ *                    the revisions around v9 (14 Jan 2020: intra_node_handoff_threshold = 1 << 16,
+ *                    "64k lock hold times seems like a giant number", PeterZ). v9 counted
+ *                    consecutive same-node hand-overs; here the count starts with the secondary
+ *                    queue, like v15's clock (with no secondary queue a flush moves nobody).
  *   cna-v1           CNA as in v1, what seed 002 measured: the new owner scans the whole queue
  *                    after it has taken the lock (find_successor), fairness by chance (the scan is
  *                    skipped with probability 1/0x10000, INTRA_SOCKET_HANDOFF_PROB_ARG), no
@@ -87,8 +92,24 @@
  * Only the primary queue's linked part is ever rearranged: a node whose ->next is NULL may be the
  * lock's tail, and a new waiter is about to link behind it.
  *
- * Userspace: the kernel runs this with preemption disabled; we cannot. A preempted queued waiter
- * stalls everyone behind it (worse under oversubscription). It is measured, not hidden.
+ * What still differs from the kernel, and why:
+ *   - Preemption: the kernel runs this with preemption disabled; userspace cannot. A preempted
+ *     queued waiter stalls everyone behind it (worse under oversubscription). Measured, not hidden.
+ *   - No paravirt: no pv_wait/pv_kick, and no virt_spin_lock() test-and-set fallback that an x86
+ *     guest without PV spinlocks uses (seed 002 ran on bare metal).
+ *   - Queue nodes are per thread and the tail holds a thread index, not a CPU number; no nesting
+ *     (the idx >= 4 fallback is unreachable), no prefetchw(next), no lock events or tracepoints.
+ *   - The slow path is inlined into each variant's lock function (the kernel calls it out of line
+ *     from the inline fast path); the instructions of each path are the kernel's.
+ *   - Orderings stronger than the kernel's where C11 or TSAN need them (listed above): the same
+ *     instructions on x86, stronger ones (e.g. swpal for swp) on arm64.
+ *   - CNA v15: no priority waiters (v15 5/6 never moves irq-context or RT waiters to the secondary
+ *     queue; there are no irq contexts here); the clock is clock_gettime(CLOCK_MONOTONIC) (vDSO),
+ *     not local_clock(); coins are a per-thread xorshift, not a per-CPU one; CNA is always on
+ *     (v15 patched it in at boot only on multi-node machines).
+ *   - CNA v1: the secondary queue is encoded as in later revisions (an encoded tail in ->locked, a
+ *     circular list) where v1 kept a pointer to its head and the tail in that node: same order,
+ *     same moves. v1's own base was 4.20-rc4's qspinlock; its x86 word operations are those above.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -777,7 +798,7 @@ static const struct lock_tunable cna_tunables[] = {
 			       "numa_spinlock_threshold_ns)" },
 	[CNA_THRESHOLD_HANDOFFS] = { "threshold_handoffs", 0, 0, 1L << 30,
 				     "if not 0: flush after this many hand-overs with a secondary "
-				     "queue instead (the count-based revisions used 65536)" },
+				     "queue instead (the count rule of v9, Jan 2020: 65536)" },
 	[CNA_SHUFFLE_REDUCTION] = { "shuffle_reduction", 7, 0, 30,
 				    "with an empty secondary queue, the head sorts the queue once in "
 				    "2^N acquisitions (0: always; v1 had none)" },
