@@ -104,6 +104,27 @@ def test_handoffs_between_nodes_are_counted(lock, tmp_path):
     assert one["overtaken"]["samples"] > 0
 
 
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize(
+    "lock", [["cna", "shuffle_reduction=0", "threshold_ns=2000"], ["cna-v1", "fairness_bits=3"]]
+)
+def test_cna_torture_with_secondary_queues(variant, lock, tmp_path):
+    """test_torture.py runs unpinned threads, all on one node, so CNA never builds a secondary
+    queue there. Here: pinned threads on virtual nodes, sorting every time and frequent flushes,
+    oversubscribed, in every build: no violation (and no sanitizer report)."""
+    name, *params = lock
+    args = ["--lock", name, "--nwriters", str(3 * CORES), "--pin", "compact"]
+    args += ["--numa-nodes", str(min(2, CORES)), "--ops", "20000", "--duration", "2"]
+    args += ["--cs-lines", "2", "--watchdog", "20"]
+    for param in params:
+        args += ["--param", param]
+    run = run_engine(args, variant, tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.result["status"] == "ok"
+    assert run.result["violations"]["checked"] is True
+    assert run.result["violations"]["total"] == 0
+
+
 def test_unpinned_threads_have_no_node(tmp_path):
     result = run_engine(
         ["--lock", "mcs", "--nwriters", "2", "--ops", "5000", "--duration", "2"], "opt", tmp_path
