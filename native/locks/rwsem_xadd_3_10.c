@@ -6,8 +6,10 @@
  *
  * Source: lib/rwsem.c (D. Howells 2001; writer lock stealing, A. Shi 2012 and M. Lespinasse,
  * "rwsem: implement support for write lock stealing on the fastpath" and the rest of his
- * series, Linux 3.10) and include/asm-generic/rwsem.h of Linux 3.10; the x86 asm/rwsem.h
- * fast paths test the same conditions. Tweak 1 follows T. Chen's writer-spinning patch from
+ * series, Linux 3.10) and include/asm-generic/rwsem.h of Linux 3.10, with x86's test in
+ * up_write (below). In 3.10 x86's down_write still went to the slow path on any count but 0,
+ * as asm-generic does (Chen, 29 July 2013: "We went to the failed path within __down_write if
+ * the count field is non zero"); testing only the active part came later. Tweak 1 follows T. Chen's writer-spinning patch from
  * the seed's thread (linux-mm, 29 July 2013), which mainline took in 3.16.
  *
  * State: one signed 64-bit `count`:
@@ -34,7 +36,9 @@
  *                first in line, and a writer's fast path can win against it: lock stealing.
  *   up_read      subtract ACTIVE_READ_BIAS; if the result is negative with a zero active
  *                part (the last active locker left, waiters queued), rwsem_wake.
- *   up_write     subtract ACTIVE_WRITE_BIAS; the same test.
+ *   up_write     subtract ACTIVE_WRITE_BIAS; the same test. That is x86's asm/rwsem.h
+ *                (call_rwsem_wake returns at once while others are active); asm-generic
+ *                calls rwsem_wake on any negative result and lets the wake sort it out.
  *   wake         (__rwsem_do_wake, under wait_lock) a writer at the front is woken but not
  *                granted, so others may steal. Readers at the front: grant the first one's
  *                bias at once and back off if a writer stole the lock meanwhile; then grant
