@@ -9,8 +9,9 @@
  * series, Linux 3.10) and include/asm-generic/rwsem.h of Linux 3.10, with x86's test in
  * up_write (below). In 3.10 x86's down_write still went to the slow path on any count but 0,
  * as asm-generic does (Chen, 29 July 2013: "We went to the failed path within __down_write if
- * the count field is non zero"); testing only the active part came later. Tweak 1 follows T. Chen's writer-spinning patch from
- * the seed's thread (linux-mm, 29 July 2013), which mainline took in 3.16.
+ * the count field is non zero"); testing only the active part came later. Tweak 1 follows
+ * T. Chen's writer-spinning patch from the seed's thread (linux-mm, 29 July 2013), which
+ * mainline took in 3.16.
  *
  * State: one signed 64-bit `count`:
  *   bits 0-31   active part: readers holding or trying, plus 1 for a writer (ACTIVE_BIAS = 1)
