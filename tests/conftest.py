@@ -78,3 +78,39 @@ def list_locks(variant: str = "opt") -> list[dict]:
 @pytest.fixture(scope="session")
 def result_schema() -> dict:
     return json.loads((ROOT / "native" / "engine" / "result.schema.json").read_text())
+
+
+def run_unit(variant: str, name: str) -> subprocess.CompletedProcess:
+    """Run a C unit test (tests/unit/NAME.c) from the build of `variant`."""
+    binary = BUILD / variant / "unit" / name
+    if not binary.exists():
+        pytest.fail(f"{binary} is missing: run 'make build-all'")
+    return subprocess.run([str(binary)], capture_output=True, text=True, timeout=60, check=False)
+
+
+def run_unit_against_mutant(
+    tmp_path: Path, unit: str, lock_file: str, old: str, new: str
+) -> subprocess.CompletedProcess:
+    """Compile tests/unit/UNIT.c against a copy of native/locks/LOCK_FILE with `old` replaced
+    by `new` (the mistake the unit test must catch), and run it."""
+    source = (ROOT / "native" / "locks" / lock_file).read_text()
+    mutant = source.replace(old, new)
+    assert mutant != source, f"{old!r} is not in {lock_file}"
+    locks = tmp_path / "native" / "locks"
+    locks.mkdir(parents=True)
+    for header in (ROOT / "native" / "locks").glob("*.h"):
+        (locks / header.name).write_text(header.read_text())
+    (locks / lock_file).write_text(mutant)
+    (tmp_path / "tests" / "unit").mkdir(parents=True)
+    test_source = tmp_path / "tests" / "unit" / f"{unit}.c"
+    test_source.write_text((ROOT / "tests" / "unit" / f"{unit}.c").read_text())
+    binary = tmp_path / unit
+    subprocess.run(
+        [
+            "cc", "-std=c11", "-D_GNU_SOURCE", "-O1", "-pthread",
+            f"-I{ROOT / 'native' / 'include'}", "-o", str(binary), str(test_source),
+        ],
+        check=True,
+        timeout=120,
+    )  # fmt: skip
+    return subprocess.run([str(binary)], capture_output=True, text=True, timeout=60, check=False)

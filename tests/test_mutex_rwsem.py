@@ -1,12 +1,14 @@
 """Kernel mutex (OSQ spinning, hand-off) and rwsem (seed 001's tweaks): tunables reach the run,
 reader-writer runs report reads apart from writes, as locktorture does; the mutex's hand-off
-request is set only on a held lock (tests/unit/mutex_test.c). Torture of both, with the rw
-overlap checks, is in test_torture.py. Counts only, no timing."""
+request is set only on a held lock (tests/unit/mutex_test.c). Seed 001's own baselines, the
+Linux 3.10 mutex and xadd rwsem: their count words (C unit tests) and their campaign variants
+under torture. Torture of the defaults, with the rw overlap checks, is in test_torture.py.
+Counts only, no timing."""
 
 import subprocess
 
 import pytest
-from conftest import BUILD, VARIANTS, run_engine
+from conftest import BUILD, CORES, VARIANTS, run_engine, run_unit, run_unit_against_mutant
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -61,3 +63,65 @@ def test_rwsem_reports_reads_apart_from_writes(variant, tmp_path):
     stat_lines = run.stderr.splitlines() + run.stdout.splitlines()
     assert any(line.startswith("Reads :  Total:") for line in stat_lines)
     assert any(line.startswith("Writes:  Total:") for line in stat_lines)
+
+
+# ---- seed 001's baselines: the Linux 3.10 mutex and xadd rwsem --------------------------------
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("unit", ["mutex_3_10_test", "rwsem_xadd_3_10_test"])
+def test_3_10_unit_tests(unit, variant):
+    """The count words: mutex 1/0/-1; rwsem ACTIVE_WRITE_BIAS on a free sem, the reader batch
+    grant, and the writer's atomics on count before it sleeps, with and without skip_active."""
+    proc = run_unit(variant, unit)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "all checks passed" in proc.stdout
+
+
+def test_skip_active_unit_test_can_fail(tmp_path):
+    """A skip_active that still adds the bias (today's rwsem saves only a failed CAS) fails."""
+    proc = run_unit_against_mutant(
+        tmp_path,
+        "rwsem_xadd_3_10_test",
+        "rwsem_xadd_3_10.c",
+        "if (sem->skip_active && (READ_ONCE(sem->count) & RWSEM_ACTIVE_MASK)) {",
+        "if (false) {",
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "skip_active: count untouched" in proc.stdout
+    assert "skip_active: queued writer's RMWs before sleeping: 2" in proc.stdout
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"writer_spin": 0, "skip_active": 0},
+        {"writer_spin": 1, "skip_active": 0},
+        {"writer_spin": 0, "skip_active": 1},
+        {"writer_spin": 1, "skip_active": 1},
+    ],
+)
+def test_rwsem_3_10_tweaks_torture(params, variant, tmp_path):
+    """Seed 001's campaign variants, writers and readers oversubscribed: no violations."""
+    args = ["--lock", "rwsem_xadd_3_10", "--nwriters", str(2 * CORES), "--nreaders", str(CORES)]
+    args += ["--hold-ns", "300", "--gap-ns", "1000", "--ops", "20000", "--duration", "2"]
+    args += ["--watchdog", "20"]
+    for name, value in params.items():
+        args += ["--param", f"{name}={value}"]
+    run = run_engine(args, variant, tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.result["config"]["params"] == params
+    assert run.result["violations"]["total"] == 0
+    assert run.result["read_acquisitions"] > 0 and run.result["write_acquisitions"] > 0
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("spin", [0, 1])
+def test_mutex_3_10_spin_torture(spin, variant, tmp_path):
+    args = ["--lock", "mutex_3_10", "--param", f"spin={spin}", "--nwriters", str(3 * CORES)]
+    args += ["--hold-ns", "300", "--ops", "20000", "--duration", "2", "--watchdog", "20"]
+    run = run_engine(args, variant, tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.result["config"]["params"] == {"spin": spin}
+    assert run.result["violations"]["total"] == 0

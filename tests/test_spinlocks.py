@@ -2,8 +2,10 @@
 build emits for qspinlock, virtual NUMA nodes and the hand-over counters. Counters and
 instructions only; nothing here asserts on time or throughput.
 
-The oversubscribed torture of qspinlock, qspinlock-nr16k, cna, cna-v1, the ticket backoff variants
-and ck_ticket_pb is in test_torture.py, which covers every lock the engine lists.
+Seed 004: the RFC "auto" backoff's rule in a C unit test, and the revision each ticket
+backoff variant names. The oversubscribed torture of qspinlock, qspinlock-nr16k, cna, cna-v1,
+the ticket backoff variants and ck_ticket_pb is in test_torture.py, which covers every lock the
+engine lists.
 """
 
 import platform
@@ -12,7 +14,16 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import BUILD, CORES, VARIANTS, bench_path, list_locks, run_engine
+from conftest import (
+    BUILD,
+    CORES,
+    VARIANTS,
+    bench_path,
+    list_locks,
+    run_engine,
+    run_unit,
+    run_unit_against_mutant,
+)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -260,3 +271,46 @@ def test_backoff_tunables(lock, param, tmp_path):
     assert run.returncode == 0, run.stderr
     name, value = param.split("=")
     assert run.result["config"]["params"][name] == int(value)
+
+
+# ---- seed 004: which revision each ticket backoff variant follows -----------------------------
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_ticket_rfc_unit_tests(variant):
+    """van Riel's RFC driven on a scripted head: waits delay x (ticket - head), integer
+    steps (+1 on 3 busy looks in 8, -1 when the lock is ours), MIN 1, MAX 1000, one delay per
+    thread for every lock."""
+    proc = run_unit(variant, "ticket_backoff_test")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "all checks passed" in proc.stdout
+
+
+def test_ticket_rfc_unit_test_can_fail(tmp_path):
+    """The later revision's (ticket - head - 1) in the RFC variant must be caught."""
+    proc = run_unit_against_mutant(
+        tmp_path,
+        "ticket_backoff_test",
+        "ticket.c",
+        "TICKET_RFC_WAIT(lock, (u64)delay * (ticket - head));",
+        "TICKET_RFC_WAIT(lock, (u64)delay * (ticket - head - 1));",
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "first wait: delay 1 x (ticket - head) 3 = 3, not 2" in proc.stdout
+
+
+def test_backoff_variants_name_their_revision():
+    locks = {lock["name"]: lock for lock in list_locks()}
+    rfc = locks["ticket_auto_backoff_rfc"]
+    assert "21 Dec 2012" in rfc["source"] and "RFC" in rfc["source"]
+    assert rfc["tunables"] == []
+    assert "revision after Lespinasse's review" in locks["ticket_auto_backoff"]["source"]
+    assert "1 Jan 2013" in locks["ticket_fixed_delay"]["source"]
+    assert "Lespinasse" in locks["ticket_fixed_delay"]["source"]
+
+
+def test_ck_ticket_pb_describes_what_ck_does():
+    """ck_backoff_eb doubles a local copy that the next poll recomputes: no doubling persists."""
+    (shift,) = {lock["name"]: lock for lock in list_locks()}["ck_ticket_pb"]["tunables"]
+    assert "doubled by ck_backoff_eb while waiting" not in shift["meaning"]
+    assert "not exponential" in shift["meaning"]

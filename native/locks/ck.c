@@ -64,7 +64,17 @@ const struct lock_ops ck_ticket_ops = {
 	.trylock = ck_ticket_trylock_op,
 };
 
-/* ---- ck_ticket_pb: the same lock with ck's proportional backoff ------------------------------ */
+/*
+ * ---- ck_ticket_pb: the same lock with ck's proportional backoff ------------------------------
+ *
+ * ck_spinlock_ticket_lock_pb(ticket, c) on x86-64 (the one-word ticket lock): take a ticket,
+ * then until it is served: one ck_pr_stall() (PAUSE), load the serving ticket, set
+ * backoff = (ticket - serving) << c, and call ck_backoff_eb(&backoff), which spins `backoff`
+ * iterations of a compiler barrier (no PAUSE) and then doubles `backoff`. The doubling is
+ * lost: the next poll recomputes backoff from the queue position. So the wait per poll is
+ * proportional to the waiters ahead, the holder included, times 2^c; it never grows
+ * exponentially while one waits.
+ */
 
 struct ck_ticket_pb {
 	struct ck_spinlock_ticket ticket;
@@ -102,7 +112,8 @@ static int ck_ticket_pb_init_op(void *lockp, const struct lock_init_args *args)
 
 static const struct lock_tunable ck_ticket_pb_tunables[] = {
 	{ "shift", 0, 0, 16,
-	  "backoff = waiters ahead << shift iterations, doubled by ck_backoff_eb while waiting" },
+	  "each poll waits (ticket - head) << shift empty loop iterations; proportional, not "
+	  "exponential: ck_backoff_eb doubles only a copy that the next poll recomputes" },
 	LOCK_TUNABLES_END,
 };
 
