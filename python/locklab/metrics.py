@@ -17,19 +17,26 @@ class Metric:
     lower: str
     higher_is_better: bool
     value: Callable[[Run], float | None]
-    # Larger units, as (name, how many of `unit` make one), tried in turn: a table shows the
-    # largest in which its smallest non-zero mean is still at least 1, so that 15 ops/s does
-    # not print as 0.01 kops/s and 140 Mops/s is not 140000000.00 ops/s.
+    # Larger units, as (name, how many of `unit` make one), and the one a table normally uses
+    # (seed 000's kops/s). A table leaves it only when its numbers would lose their digits:
+    # for a smaller unit when even its largest mean is below 1 (15 ops/s is not 0.01 kops/s),
+    # for a larger one when even its smallest mean is above 1 of it (140 Mops/s everywhere).
     larger_units: tuple[tuple[str, float], ...] = ()
+    usual_unit: str = ""
 
     def unit_for(self, means: list[float]) -> tuple[str, float]:
         """The unit to show these means in, and the divisor that converts them to it."""
-        smallest = min((abs(m) for m in means if m), default=0.0)
-        chosen = (self.unit, 1.0)
-        for unit, factor in self.larger_units:
-            if smallest >= factor:
-                chosen = (unit, factor)
-        return chosen
+        ladder = [(self.unit, 1.0), *self.larger_units]
+        names = [name for name, _ in ladder]
+        index = names.index(self.usual_unit) if self.usual_unit in names else 0
+        sizes = [abs(m) for m in means if m]
+        if not sizes:
+            return ladder[index]
+        while index > 0 and max(sizes) < ladder[index][1]:
+            index -= 1
+        while index + 1 < len(ladder) and min(sizes) >= ladder[index + 1][1]:
+            index += 1
+        return ladder[index]
 
 
 def from_result(*path: str, scale: float = 1.0) -> Callable[[Run], float | None]:
@@ -55,7 +62,7 @@ METRICS: dict[str, Metric] = {
     for metric in (
         Metric(
             "throughput", "ops/s", "faster", "slower", True, _throughput,
-            (("kops/s", 1e3), ("Mops/s", 1e6)),
+            (("kops/s", 1e3), ("Mops/s", 1e6)), "kops/s",
         ),
         Metric(
             "ctxsw", "voluntary switches/1k ops", "more switches", "fewer switches", False,
