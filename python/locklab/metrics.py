@@ -20,7 +20,8 @@ class Metric:
     # Larger units, as (name, how many of `unit` make one), and the one a table normally uses
     # (seed 000's kops/s). A table leaves it only when its numbers would lose their digits:
     # for a smaller unit when even its largest mean is below 1 (15 ops/s is not 0.01 kops/s),
-    # for a larger one when even its smallest mean is above 1 of it (140 Mops/s everywhere).
+    # for a larger one when even its smallest mean is 10 of it or more (140 Mops/s is
+    # 140.00, not 140000.00).
     larger_units: tuple[tuple[str, float], ...] = ()
     usual_unit: str = ""
 
@@ -34,7 +35,7 @@ class Metric:
             return ladder[index]
         while index > 0 and max(sizes) < ladder[index][1]:
             index -= 1
-        while index + 1 < len(ladder) and min(sizes) >= ladder[index + 1][1]:
+        while index + 1 < len(ladder) and min(sizes) >= 10 * ladder[index + 1][1]:
             index += 1
         return ladder[index]
 
