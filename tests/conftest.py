@@ -108,7 +108,8 @@ def run_unit_against_mutant(
     subprocess.run(
         [
             "cc", "-std=c11", "-D_GNU_SOURCE", "-O1", "-pthread",
-            f"-I{ROOT / 'native' / 'include'}", "-o", str(binary), str(test_source),
+            f"-I{ROOT / 'native' / 'include'}", f"-I{ROOT / 'tests' / 'unit'}",
+            "-o", str(binary), str(test_source),
         ],
         check=True,
         timeout=120,

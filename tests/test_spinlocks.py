@@ -54,7 +54,7 @@ def test_unit_tests_can_fail(tmp_path):
     subprocess.run(
         [
             "cc", "-std=c11", "-D_GNU_SOURCE", "-O1", "-pthread",
-            f"-I{BUILD.parent / 'native' / 'include'}",
+            f"-I{BUILD.parent / 'native' / 'include'}", f"-I{BUILD.parent / 'tests' / 'unit'}",
             "-o", str(binary), str(tmp_path / "tests" / "unit" / "qspinlock_test.c"),
         ],
         check=True,

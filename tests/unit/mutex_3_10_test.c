@@ -15,17 +15,8 @@
 
 #include "../../native/locks/mutex_3_10.c"
 
-static int failures;
+#include "check.h"
 
-#define CHECK(cond, ...)                                                                       \
-	do {                                                                                   \
-		if (!(cond)) {                                                                 \
-			failures++;                                                            \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);                            \
-			printf(__VA_ARGS__);                                                   \
-			printf("\n");                                                          \
-		}                                                                              \
-	} while (0)
 
 #define MAX_THREADS 3
 static struct lock_thread threads[MAX_THREADS];
@@ -166,10 +157,5 @@ int main(void)
 {
 	test_fast_paths();
 	test_waiters();
-	if (failures) {
-		printf("%d checks failed\n", failures);
-		return 1;
-	}
-	printf("all checks passed\n");
-	return 0;
+	return check_summary();
 }

@@ -37,17 +37,8 @@ static void after_write(const void *addr);
 
 #include "../../native/locks/mutex.c"
 
-static int failures;
+#include "check.h"
 
-#define CHECK(cond, ...)                                                                       \
-	do {                                                                                   \
-		if (!(cond)) {                                                                 \
-			failures++;                                                            \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);                            \
-			printf(__VA_ARGS__);                                                   \
-			printf("\n");                                                          \
-		}                                                                              \
-	} while (0)
 
 static struct lock_thread waiter_thread, owner_thread;
 static struct mutex test_lock __attribute__((aligned(LOCKLAB_CACHELINE)));
@@ -156,10 +147,5 @@ int main(void)
 	owner_thread.index = 1;
 	test_handoff_never_lands_on_a_free_lock();
 	test_handoff_lands_on_a_held_lock();
-	if (failures) {
-		printf("%d check(s) failed\n", failures);
-		return 1;
-	}
-	printf("all checks passed\n");
-	return 0;
+	return check_summary();
 }

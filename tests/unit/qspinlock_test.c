@@ -34,7 +34,7 @@ static int test_lock_is_busy(void)
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
+#include "check.h"
 
 /* arch/x86/include/asm/qspinlock.h; the generic value elsewhere. */
 #if defined(__x86_64__) || defined(__i386__)
@@ -43,15 +43,6 @@ static int failures;
 #define EXPECTED_PENDING_LOOPS 1
 #endif
 
-#define CHECK(cond, ...)                                                                       \
-	do {                                                                                   \
-		if (!(cond)) {                                                                 \
-			failures++;                                                            \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);                            \
-			printf(__VA_ARGS__);                                                   \
-			printf("\n");                                                          \
-		}                                                                              \
-	} while (0)
 
 static void test_word_layout(void)
 {
@@ -452,10 +443,5 @@ int main(void)
 	test_cna_keeps_the_lock_on_a_node();
 	test_shuffle_reduction();
 	test_cna_clock_reads();
-	if (failures) {
-		printf("%d checks failed\n", failures);
-		return 1;
-	}
-	printf("all checks passed\n");
-	return 0;
+	return check_summary();
 }

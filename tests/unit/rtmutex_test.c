@@ -39,17 +39,8 @@ static void after_write(const void *addr);
 /* Declared weak so that this test also builds, and fails, without the baseline. */
 extern const struct lock_ops rtmutex_rt_2_6_24_ops __attribute__((weak));
 
-static int failures;
+#include "check.h"
 
-#define CHECK(cond, ...)                                                                       \
-	do {                                                                                   \
-		if (!(cond)) {                                                                 \
-			failures++;                                                            \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);                            \
-			printf(__VA_ARGS__);                                                   \
-			printf("\n");                                                          \
-		}                                                                              \
-	} while (0)
 
 static struct lock_thread waiter_thread, owner_thread;
 static unsigned char lock_memory[sizeof(struct rtmutex)]
@@ -147,10 +138,5 @@ int main(void)
 	test_baseline_never_spins();
 	test_adaptive_zero_budget_never_spins();
 	test_spinning_locks_spin();
-	if (failures) {
-		printf("%d check(s) failed\n", failures);
-		return 1;
-	}
-	printf("all checks passed\n");
-	return 0;
+	return check_summary();
 }

@@ -18,17 +18,8 @@ static unsigned long count_rmws; /* RMWs on sem->count, all threads */
 
 #include "../../native/locks/rwsem_xadd_3_10.c"
 
-static int failures;
+#include "check.h"
 
-#define CHECK(cond, ...)                                                                       \
-	do {                                                                                   \
-		if (!(cond)) {                                                                 \
-			failures++;                                                            \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);                            \
-			printf(__VA_ARGS__);                                                   \
-			printf("\n");                                                          \
-		}                                                                              \
-	} while (0)
 
 static unsigned long rmws(void)
 {
@@ -295,10 +286,5 @@ int main(void)
 	test_writer_rmws_before_sleeping(false);
 	test_writer_rmws_before_sleeping(true);
 	test_reader_batch_grant();
-	if (failures) {
-		printf("%d checks failed\n", failures);
-		return 1;
-	}
-	printf("all checks passed\n");
-	return 0;
+	return check_summary();
 }

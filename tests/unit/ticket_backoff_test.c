@@ -16,17 +16,8 @@ static void scripted_wait(struct ticket_lock *lock, unsigned long long pauses);
 
 #include "../../native/locks/ticket.c"
 
-static int failures;
+#include "check.h"
 
-#define CHECK(cond, ...)                                                                       \
-	do {                                                                                   \
-		if (!(cond)) {                                                                 \
-			failures++;                                                            \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);                            \
-			printf(__VA_ARGS__);                                                   \
-			printf("\n");                                                          \
-		}                                                                              \
-	} while (0)
 
 /* Each wait: record the pauses, then the holder ahead hands on `step` tickets. */
 #define MAX_WAITS 64
@@ -126,10 +117,5 @@ int main(void)
 {
 	test_delay_times_ticket_minus_head();
 	test_integer_steps_and_bounds();
-	if (failures) {
-		printf("%d checks failed\n", failures);
-		return 1;
-	}
-	printf("all checks passed\n");
-	return 0;
+	return check_summary();
 }
