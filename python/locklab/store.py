@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from locklab.errors import LocklabError
-from locklab.experiment import ExperimentSpec
+from locklab.model.spec import ConfigKey, ExperimentSpec
 
 SCHEMA_VERSION = 2
 DB_NAME = "locklab.db"
@@ -87,7 +87,7 @@ class Experiment:
 
 @dataclass
 class Run:
-    config_key: str
+    config_key: ConfigKey  # stored as its text, label|axis=value,...
     repeat: int
     status: str
     exit_code: int
@@ -233,7 +233,7 @@ class Store:
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     experiment.id,
-                    run.config_key,
+                    str(run.config_key),
                     run.repeat,
                     run.status,
                     run.exit_code,
@@ -250,7 +250,7 @@ class Store:
             )
             self.db.execute(
                 "DELETE FROM claims WHERE experiment_id = ? AND config_key = ? AND repeat = ?",
-                (experiment.id, run.config_key, run.repeat),
+                (experiment.id, str(run.config_key), run.repeat),
             )
             if experiment.host is None and run.machine is not None:
                 experiment.host = run.machine.get("hostname")
@@ -266,41 +266,54 @@ class Store:
             (experiment.id,),
         )
         return [
-            Run(key, repeat, status, code, ops, error, _loads(result), _loads(machine), wall)
+            Run(
+                ConfigKey.parse(key),
+                repeat,
+                status,
+                code,
+                ops,
+                error,
+                _loads(result),
+                _loads(machine),
+                wall,
+            )  # fmt: skip
             for key, repeat, status, code, ops, error, result, machine, wall in rows
         ]
 
-    def finished(self, experiment: Experiment) -> set[tuple[str, int]]:
+    def finished(self, experiment: Experiment) -> set[tuple[ConfigKey, int]]:
         """(config_key, repeat) of every successful run: what a resume does not redo."""
         rows = self.db.execute(
             "SELECT config_key, repeat FROM runs WHERE experiment_id = ? AND status = 'ok'",
             (experiment.id,),
         )
-        return {(key, repeat) for key, repeat in rows}
+        return {(ConfigKey.parse(key), repeat) for key, repeat in rows}
 
     # -- claims --------------------------------------------------------------------------------
-    def claim(self, experiment: Experiment, config_key: str, repeat: int, hold_s: float) -> bool:
+    def claim(
+        self, experiment: Experiment, config_key: ConfigKey, repeat: int, hold_s: float
+    ) -> bool:
         """Take (configuration, repeat) for this process, unless it is finished or another live
         process holds it. Claims from another host count as live until they expire (hold_s
         from now: the run's own time limit), as that host's processes cannot be checked."""
         me = _this_process()
+        key = str(config_key)
         with self.transaction():
             if self.db.execute(
                 "SELECT 1 FROM runs WHERE experiment_id = ? AND config_key = ? AND repeat = ?"
                 " AND status = 'ok'",
-                (experiment.id, config_key, repeat),
+                (experiment.id, key, repeat),
             ).fetchone():
                 return False
             holder = self.db.execute(
                 "SELECT host, pid, process_start, expires FROM claims WHERE experiment_id = ?"
                 " AND config_key = ? AND repeat = ?",
-                (experiment.id, config_key, repeat),
+                (experiment.id, key, repeat),
             ).fetchone()
             if holder is not None and _claim_is_live(*holder) and tuple(holder[:3]) != me:
                 return False
             self.db.execute(
                 "INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (experiment.id, config_key, repeat, *me, time.time() + hold_s),
+                (experiment.id, key, repeat, *me, time.time() + hold_s),
             )
         return True
 
