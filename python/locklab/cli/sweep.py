@@ -120,7 +120,10 @@ def register(commands: Commands) -> None:
         "--resume", metavar="EXP", help="finish an interrupted experiment: run only what is missing"
     )
     run.set_defaults(handler=cmd_run)  # fmt: skip
+    _register_campaign(commands)
 
+
+def _register_campaign(commands: Commands) -> None:
     campaign = commands.add_parser("campaign", help="run the experiment a TOML file describes")
     campaign.add_argument("file", type=Path)
     statistics_options(campaign)
