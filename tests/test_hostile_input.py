@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, bench_path, plugin_path
-from locklab import cli, kernel
+from locklab import cli
+from locklab.kernel import qemu as kernel
 from test_cli import locklab, one_error_line
 
 LOGS = ROOT / "tests" / "data" / "locktorture"

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from locklab import cli, kernel
+from locklab import cli
 from locklab.errors import LocklabError
+from locklab.kernel import qemu as kernel
 
 
 def kernel_image() -> Path:

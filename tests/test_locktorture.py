@@ -4,7 +4,8 @@ import into the store, where table, compare and report work unchanged."""
 from pathlib import Path
 
 import pytest
-from locklab import cli, locktorture
+from locklab import cli
+from locklab.kernel import locktorture
 
 DATA = Path(__file__).parent / "data" / "locktorture"
 

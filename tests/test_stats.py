@@ -4,8 +4,8 @@ import math
 
 import numpy as np
 import pytest
-from locklab import stats
-from locklab.analysis import _where
+from locklab.analysis import stats
+from locklab.analysis.verdicts import _where
 from scipy import stats as scipy_stats
 
 

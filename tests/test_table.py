@@ -5,9 +5,9 @@ import io
 import json
 
 import pytest
-from locklab import export, table
-from locklab.analysis import Settings, analyse_comparison, analyse_experiment
-from locklab.experiment import ExperimentSpec, Variant
+from locklab.analysis.cells import Settings, analyse_comparison, analyse_experiment
+from locklab.model.spec import ExperimentSpec, Variant
+from locklab.output import export, table
 from locklab.store import Run, Store
 
 MACHINE = {

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from locklab import cli, tune
-from locklab.adaptive import settled
+from locklab import cli
+from locklab.run import tune
+from locklab.run.adaptive import settled
 
 FAKE_ENGINE = ROOT / "tests" / "fakes" / "fake_engine.py"
 CAMPAIGNS = sorted((ROOT / "campaigns").glob("seed-*.toml"))

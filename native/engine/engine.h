@@ -3,6 +3,8 @@
  * engine.h - internal interfaces of locklab-bench (not for plugins; they use lock.h).
  *
  * Data flows one way: options -> config -> run (threads + control loop) -> results -> report.
+ * No unit calls back up this chain: problems are reported through diagnostics.c, which depends
+ * on nothing, and the registry (with its listing) depends only on the JSON writer.
  */
 #ifndef LOCKLAB_ENGINE_H
 #define LOCKLAB_ENGINE_H
@@ -26,6 +28,7 @@ enum exit_status {
 	EXIT_WATCHDOG = 3,
 };
 
+/* ---- diagnostics (diagnostics.c) ---------------------------------------------------------- */
 /* Print "locklab-bench: error: ..." on one line and exit 2. */
 void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
@@ -36,6 +39,8 @@ const struct lock_ops *registry_last_plugin(void);
 size_t registry_count(void);
 const struct lock_ops *registry_at(size_t i);
 size_t lock_tunable_count(const struct lock_ops *ops);
+/* --list: every lock (name, family, summary; with json_path, the JSON catalogue with aliases). */
+void list_locks(const char *json_path);
 
 /* ---- topology and machine facts (topology.c) ----------------------------------------------- */
 struct cpu_info {
@@ -247,7 +252,13 @@ struct run_state {
 
 void *worker_main(void *arg);
 /* All acquisitions so far, warm-up included; also the watchdog's measure of progress. */
-uint64_t acquisitions_since_start(const struct run_state *run);
+static inline uint64_t acquisitions_since_start(const struct run_state *run)
+{
+	uint64_t total = 0;
+	for (unsigned int i = 0; i < run->nthreads; i++)
+		total += __atomic_load_n(&run->workers[i]->acquisitions_total, __ATOMIC_RELAXED);
+	return total;
+}
 /* Runs the whole measurement; returns the exit status. */
 int run_benchmark(const struct bench_config *config, const struct machine_facts *facts);
 /* --scenario pi-inversion (scenario_pi.c). */
@@ -269,11 +280,12 @@ void json_bool(struct json_writer *w, const char *key, bool value);
 void json_null(struct json_writer *w, const char *key);
 
 /*
- * Checks the run, prints the summary and writes the JSON. `status` is EXIT_FINE or
- * EXIT_WATCHDOG; returns the final exit status (EXIT_VIOLATION when a check failed).
- * After a watchdog only the progress counters are read: stuck threads still own the rest.
+ * The run's result, computed once (the verdict included), then printed and written apart:
+ * report_write() is run_result_compute(), run_result_print() and run_result_write_json().
+ * `status` is EXIT_FINE or EXIT_WATCHDOG; returns the final exit status (EXIT_VIOLATION when a
+ * check failed). After a watchdog only the progress counters are read: stuck threads still own
+ * the rest.
  */
 int report_write(struct run_state *run, int status);
-void list_locks(const char *json_path);
 
 #endif /* LOCKLAB_ENGINE_H */

@@ -2,12 +2,11 @@
 /*
  * options.c - command line of locklab-bench. Names follow locktorture where they overlap
  * (nwriters, nreaders, stat-interval, stutter, shuffle-interval, long-hold).
- * Any bad input ends in usage_error(): one line, exit status 2.
+ * Any bad input ends in usage_error() (diagnostics.c): one line, exit status 2.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,18 +15,6 @@
 
 #define MAX_THREADS 4096
 #define MAX_PARAMS_GIVEN 64
-
-void usage_error(const char *fmt, ...)
-{
-	va_list args;
-	fflush(stdout);
-	fputs("locklab-bench: error: ", stderr);
-	va_start(args, fmt);
-	vfprintf(stderr, fmt, args);
-	va_end(args);
-	fputc('\n', stderr);
-	exit(EXIT_USAGE);
-}
 
 static const char usage_text[] =
 	"usage: locklab-bench --lock NAME [options]\n"

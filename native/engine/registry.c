@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* registry.c - the built-in locks (native/locks/registry.def) and plugins loaded at run time. */
+/* registry.c - the built-in locks (native/locks/registry.def), plugins loaded at run time, and
+ * their listing (--list). */
 #include <dlfcn.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "engine.h"
@@ -88,4 +90,50 @@ void registry_load_plugin(const char *path)
 	if (registry_find(ops->name) != NULL)
 		usage_error("plugin %s: a lock named '%s' already exists", path, ops->name);
 	plugin_locks[plugin_count++] = ops;
+}
+void list_locks(const char *json_path)
+{
+	if (json_path == NULL) {
+		for (size_t i = 0; i < registry_count(); i++) {
+			const struct lock_ops *ops = registry_at(i);
+			printf("%-18s %-12s %s\n", ops->name, ops->family, ops->summary);
+		}
+		return;
+	}
+	struct json_writer *j = json_open(json_path);
+	if (j == NULL)
+		usage_error("cannot write %s", json_path);
+	json_int(j, "schema", ENGINE_SCHEMA_VERSION);
+	json_begin_array(j, "locks");
+	for (size_t i = 0; i < registry_count(); i++) {
+		const struct lock_ops *ops = registry_at(i);
+		json_begin_object(j, NULL);
+		json_string(j, "name", ops->name);
+		json_string(j, "family", ops->family);
+		json_string(j, "summary", ops->summary);
+		json_string(j, "source", ops->source);
+		json_begin_array(j, "flags");
+		static const char *const flag_names[] = { "spins", "sleeps", "reader_writer",
+							  "priority_inheritance", "external",
+							  "tsan_opaque" };
+		for (unsigned int f = 0; f < sizeof(flag_names) / sizeof(flag_names[0]); f++)
+			if (ops->flags & (1u << f))
+				json_string(j, NULL, flag_names[f]);
+		json_end_array(j);
+		json_begin_array(j, "tunables");
+		for (size_t t = 0; t < lock_tunable_count(ops); t++) {
+			const struct lock_tunable *tun = &ops->tunables[t];
+			json_begin_object(j, NULL);
+			json_string(j, "name", tun->name);
+			json_int(j, "default", tun->default_value);
+			json_int(j, "min", tun->min_value);
+			json_int(j, "max", tun->max_value);
+			json_string(j, "meaning", tun->meaning);
+			json_end_object(j);
+		}
+		json_end_array(j);
+		json_end_object(j);
+	}
+	json_end_array(j);
+	json_close(j);
 }

@@ -366,73 +366,93 @@ static void describe_violations(const struct violation_summary *v, char *out, si
 		 (unsigned long long)v->cs_lines_mismatch);
 }
 
-int report_write(struct run_state *run, int status)
+/* Everything a run measured, and its verdict: computed once, then printed and written. */
+struct run_result {
+	int status;
+	bool private_ok; /* per-thread state was read (not after a watchdog) */
+	struct violation_summary violations;
+	struct role_summary writers, readers;
+	struct usage_totals usage;
+	struct handoff_summary handoffs;
+	uint64_t total, since_start;
+	double window, throughput;
+	char error_text[512];
+};
+
+static void run_result_compute(struct run_state *run, int status, struct run_result *r)
 {
 	const struct bench_config *config = run->config;
-	bool private_ok = status != EXIT_WATCHDOG;
-	struct violation_summary violations = { 0 };
-	struct role_summary writers, readers;
-	struct usage_totals usage = { 0, 0, 0, 0 };
 	char violation_text[256] = "";
-	char error_text[512] = "";
 
-	if (private_ok) {
-		check_violations(run, &violations);
-		if (violations.total)
+	memset(r, 0, sizeof(*r));
+	r->private_ok = status != EXIT_WATCHDOG;
+	if (r->private_ok) {
+		check_violations(run, &r->violations);
+		if (r->violations.total)
 			status = EXIT_VIOLATION;
 		for (unsigned int i = 0; i < run->nthreads; i++) {
 			struct usage_totals u = usage_delta(run->workers[i]);
-			usage.voluntary += u.voluntary;
-			usage.involuntary += u.involuntary;
-			usage.user_s += u.user_s;
-			usage.system_s += u.system_s;
+			r->usage.voluntary += u.voluntary;
+			r->usage.involuntary += u.involuntary;
+			r->usage.user_s += u.user_s;
+			r->usage.system_s += u.system_s;
 		}
 	}
-	struct handoff_summary handoffs = handoffs_of(run);
-	summarise_role(run, false, private_ok, &writers);
-	summarise_role(run, true, private_ok, &readers);
-	uint64_t total = writers.acquisitions + readers.acquisitions;
-	uint64_t since_start = acquisitions_since_start(run); /* what locktorture's Total counts */
+	r->handoffs = handoffs_of(run);
+	summarise_role(run, false, r->private_ok, &r->writers);
+	summarise_role(run, true, r->private_ok, &r->readers);
+	r->total = r->writers.acquisitions + r->readers.acquisitions;
+	r->since_start = acquisitions_since_start(run); /* what locktorture's Total counts */
 	/* The measured window: to its end, or to the watchdog when that fired inside it. */
-	double window = run->window_s;
+	r->window = run->window_s;
 	if (status == EXIT_WATCHDOG)
-		window = run->window_start_s == 0 ? 0
-			 : run->window_end_s > 0  ? run->window_end_s - run->window_start_s
-						  : monotonic_s() - run->window_start_s;
-	double throughput = window > 0 ? (double)total / window : NAN;
-	describe_violations(&violations, violation_text, sizeof(violation_text));
+		r->window = run->window_start_s == 0 ? 0
+			    : run->window_end_s > 0  ? run->window_end_s - run->window_start_s
+						     : monotonic_s() - run->window_start_s;
+	r->throughput = r->window > 0 ? (double)r->total / r->window : NAN;
+	describe_violations(&r->violations, violation_text, sizeof(violation_text));
 	if (status == EXIT_WATCHDOG)
-		snprintf(error_text, sizeof(error_text),
+		snprintf(r->error_text, sizeof(r->error_text),
 			 "watchdog: no acquisition in %.1f s with lock '%s' and %u threads: "
 			 "deadlock or livelock",
 			 run->watchdog_idle_s, config->lock->name, run->nthreads);
 	else if (status == EXIT_VIOLATION)
-		snprintf(error_text, sizeof(error_text), "correctness violation with lock '%s': %s",
-			 config->lock->name, violation_text);
+		snprintf(r->error_text, sizeof(r->error_text),
+			 "correctness violation with lock '%s': %s", config->lock->name,
+			 violation_text);
+	r->status = status;
+}
 
+/* The short human summary (stderr when the JSON goes to stdout), and the error line. */
+static void run_result_print(const struct run_state *run, const struct run_result *r)
+{
+	const struct bench_config *config = run->config;
+	const struct role_summary *writers = &r->writers, *readers = &r->readers;
 	bool json_on_stdout = config->json_path && strcmp(config->json_path, "-") == 0;
 	FILE *human = json_on_stdout ? stderr : stdout;
+
 	fprintf(human, "%s: %u writers, %u readers, %.3f s measured\n", config->lock->name,
-		config->nwriters, config->nreaders, window);
-	fprintf(human, "  throughput   %.0f ops/s (%llu acquisitions)\n", throughput,
-		(unsigned long long)total);
-	if (writers.threads && private_ok && writers.latency.count)
+		config->nwriters, config->nreaders, r->window);
+	fprintf(human, "  throughput   %.0f ops/s (%llu acquisitions)\n", r->throughput,
+		(unsigned long long)r->total);
+	if (writers->threads && r->private_ok && writers->latency.count)
 		fprintf(human, "  write wait   p50 %.0f ns  p99 %.0f ns  max %.0f ns  max/min %.2f\n",
-			cycles_to_ns(run, (double)histogram_percentile(&writers.latency, 50)),
-			cycles_to_ns(run, (double)histogram_percentile(&writers.latency, 99)),
-			cycles_to_ns(run, (double)writers.latency.max), writers.fairness.max_min_ratio);
-	if (writers.threads > 1 && private_ok && handoffs.total)
+			cycles_to_ns(run, (double)histogram_percentile(&writers->latency, 50)),
+			cycles_to_ns(run, (double)histogram_percentile(&writers->latency, 99)),
+			cycles_to_ns(run, (double)writers->latency.max),
+			writers->fairness.max_min_ratio);
+	if (writers->threads > 1 && r->private_ok && r->handoffs.total)
 		fprintf(human, "  hand-overs   %llu between writers, %.1f%% on the same node%s, "
 			"%llu re-acquisitions\n",
-			(unsigned long long)handoffs.total,
-			100.0 * (double)handoffs.same_node / (double)handoffs.total,
-			handoffs.nodes_known ? "" : " (threads unpinned: node unknown)",
-			(unsigned long long)handoffs.reacquisitions);
-	if (readers.threads && private_ok && readers.latency.count)
+			(unsigned long long)r->handoffs.total,
+			100.0 * (double)r->handoffs.same_node / (double)r->handoffs.total,
+			r->handoffs.nodes_known ? "" : " (threads unpinned: node unknown)",
+			(unsigned long long)r->handoffs.reacquisitions);
+	if (readers->threads && r->private_ok && readers->latency.count)
 		fprintf(human, "  read wait    p50 %.0f ns  p99 %.0f ns  max %.0f ns\n",
-			cycles_to_ns(run, (double)histogram_percentile(&readers.latency, 50)),
-			cycles_to_ns(run, (double)histogram_percentile(&readers.latency, 99)),
-			cycles_to_ns(run, (double)readers.latency.max));
+			cycles_to_ns(run, (double)histogram_percentile(&readers->latency, 50)),
+			cycles_to_ns(run, (double)histogram_percentile(&readers->latency, 99)),
+			cycles_to_ns(run, (double)readers->latency.max));
 	if (config->hold_ns || config->gap_ns)
 		fprintf(human, "  calibration  hold %llu ns -> %.0f ns (%+.1f%%), gap %llu ns -> %.0f ns "
 			"(%+.1f%%)\n",
@@ -440,8 +460,16 @@ int report_write(struct run_state *run, int status)
 			run->calibration->hold_error_pct, (unsigned long long)config->gap_ns,
 			run->calibration->gap_measured_ns, run->calibration->gap_error_pct);
 	fflush(human);
-	if (status != EXIT_FINE)
-		fprintf(stderr, "locklab-bench: %s\n", error_text);
+	if (r->status != EXIT_FINE)
+		fprintf(stderr, "locklab-bench: %s\n", r->error_text);
+}
+
+/* The JSON document (result.schema.json); returns the final exit status. */
+static int run_result_write_json(const struct run_state *run, const struct run_result *r)
+{
+	const struct bench_config *config = run->config;
+	const struct usage_totals *usage = &r->usage;
+	int status = r->status;
 
 	if (config->json_path == NULL)
 		return status;
@@ -453,97 +481,61 @@ int report_write(struct run_state *run, int status)
 	json_int(j, "schema", ENGINE_SCHEMA_VERSION);
 	json_string(j, "engine_version", LOCKLAB_VERSION);
 	json_string(j, "status", status_name(status));
-	json_string(j, "error", status == EXIT_FINE ? NULL : error_text);
+	json_string(j, "error", status == EXIT_FINE ? NULL : r->error_text);
 	json_config(j, config);
 	json_machine(j, run->facts);
-	json_double(j, "window_s", window);
-	json_double(j, "throughput_ops_per_s", throughput);
-	json_uint(j, "total_acquisitions", total);
-	json_uint(j, "write_acquisitions", writers.acquisitions);
-	json_uint(j, "read_acquisitions", readers.acquisitions);
-	json_uint(j, "acquisitions_since_start", since_start);
+	json_double(j, "window_s", r->window);
+	json_double(j, "throughput_ops_per_s", r->throughput);
+	json_uint(j, "total_acquisitions", r->total);
+	json_uint(j, "write_acquisitions", r->writers.acquisitions);
+	json_uint(j, "read_acquisitions", r->readers.acquisitions);
+	json_uint(j, "acquisitions_since_start", r->since_start);
 	json_begin_object(j, "violations");
-	json_bool(j, "checked", private_ok);
-	json_uint(j, "total", violations.total);
-	json_uint(j, "overlapping_writers", violations.owner);
-	json_uint(j, "writer_reader_overlaps", violations.readers);
-	json_uint(j, "read_data_changed", violations.read_data);
-	json_uint(j, "write_counter_mismatch", violations.counter_mismatch);
-	json_uint(j, "cs_lines_mismatch", violations.cs_lines_mismatch);
+	json_bool(j, "checked", r->private_ok);
+	json_uint(j, "total", r->violations.total);
+	json_uint(j, "overlapping_writers", r->violations.owner);
+	json_uint(j, "writer_reader_overlaps", r->violations.readers);
+	json_uint(j, "read_data_changed", r->violations.read_data);
+	json_uint(j, "write_counter_mismatch", r->violations.counter_mismatch);
+	json_uint(j, "cs_lines_mismatch", r->violations.cs_lines_mismatch);
 	json_end_object(j);
 	json_begin_object(j, "fairness");
-	json_fairness(j, "write", &writers);
-	json_fairness(j, "read", &readers);
+	json_fairness(j, "write", &r->writers);
+	json_fairness(j, "read", &r->readers);
 	json_end_object(j);
-	json_handoffs(j, &handoffs, private_ok);
+	json_handoffs(j, &r->handoffs, r->private_ok);
 	json_begin_object(j, "latency_ns");
-	json_latency(j, "write", run, &writers);
-	json_latency(j, "read", run, &readers);
+	json_latency(j, "write", run, &r->writers);
+	json_latency(j, "read", run, &r->readers);
 	json_end_object(j);
 	json_begin_object(j, "context_switches");
-	json_int(j, "voluntary", usage.voluntary);
-	json_int(j, "involuntary", usage.involuntary);
-	json_double(j, "voluntary_per_1000_acquisitions", per_1000((double)usage.voluntary, total));
+	json_int(j, "voluntary", usage->voluntary);
+	json_int(j, "involuntary", usage->involuntary);
+	json_double(j, "voluntary_per_1000_acquisitions",
+		    per_1000((double)usage->voluntary, r->total));
 	json_double(j, "involuntary_per_1000_acquisitions",
-		    per_1000((double)usage.involuntary, total));
+		    per_1000((double)usage->involuntary, r->total));
 	json_end_object(j);
 	json_begin_object(j, "cpu");
-	json_double(j, "user_s", usage.user_s);
-	json_double(j, "system_s", usage.system_s);
+	json_double(j, "user_s", usage->user_s);
+	json_double(j, "system_s", usage->system_s);
 	json_double(j, "ms_per_1000_acquisitions",
-		    per_1000((usage.user_s + usage.system_s) * 1e3, total));
-	json_double(j, "utilisation", window > 0 ? (usage.user_s + usage.system_s) / window : NAN);
+		    per_1000((usage->user_s + usage->system_s) * 1e3, r->total));
+	json_double(j, "utilisation",
+		    r->window > 0 ? (usage->user_s + usage->system_s) / r->window : NAN);
 	json_end_object(j);
-	json_threads(j, run, private_ok);
+	json_threads(j, run, r->private_ok);
 	json_intervals(j, run);
 	json_calibration(j, run);
 	json_close(j);
 	return status;
 }
 
-void list_locks(const char *json_path)
+int report_write(struct run_state *run, int status)
 {
-	if (json_path == NULL) {
-		for (size_t i = 0; i < registry_count(); i++) {
-			const struct lock_ops *ops = registry_at(i);
-			printf("%-18s %-12s %s\n", ops->name, ops->family, ops->summary);
-		}
-		return;
-	}
-	struct json_writer *j = json_open(json_path);
-	if (j == NULL)
-		usage_error("cannot write %s", json_path);
-	json_int(j, "schema", ENGINE_SCHEMA_VERSION);
-	json_begin_array(j, "locks");
-	for (size_t i = 0; i < registry_count(); i++) {
-		const struct lock_ops *ops = registry_at(i);
-		json_begin_object(j, NULL);
-		json_string(j, "name", ops->name);
-		json_string(j, "family", ops->family);
-		json_string(j, "summary", ops->summary);
-		json_string(j, "source", ops->source);
-		json_begin_array(j, "flags");
-		static const char *const flag_names[] = { "spins", "sleeps", "reader_writer",
-							  "priority_inheritance", "external",
-							  "tsan_opaque" };
-		for (unsigned int f = 0; f < sizeof(flag_names) / sizeof(flag_names[0]); f++)
-			if (ops->flags & (1u << f))
-				json_string(j, NULL, flag_names[f]);
-		json_end_array(j);
-		json_begin_array(j, "tunables");
-		for (size_t t = 0; t < lock_tunable_count(ops); t++) {
-			const struct lock_tunable *tun = &ops->tunables[t];
-			json_begin_object(j, NULL);
-			json_string(j, "name", tun->name);
-			json_int(j, "default", tun->default_value);
-			json_int(j, "min", tun->min_value);
-			json_int(j, "max", tun->max_value);
-			json_string(j, "meaning", tun->meaning);
-			json_end_object(j);
-		}
-		json_end_array(j);
-		json_end_object(j);
-	}
-	json_end_array(j);
-	json_close(j);
+	static struct run_result result; /* histograms: too large for a watchdog's stack */
+
+	run_result_compute(run, status, &result);
+	run_result_print(run, &result);
+	return run_result_write_json(run, &result);
 }

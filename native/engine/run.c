@@ -101,14 +101,6 @@ static void record_interval(struct run_state *run, double t_s)
 	run->intervals[run->nintervals++] = (struct interval_sample){ t_s, writes, reads };
 }
 
-uint64_t acquisitions_since_start(const struct run_state *run)
-{
-	uint64_t total = 0;
-	for (unsigned int i = 0; i < run->nthreads; i++)
-		total += __atomic_load_n(&run->workers[i]->acquisitions_total, __ATOMIC_RELAXED);
-	return total;
-}
-
 static void watchdog_fire(struct run_state *run, double idle_s)
 {
 	run->watchdog_fired = true;

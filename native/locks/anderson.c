@@ -66,7 +66,7 @@ static void anderson_lock(void *lockp, struct lock_thread *self)
 
 	smp_cond_load_acquire(&lock->slots[slot].has_lock, VAL != 0);
 	WRITE_ONCE(lock->slots[slot].has_lock, 0); /* re-arm for the next round */
-	lock_qnode(self, 0, struct anderson_holder)->slot = slot;
+	lock_qnode(self, LOCK_QNODE_QUEUE, struct anderson_holder)->slot = slot;
 }
 
 static bool anderson_trylock(void *lockp, struct lock_thread *self)
@@ -81,14 +81,14 @@ static bool anderson_trylock(void *lockp, struct lock_thread *self)
 	if (cmpxchg_relaxed(&lock->next_slot, ticket, ticket + 1) != ticket)
 		return false;
 	WRITE_ONCE(lock->slots[slot].has_lock, 0);
-	lock_qnode(self, 0, struct anderson_holder)->slot = slot;
+	lock_qnode(self, LOCK_QNODE_QUEUE, struct anderson_holder)->slot = slot;
 	return true;
 }
 
 static void anderson_unlock(void *lockp, struct lock_thread *self)
 {
 	struct anderson_lock *lock = lockp;
-	u32 slot = lock_qnode(self, 0, struct anderson_holder)->slot;
+	u32 slot = lock_qnode(self, LOCK_QNODE_QUEUE, struct anderson_holder)->slot;
 
 	smp_store_release(&lock->slots[(slot + 1) & lock->slot_mask].has_lock, 1);
 }

@@ -136,17 +136,17 @@ const struct lock_ops ck_ticket_pb_ops = {
 
 static void ck_mcs_lock_op(void *lockp, struct lock_thread *self)
 {
-	ck_spinlock_mcs_lock(lockp, lock_qnode(self, 0, struct ck_spinlock_mcs));
+	ck_spinlock_mcs_lock(lockp, lock_qnode(self, LOCK_QNODE_QUEUE, struct ck_spinlock_mcs));
 }
 
 static void ck_mcs_unlock_op(void *lockp, struct lock_thread *self)
 {
-	ck_spinlock_mcs_unlock(lockp, lock_qnode(self, 0, struct ck_spinlock_mcs));
+	ck_spinlock_mcs_unlock(lockp, lock_qnode(self, LOCK_QNODE_QUEUE, struct ck_spinlock_mcs));
 }
 
 static bool ck_mcs_trylock_op(void *lockp, struct lock_thread *self)
 {
-	return ck_spinlock_mcs_trylock(lockp, lock_qnode(self, 0, struct ck_spinlock_mcs));
+	return ck_spinlock_mcs_trylock(lockp, lock_qnode(self, LOCK_QNODE_QUEUE, struct ck_spinlock_mcs));
 }
 
 static int ck_mcs_init_op(void *lockp, const struct lock_init_args *args)
@@ -199,7 +199,7 @@ static void ck_clh_lock_op(void *lockp, struct lock_thread *self)
 {
 	struct ck_clh_lock *lock = lockp;
 	if (self->lock_private == NULL)
-		self->lock_private = lock_qnode(self, 0, struct ck_spinlock_clh);
+		self->lock_private = lock_qnode(self, LOCK_QNODE_QUEUE, struct ck_spinlock_clh);
 	ck_spinlock_clh_lock(&lock->queue, self->lock_private);
 }
 

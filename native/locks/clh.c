@@ -42,7 +42,7 @@ struct clh_lock {
 static struct clh_node *clh_my_node(struct lock_thread *self)
 {
 	if (unlikely(self->lock_private == NULL))
-		self->lock_private = lock_qnode(self, 0, struct clh_node);
+		self->lock_private = lock_qnode(self, LOCK_QNODE_QUEUE, struct clh_node);
 	return self->lock_private;
 }
 

@@ -19,7 +19,7 @@ struct lock_task {
 
 static inline struct lock_task *lock_task_of(struct lock_thread *self)
 {
-	return lock_qnode(self, 3, struct lock_task);
+	return lock_qnode(self, LOCK_QNODE_TASK, struct lock_task);
 }
 
 static inline bool lock_task_running(const struct lock_task *task)

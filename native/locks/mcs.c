@@ -40,7 +40,7 @@ struct mcs_lock {
 static void mcs_lock(void *lockp, struct lock_thread *self)
 {
 	struct mcs_lock *lock = lockp;
-	struct mcs_node *node = lock_qnode(self, 0, struct mcs_node);
+	struct mcs_node *node = lock_qnode(self, LOCK_QNODE_QUEUE, struct mcs_node);
 	struct mcs_node *prev;
 
 	node->next = NULL;
@@ -57,7 +57,7 @@ static void mcs_lock(void *lockp, struct lock_thread *self)
 static bool mcs_trylock(void *lockp, struct lock_thread *self)
 {
 	struct mcs_lock *lock = lockp;
-	struct mcs_node *node = lock_qnode(self, 0, struct mcs_node);
+	struct mcs_node *node = lock_qnode(self, LOCK_QNODE_QUEUE, struct mcs_node);
 
 	node->next = NULL;
 	node->locked = 0;
@@ -67,7 +67,7 @@ static bool mcs_trylock(void *lockp, struct lock_thread *self)
 static void mcs_unlock(void *lockp, struct lock_thread *self)
 {
 	struct mcs_lock *lock = lockp;
-	struct mcs_node *node = lock_qnode(self, 0, struct mcs_node);
+	struct mcs_node *node = lock_qnode(self, LOCK_QNODE_QUEUE, struct mcs_node);
 	struct mcs_node *next = smp_load_acquire(&node->next);
 
 	if (likely(next == NULL)) {

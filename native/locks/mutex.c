@@ -149,7 +149,7 @@ static bool mutex_optimistic_spin(struct mutex *lock, struct lock_thread *self, 
 static void mutex_lock_slowpath(struct mutex *lock, struct lock_thread *self)
 {
 	struct lock_task *me = lock_task_of(self);
-	struct mutex_waiter *waiter = lock_qnode(self, 1, struct mutex_waiter);
+	struct mutex_waiter *waiter = lock_qnode(self, LOCK_QNODE_WAITER, struct mutex_waiter);
 
 	if (lock->spin && mutex_optimistic_spin(lock, self, false))
 		return;

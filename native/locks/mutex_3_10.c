@@ -68,8 +68,8 @@ _Static_assert(sizeof(struct mutex_3_10_waiter) <= LOCK_QNODE_BYTES, "waiter fit
 _Static_assert(sizeof(struct mspin_node) <= LOCK_QNODE_BYTES, "mspin node fits a qnode");
 
 /* Queue nodes: 0 the MCS spinner node, 1 the waiter, 3 the lock_task (lock_task.h). */
-#define MUTEX_3_10_MSPIN_NODE 0
-#define MUTEX_3_10_WAITER_NODE 1
+#define MUTEX_3_10_MSPIN_NODE LOCK_QNODE_QUEUE
+#define MUTEX_3_10_WAITER_NODE LOCK_QNODE_WAITER
 
 static inline void mutex_3_10_set_owner(struct mutex_3_10 *lock, struct lock_task *me)
 {

@@ -84,7 +84,7 @@ static inline struct optimistic_spin_node *osq_wait_next(struct optimistic_spin_
 
 static inline bool osq_lock(struct optimistic_spin_queue *lock, struct lock_thread *self)
 {
-	struct optimistic_spin_node *node = lock_qnode(self, 0, struct optimistic_spin_node);
+	struct optimistic_spin_node *node = lock_qnode(self, LOCK_QNODE_QUEUE, struct optimistic_spin_node);
 	struct optimistic_spin_node *prev, *next;
 	u32 curr = self->index + 1;
 
@@ -141,7 +141,7 @@ unqueue:
 
 static inline void osq_unlock(struct optimistic_spin_queue *lock, struct lock_thread *self)
 {
-	struct optimistic_spin_node *node = lock_qnode(self, 0, struct optimistic_spin_node);
+	struct optimistic_spin_node *node = lock_qnode(self, LOCK_QNODE_QUEUE, struct optimistic_spin_node);
 	u32 curr = self->index + 1;
 
 	if (likely(__atomic_compare_exchange_n(&lock->tail, &curr, 0, false, __ATOMIC_RELEASE,

@@ -29,7 +29,7 @@ struct pi_futex {
 /* The thread's id, cached in its queue node 0 (gettid is a syscall). */
 static inline u32 thread_id(struct lock_thread *self)
 {
-	u32 *tid = lock_qnode(self, 0, u32);
+	u32 *tid = lock_qnode(self, LOCK_QNODE_QUEUE, u32);
 	if (unlikely(*tid == 0))
 		*tid = (u32)syscall(SYS_gettid);
 	return *tid;

@@ -628,7 +628,7 @@ queued_spin_lock_slowpath(struct qspinlock *lock, u32 val, struct lock_thread *s
 	return;
 
 queue:
-	node = lock_qnode(self, 0, struct qnode);
+	node = lock_qnode(self, LOCK_QNODE_QUEUE, struct qnode);
 	idx = node->count++;
 	tail = encode_tail(self->index, idx, layout);
 	node = lock_qnode(self, idx, struct qnode);
@@ -686,7 +686,7 @@ queue:
 		smp_store_release(&next->locked, 1);
 
 release:
-	lock_qnode(self, 0, struct qnode)->count--;
+	lock_qnode(self, LOCK_QNODE_QUEUE, struct qnode)->count--;
 }
 
 /* ---- lock ops ------------------------------------------------------------------------------ */

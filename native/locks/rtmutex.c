@@ -484,7 +484,7 @@ rtmutex_fastlock(struct rtmutex *lock, struct lock_thread *self, rt_mutex_slowlo
 	if (likely(__atomic_compare_exchange_n(&lock->owner, &expected, (uintptr_t)task, false,
 					       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
 		return;
-	slowlock(lock, task, lock_qnode(self, 2, struct rt_waiter));
+	slowlock(lock, task, lock_qnode(self, LOCK_QNODE_RT_WAITER, struct rt_waiter));
 }
 
 /*

@@ -190,7 +190,7 @@ static void rwsem_wake(struct rw_semaphore *sem)
 static void rwsem_down_read_slowpath(struct rw_semaphore *sem, struct lock_thread *self,
 				     unsigned long count)
 {
-	struct rwsem_waiter *waiter = lock_qnode(self, 1, struct rwsem_waiter);
+	struct rwsem_waiter *waiter = lock_qnode(self, LOCK_QNODE_WAITER, struct rwsem_waiter);
 	struct wake_list wake = { .n = 0 };
 	unsigned long adjustment = -RWSEM_READER_BIAS;
 
@@ -350,7 +350,7 @@ static bool rwsem_try_write_lock(struct rw_semaphore *sem, struct rwsem_waiter *
 
 static void rwsem_down_write_slowpath(struct rw_semaphore *sem, struct lock_thread *self)
 {
-	struct rwsem_waiter *waiter = lock_qnode(self, 1, struct rwsem_waiter);
+	struct rwsem_waiter *waiter = lock_qnode(self, LOCK_QNODE_WAITER, struct rwsem_waiter);
 	struct lock_task *me = lock_task_of(self);
 	struct wake_list wake = { .n = 0 };
 

@@ -115,8 +115,8 @@ struct rwsem_3_10 {
 _Static_assert(sizeof(struct rwsem_3_10_waiter) <= LOCK_QNODE_BYTES, "waiter fits a qnode");
 
 /* Queue nodes: 0 the MCS spinner node, 1 the waiter, 3 the lock_task (lock_task.h). */
-#define RWSEM_3_10_MSPIN_NODE 0
-#define RWSEM_3_10_WAITER_NODE 1
+#define RWSEM_3_10_MSPIN_NODE LOCK_QNODE_QUEUE
+#define RWSEM_3_10_WAITER_NODE LOCK_QNODE_WAITER
 
 /* rwsem_atomic_update(): add, return the new value; fully ordered. */
 static inline long rwsem_atomic_update(long delta, struct rwsem_3_10 *sem)

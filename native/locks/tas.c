@@ -106,7 +106,7 @@ static int ttas_backoff_init(void *lockp, const struct lock_init_args *args)
 static void ttas_backoff_lock(void *lockp, struct lock_thread *self)
 {
 	struct ttas_backoff_lock *lock = lockp;
-	struct backoff_state *state = lock_qnode(self, 0, struct backoff_state);
+	struct backoff_state *state = lock_qnode(self, LOCK_QNODE_QUEUE, struct backoff_state);
 	u32 limit = lock->backoff_min;
 
 	for (;;) {

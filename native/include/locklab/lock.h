@@ -67,7 +67,20 @@ struct lock_thread {
 	alignas(LOCKLAB_CACHELINE) unsigned char qnode[LOCK_QNODES_PER_THREAD][LOCK_QNODE_BYTES];
 };
 
-/* A queue node of the thread, as a typed pointer: lock_qnode(self, 0, struct mcs_node). */
+/*
+ * What each of a thread's queue nodes holds, by the convention the built-in locks share, so
+ * that locks built on each other (a mutex on OSQ, an rtmutex on lock_task.h) never reuse the
+ * same bytes for two purposes. A lock uses only the slots it needs; plugins may use any.
+ */
+enum lock_qnode_slot {
+	LOCK_QNODE_QUEUE = 0,  /* a queue lock's node: MCS, CLH, qspinlock/CNA, OSQ, Anderson */
+	LOCK_QNODE_WAITER = 1, /* a sleeping lock's waiter: mutex, rwsem (and their 3.10 forms) */
+	LOCK_QNODE_RT_WAITER = 2, /* rtmutex's rt_waiter; ticket backoff's delay table */
+	LOCK_QNODE_TASK = 3,   /* the thread as a task (lock_task.h): priority, state, wake-up */
+};
+
+/* A queue node of the thread, as a typed pointer: lock_qnode(self, LOCK_QNODE_QUEUE, struct
+ * mcs_node). */
 #define lock_qnode(self, i, type) ((type *)(void *)(self)->qnode[(i)])
 
 struct lock_ops {

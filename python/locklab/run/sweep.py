@@ -13,11 +13,12 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from locklab import adaptive, provenance
-from locklab.engine import EXIT_USAGE, Engine
+from locklab import provenance
 from locklab.errors import LocklabError
-from locklab.experiment import RUN_WATCHDOG_S, Configuration
+from locklab.model.spec import RUN_WATCHDOG_S, ConfigKey, Configuration
 from locklab.printable import printable
+from locklab.run import adaptive
+from locklab.run.engine import EXIT_USAGE, Engine, EngineOutcome
 from locklab.store import Experiment, Run, Store
 
 STATUS_WORDS = {
@@ -67,7 +68,7 @@ def _run_sweep(
     todo = [(config, repeat) for config, repeat in schedule if (config.key, repeat) not in done]
     outcome = SweepOutcome(planned=len(schedule), already_done=len(schedule) - len(todo))
     settled_from = spec.min_repeat if spec.repeat_auto else spec.repeat
-    open_keys: set[str] | None = None  # None: every configuration still runs
+    open_keys: set[ConfigKey] | None = None  # None: every configuration still runs
     failed: set[str] = set()
     version, commit = provenance.version(), provenance.commit()
     per_run_s = spec.expected_run_s()
@@ -107,20 +108,8 @@ def _run_sweep(
                 progress.update(task, advance=per_run_s, refresh=True)
                 continue
             result = engine.run(spec.engine_args(config, repeat), spec.run_timeout_s())
-            run = Run(
-                config.key,
-                repeat,
-                result.status,
-                result.exit_code,
-                (result.result or {}).get("throughput_ops_per_s")
-                if result.status == "ok"
-                else None,
-                None if result.status == "ok" else result.error_line(),
-                result.result,
-                (result.result or {}).get("machine"),
-                result.wall_s,
-            )
-            store.add_run(experiment, run, result.command, version, commit)
+            store.add_run(experiment, stored_run(config, repeat, result), result.command,
+                          version, commit)  # fmt: skip
             outcome.ran += 1
             progress.update(task, runs=_runs_text(outcome), advance=per_run_s, refresh=True)
             if result.exit_code == EXIT_USAGE:
@@ -135,6 +124,17 @@ def _run_sweep(
                     "its remaining runs were skipped"
                 )
     return outcome
+
+
+def stored_run(config: Configuration, repeat: int, result: EngineOutcome) -> Run:
+    """What the store keeps of one engine process."""
+    ok = result.status == "ok"
+    return Run(
+        config.key, repeat, result.status, result.exit_code,
+        (result.result or {}).get("throughput_ops_per_s") if ok else None,
+        None if ok else result.error_line(), result.result,
+        (result.result or {}).get("machine"), result.wall_s,
+    )  # fmt: skip
 
 
 def _runs_text(outcome: SweepOutcome) -> str:

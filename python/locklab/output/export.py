@@ -9,8 +9,8 @@ import json
 import math
 
 from locklab import provenance
-from locklab.analysis import Analysis
-from locklab.experiment import AXES
+from locklab.analysis.cells import Analysis
+from locklab.model.values import AXES
 from locklab.printable import printable
 from locklab.store import Experiment, Run
 
@@ -120,7 +120,7 @@ def to_json(analysis: Analysis, experiment: Experiment, runs: list[Run]) -> str:
         ],
         "runs": [
             {
-                "config_key": run.config_key,
+                "config_key": str(run.config_key),
                 "repeat": run.repeat,
                 "status": run.status,
                 "exit_code": run.exit_code,
@@ -178,3 +178,12 @@ def to_markdown(analysis: Analysis) -> str:
 
 def _finite(value: float) -> float | None:
     return None if math.isnan(value) else value
+
+
+def render(kind: str, analysis: Analysis, experiment: Experiment, runs: list[Run]) -> str:
+    """The export in one of FORMATS."""
+    if kind == "csv":
+        return to_csv(analysis)
+    if kind == "json":
+        return to_json(analysis, experiment, runs)
+    return to_markdown(analysis)

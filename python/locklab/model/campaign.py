@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from locklab.errors import LocklabError
-from locklab.experiment import AXES, ExperimentSpec, Variant, Workload
+from locklab.model.spec import AutoRepeat, ExperimentSpec, Variant, Workload, default
+from locklab.model.values import AXES
 
 TOP_KEYS = {
     "name",
@@ -117,17 +118,17 @@ class _CampaignReader:
             sweep=sweep,
             repeat=self.repeat(data),
             repeat_auto=data.get("repeat") == "auto",
-            min_repeat=self.typed(data, "min_repeat", int, 2),
-            precision=self.number(data, "precision", 0.02),
-            duration_s=self.number(data, "duration", 10.0),
-            warmup_s=self.number(data, "warmup", 2.0),
-            baseline=self.typed(data, "baseline", str, ""),
-            pin=self.typed(data, "pin", str, "none"),
-            seed=self.typed(data, "seed", int, 1),
-            interval_s=self.number(data, "interval", 0.1),
-            long_hold_ms=self.typed(data, "long_hold_ms", int, 0),
-            stutter_s=self.number(data, "stutter", 0.0),
-            numa_nodes=self.typed(data, "numa_nodes", int, 0),
+            min_repeat=self.typed(data, "min_repeat", int, _default("min_repeat")),
+            precision=self.number(data, "precision", _default("precision")),
+            duration_s=self.number(data, "duration", _default("duration_s")),
+            warmup_s=self.number(data, "warmup", _default("warmup_s")),
+            baseline=self.typed(data, "baseline", str, _default("baseline")),
+            pin=self.typed(data, "pin", str, _default("pin")),
+            seed=self.typed(data, "seed", int, _default("seed")),
+            interval_s=self.number(data, "interval", _default("interval_s")),
+            long_hold_ms=self.typed(data, "long_hold_ms", int, _default("long_hold_ms")),
+            stutter_s=self.number(data, "stutter", _default("stutter_s")),
+            numa_nodes=self.typed(data, "numa_nodes", int, _default("numa_nodes")),
             workloads=self.workloads(data.get("workload", [])),
         )
         return spec
@@ -216,8 +217,8 @@ class _CampaignReader:
     def repeat(self, data: dict) -> int:
         """repeat = 5, or repeat = "auto" with max_repeat (default 10) as the most runs."""
         if data.get("repeat") == "auto":
-            return self.typed(data, "max_repeat", int, 10)
-        return self.typed(data, "repeat", int, 5)
+            return self.typed(data, "max_repeat", int, default(AutoRepeat, "max_repeat"))
+        return self.typed(data, "repeat", int, _default("repeat"))
 
     def number(self, data: dict, key: str, default: float) -> float:
         value = data.get(key, default)
@@ -228,3 +229,7 @@ class _CampaignReader:
 
 def _kind_name(kind: type) -> str:
     return {str: "a string", int: "an integer"}.get(kind, kind.__name__)
+
+
+def _default(name: str) -> Any:
+    return default(ExperimentSpec, name)

@@ -18,9 +18,12 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from locklab import provenance, table
-from locklab.analysis import Analysis, Section, Settings, analyse_experiment, legend_lines
-from locklab.metrics import from_result
+from locklab import provenance
+from locklab.analysis import metrics, series
+from locklab.analysis.cells import Analysis, Section, Settings
+from locklab.analysis.metrics import from_result
+from locklab.analysis.verdicts import legend_lines
+from locklab.output import table
 from locklab.store import Experiment, Run
 
 PALETTE = (
@@ -40,10 +43,6 @@ def _label(text: str) -> str:
     return html.escape(text, quote=True)
 
 
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
 def _layout(figure: go.Figure, title: str, x_title: str, y_title: str, log_y: bool = False) -> None:
     figure.update_layout(
         title=_label(title),
@@ -58,14 +57,6 @@ def _layout(figure: go.Figure, title: str, x_title: str, y_title: str, log_y: bo
         figure.update_yaxes(type="log")
 
 
-def _rows_and_runs(analysis: Analysis, section: Section, index: int) -> list[tuple[int, list[Run]]]:
-    """The successful runs of one column at each row of a section."""
-    return [
-        (row, cell.runs if (cell := section.cells.get((index, row))) else [])
-        for row in section.rows
-    ]
-
-
 def throughput_figure(analysis: Analysis, section: Section) -> go.Figure:
     """Every run as a dot, the mean with its 95% CI as a line."""
     figure = go.Figure()
@@ -73,26 +64,19 @@ def throughput_figure(analysis: Analysis, section: Section) -> go.Figure:
     for index, column in enumerate(analysis.columns):
         color = PALETTE[index % len(PALETTE)]
         name = _label(column.header)
-        xs, ys, means, errors, mean_rows = [], [], [], [], []
-        for row in section.rows:
-            cell = section.cells.get((index, row))
-            if cell is None or cell.summary.n == 0:
-                continue
-            xs += [row] * len(cell.values)
-            ys += cell.values
-            mean_rows.append(row)
-            means.append(cell.summary.mean)
-            errors.append(cell.summary.ci95 or 0.0)
+        cells = series.cell_series(section, index)
         figure.add_trace(
             go.Scatter(
-                x=xs, y=ys, mode="markers", name=f"{name} runs", legendgroup=name,
+                x=cells.run_rows, y=cells.run_values, mode="markers", name=f"{name} runs",
+                legendgroup=name,
                 marker={"color": color, "opacity": 0.45, "size": 7}, showlegend=False,
             )
         )  # fmt: skip
         figure.add_trace(
             go.Scatter(
-                x=mean_rows, y=means, mode="lines+markers", name=name, legendgroup=name,
-                line={"color": color}, error_y={"type": "data", "array": errors, "visible": True},
+                x=cells.rows, y=cells.means, mode="lines+markers", name=name, legendgroup=name,
+                line={"color": color},
+                error_y={"type": "data", "array": cells.errors, "visible": True},
             )
         )  # fmt: skip
     _layout(figure, f"{analysis.settings.measure.name} (dots: runs; line: mean, 95% CI)",
@@ -106,20 +90,17 @@ def relative_figure(analysis: Analysis, section: Section) -> go.Figure:
     for index, column in enumerate(analysis.columns):
         if column.compared_to is None:
             continue
-        rows, rels, symbols, texts = [], [], [], []
-        for row in section.rows:
-            cell = section.cells.get((index, row))
-            if cell is None or cell.comparison is None or cell.summary.n == 0:
-                continue
-            comparison = cell.comparison
-            rows.append(row)
-            rels.append(comparison.rel_pct)
-            symbols.append("circle" if comparison.significant else "circle-open")
-            p = "n/a" if comparison.p_value is None else f"{comparison.p_value:.3g}"
-            texts.append(f"p={p}" + ("" if comparison.significant else " ~"))
+        points = series.relative_points(section, index)
+        symbols = ["circle" if p.significant else "circle-open" for p in points]
+        texts = [
+            f"p={'n/a' if p.p_value is None else f'{p.p_value:.3g}'}"
+            + ("" if p.significant else " ~")
+            for p in points
+        ]
         figure.add_trace(
             go.Scatter(
-                x=rows, y=rels, mode="lines+markers", name=_label(column.header), text=texts,
+                x=[p.row for p in points], y=[p.rel_pct for p in points],
+                mode="lines+markers", name=_label(column.header), text=texts,
                 marker={"symbol": symbols, "size": 10,
                         "color": PALETTE[index % len(PALETTE)]},
                 line={"color": PALETTE[index % len(PALETTE)]},
@@ -131,25 +112,12 @@ def relative_figure(analysis: Analysis, section: Section) -> go.Figure:
     return figure
 
 
-def _mean_series(
-    analysis: Analysis, section: Section, index: int, value: Callable[[Run], float | None]
-) -> tuple[list[int], list[float]]:
-    """(rows, mean over the cell's runs) of one per-run figure, where runs reported it."""
-    rows, means = [], []
-    for row, runs in _rows_and_runs(analysis, section, index):
-        mean = _mean([v for v in map(value, runs) if v is not None])
-        if mean is not None:
-            rows.append(row)
-            means.append(mean)
-    return rows, means
-
-
 def per_run_figure(
     analysis: Analysis,
     section: Section,
     title: str,
     y_title: str,
-    series: list[tuple[str, Callable[[Run], float | None], str]],
+    figures: list[tuple[str, Callable[[Run], float | None], str]],
     log_y: bool = False,
 ) -> go.Figure | None:
     """Per lock, the mean over runs of per-run figures (name suffix, value, line dash) against
@@ -157,8 +125,8 @@ def per_run_figure(
     figure = go.Figure()
     found = False
     for index, column in enumerate(analysis.columns):
-        for suffix, value, dash in series:
-            rows, means = _mean_series(analysis, section, index, value)
+        for suffix, value, dash in figures:
+            rows, means = series.mean_series(section, index, value)
             found |= bool(rows)
             figure.add_trace(
                 go.Scatter(
@@ -179,16 +147,12 @@ def intervals_figure(analysis: Analysis, section: Section) -> go.Figure | None:
     found = False
     for index, column in enumerate(analysis.columns):
         color = PALETTE[index % len(PALETTE)]
-        for row, runs in _rows_and_runs(analysis, section, index):
-            run = min(runs, key=lambda r: r.repeat, default=None)
-            intervals = ((run.result or {}).get("intervals") or []) if run else []
-            if not intervals:
-                continue
+        for row, seconds, ops in series.window_series(section, index):
             found = True
             figure.add_trace(
                 go.Scatter(
-                    x=[i["t_s"] for i in intervals],
-                    y=[i["ops_per_s"] / 1000 for i in intervals],
+                    x=seconds,
+                    y=[value / 1000 for value in ops],
                     mode="lines", line={"color": color, "width": 1},
                     name=f"{_label(column.header)} {analysis.row_axis}={row}",
                     legendgroup=_label(column.header),
@@ -214,20 +178,20 @@ def section_figures(analysis: Analysis, section: Section) -> list[Figure]:
         ("over time", intervals_figure(analysis, section)),
         ("latency", per_run_figure(
             analysis, section, "write wait: p50 (solid) and p99 (dotted), mean over runs", "ns",
-            [(" p50", from_result("latency_ns", "write", "p50"), "solid"),
-             (" p99", from_result("latency_ns", "write", "p99"), "dot")], log_y=True)),
+            [(" p50", from_result(*metrics.LATENCY_P50_NS), "solid"),
+             (" p99", from_result(*metrics.LATENCY_P99_NS), "dot")], log_y=True)),
         ("fairness", per_run_figure(
             analysis, section, "fairness: Jain's index of writers' acquisitions (1 = fair)",
-            "Jain index", one(from_result("fairness", "write", "jain_index")))),
+            "Jain index", one(from_result(*metrics.JAIN_INDEX)))),
         ("context switches", per_run_figure(
             analysis, section, "voluntary context switches per 1000 acquisitions", "switches",
-            one(from_result("context_switches", "voluntary_per_1000_acquisitions")))),
+            one(from_result(*metrics.VOLUNTARY_SWITCHES)))),
         ("cpu", per_run_figure(
             analysis, section, "CPU time per 1000 acquisitions", "ms",
-            one(from_result("cpu", "ms_per_1000_acquisitions")))),
+            one(from_result(*metrics.CPU_MS)))),
         ("numa", per_run_figure(
             analysis, section, "NUMA hand-over locality: same-node hand-overs", "%",
-            one(from_result("handoffs", "same_node_fraction", scale=100.0)))),
+            one(from_result(*metrics.SAME_NODE_FRACTION, scale=100.0)))),
     ]  # fmt: skip
     figures += [Figure(title, figure) for title, figure in optional if figure is not None]
     return figures
@@ -253,9 +217,8 @@ def _facts(runs: list[Run]) -> str:
     return f"<table class='facts'>{rows}</table>" if rows else "<p>no finished run</p>"
 
 
-def experiment_html(experiment: Experiment, runs: list[Run], settings: Settings,
+def experiment_html(experiment: Experiment, runs: list[Run], analysis: Analysis,
                     first_plot: list[bool]) -> str:  # fmt: skip
-    analysis = analyse_experiment(experiment, runs, settings)
     parts = [
         f"<h2>#{experiment.id} {html.escape(experiment.name)}</h2>",
         f"<p>{'<br>'.join(html.escape(line) for line in analysis.title)}</p>",
@@ -287,12 +250,15 @@ def experiment_html(experiment: Experiment, runs: list[Run], settings: Settings,
     return "<div class='experiment'>" + "\n".join(parts) + "</div>"
 
 
-def render(experiments: list[tuple[Experiment, list[Run]]], settings: Settings) -> str:
+def render(experiments: list[tuple[Experiment, list[Run], Analysis]], settings: Settings) -> str:
+    """The page, from each experiment's runs and the one analysis of them that the table came
+    from: nothing is analysed again here."""
     first_plot = [True]
     columns = "\n".join(
-        experiment_html(experiment, runs, settings, first_plot) for experiment, runs in experiments
+        experiment_html(experiment, runs, analysis, first_plot)
+        for experiment, runs, analysis in experiments
     )
-    names = ", ".join(f"#{e.id} {e.name}" for e, _ in experiments)
+    names = ", ".join(f"#{e.id} {e.name}" for e, _, _ in experiments)
     version = html.escape(f"{provenance.version()} {provenance.commit() or ''}")
     return f"""<!DOCTYPE html>
 <html lang="en">

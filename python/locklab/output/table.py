@@ -12,7 +12,7 @@ import math
 
 from rich.text import Text
 
-from locklab.analysis import Analysis, Cell, Section
+from locklab.analysis.cells import Analysis, Cell, Section
 from locklab.printable import printable
 
 Segment = tuple[str, str]  # (text, rich style; "" for none)

@@ -13,12 +13,9 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from locklab import stats
-from locklab.analysis import parse_key
-from locklab.experiment import ExperimentSpec
-from locklab.store import Run
-
-DEFAULT_PRECISION = 0.02
+from locklab.analysis import stats
+from locklab.model.spec import ConfigKey, ExperimentSpec, Point
+from locklab.store import Experiment, Run, Store
 
 
 def settled(cell: list[float], base: list[float], precision: float) -> bool:
@@ -32,17 +29,17 @@ def settled(cell: list[float], base: list[float], precision: float) -> bool:
     return a.ci95 <= precision * abs(a.mean) and b.ci95 <= precision * abs(b.mean)
 
 
-def open_configurations(spec: ExperimentSpec, runs: list[Run], precision: float) -> set[str]:
+def open_configurations(spec: ExperimentSpec, runs: list[Run], precision: float) -> set[ConfigKey]:
     """Keys of the configurations that need another run."""
-    values: dict[str, list[float]] = defaultdict(list)
+    values: dict[ConfigKey, list[float]] = defaultdict(list)
     failed: set[str] = set()
     for run in runs:
         if run.status == "ok" and run.throughput_ops_per_s is not None:
             values[run.config_key].append(run.throughput_ops_per_s)
         elif run.status != "ok":
-            failed.add(parse_key(run.config_key)[0])
-    open_keys: set[str] = set()
-    baseline_keys: dict[tuple, str] = {}
+            failed.add(run.config_key.label)
+    open_keys: set[ConfigKey] = set()
+    baseline_keys: dict[Point, ConfigKey] = {}
     for config in spec.configurations():
         if config.variant.label == spec.baseline:
             baseline_keys[config.axes] = config.key
@@ -94,3 +91,29 @@ def completion(spec: ExperimentSpec, runs: list[Run]) -> Completion:
     if failed:
         state += f", {failed} failed"
     return Completion(ok, planned, failed, complete, state)
+
+
+def summary(spec: ExperimentSpec, runs: list[Run], saved: int) -> str:
+    """One line on what --repeat auto did: runs used of the most planned, per cell."""
+    per_cell: dict[ConfigKey, int] = {}
+    for run in runs:
+        if run.status == "ok":
+            per_cell[run.config_key] = per_cell.get(run.config_key, 0) + 1
+    counts = sorted(per_cell.values()) or [0]
+    planned = len(spec.configurations()) * spec.repeat
+    return (
+        f"adaptive repetition: {sum(counts)} runs of at most {planned} "
+        f"({100 * sum(counts) / planned:.0f}%); per cell {counts[0]} to {counts[-1]} "
+        f"(min {spec.min_repeat}, max {spec.repeat}, precision {spec.precision:g}); "
+        f"{saved} runs saved this time"
+    )
+
+
+def unfinished(store: Store, spec: ExperimentSpec) -> Experiment | None:
+    """The newest experiment of this very campaign (the same plan) that is not complete: what
+    a rerun of the campaign resumes."""
+    for experiment in reversed(store.experiments()):
+        if experiment.name == spec.name and experiment.spec.to_dict() == spec.to_dict():
+            runs = store.runs(experiment, with_results=False)
+            return None if completion(spec, runs).complete else experiment
+    return None

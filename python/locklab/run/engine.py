@@ -19,43 +19,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from locklab.errors import LocklabError
+from locklab.model.catalogue import Catalogue, lock_info
 
 if TYPE_CHECKING:
-    from locklab.experiment import ExperimentSpec
+    from locklab.model.spec import ExperimentSpec
 
 ENGINE_NAME = "locklab-bench"
 # Engine exit statuses (native/engine/engine.h).
 EXIT_OK, EXIT_VIOLATION, EXIT_USAGE, EXIT_WATCHDOG = 0, 1, 2, 3
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-# Beyond warm-up + duration + watchdog: thread start, calibration and the JSON, with room to spare
-# on a loaded machine. Past it the run is killed and recorded as a timeout.
-RUN_TIMEOUT_MARGIN_S = 60.0
-
-
-@dataclass(frozen=True)
-class Tunable:
-    name: str
-    default: int
-    minimum: int
-    maximum: int
-    meaning: str
-
-
-@dataclass(frozen=True)
-class LockInfo:
-    name: str
-    family: str
-    summary: str
-    source: str
-    flags: tuple[str, ...]
-    tunables: tuple[Tunable, ...]
-
-    @property
-    def reader_writer(self) -> bool:
-        return "reader_writer" in self.flags
-
-    def tunable(self, name: str) -> Tunable | None:
-        return next((t for t in self.tunables if t.name == name), None)
 
 
 @dataclass
@@ -116,9 +88,9 @@ def find_engine(explicit: str | None = None) -> Path:
 class Engine:
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._catalogues: dict[tuple[str, ...], dict[str, LockInfo]] = {}
+        self._catalogues: dict[tuple[str, ...], Catalogue] = {}
 
-    def catalogue(self, plugins: tuple[str, ...] = ()) -> dict[str, LockInfo]:
+    def catalogue(self, plugins: tuple[str, ...] = ()) -> Catalogue:
         """Every lock the engine knows, with these plugins loaded, by name."""
         if plugins not in self._catalogues:
             command = [str(self.path)]
@@ -130,7 +102,7 @@ class Engine:
                 last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
                 raise LocklabError(f"engine {self.path}: --list failed: {last}")
             locks = json.loads(proc.stdout)["locks"]
-            self._catalogues[plugins] = {lock["name"]: _lock_info(lock) for lock in locks}
+            self._catalogues[plugins] = Catalogue([lock_info(lock) for lock in locks])
         return self._catalogues[plugins]
 
     def check(self, spec: ExperimentSpec) -> None:
@@ -199,20 +171,6 @@ def _die_with_parent() -> None:
         return
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-def _lock_info(lock: dict) -> LockInfo:
-    tunables = tuple(
-        Tunable(t["name"], t["default"], t["min"], t["max"], t["meaning"]) for t in lock["tunables"]
-    )
-    return LockInfo(
-        lock["name"],
-        lock["family"],
-        lock["summary"],
-        lock["source"],
-        tuple(lock["flags"]),
-        tunables,
-    )
 
 
 def _text(data: bytes | str | None) -> str:

@@ -13,8 +13,9 @@ import matplotlib
 matplotlib.use("Agg")  # files only, never a display
 import matplotlib.pyplot as plt
 
-from locklab.analysis import Analysis, Section
-from locklab.tune import TuneResult
+from locklab.analysis import series
+from locklab.analysis.cells import Analysis, Section
+from locklab.run.tune import TuneResult
 
 WIDTH_IN, HEIGHT_IN, DPI = 8.0, 5.0, 100  # 800 x 500 pixels
 COLORS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -27,17 +28,12 @@ def _slug(text: str) -> str:
 def _throughput(analysis: Analysis, section: Section, axes: plt.Axes) -> None:
     for index, column in enumerate(analysis.columns):
         color = COLORS[index % len(COLORS)]
-        rows, means, errors = [], [], []
-        for row in section.rows:
-            cell = section.cells.get((index, row))
-            if cell is None or cell.summary.n == 0:
-                continue
-            axes.scatter([row] * len(cell.values), cell.values, color=color, alpha=0.4, s=14)
-            rows.append(row)
-            means.append(cell.summary.mean)
-            errors.append(cell.summary.ci95 or 0.0)
-        axes.errorbar(rows, means, yerr=errors, color=color, marker="o", capsize=3,
-                      label=column.header)  # fmt: skip
+        cells = series.cell_series(section, index)
+        for row in cells.rows:
+            values = [v for r, v in zip(cells.run_rows, cells.run_values, strict=True) if r == row]
+            axes.scatter([row] * len(values), values, color=color, alpha=0.4, s=14)
+        axes.errorbar(cells.rows, cells.means, yerr=cells.errors, color=color, marker="o",
+                      capsize=3, label=column.header)  # fmt: skip
     axes.set_ylabel(analysis.unit)
     axes.set_title(f"{analysis.settings.measure.name}: runs, mean and 95% CI")
 
@@ -47,18 +43,13 @@ def _relative(analysis: Analysis, section: Section, axes: plt.Axes) -> None:
         if column.compared_to is None:
             continue
         color = COLORS[index % len(COLORS)]
-        points = [
-            (row, cell.comparison.rel_pct, cell.comparison.significant)
-            for row in section.rows
-            if (cell := section.cells.get((index, row))) is not None
-            and cell.comparison is not None
-            and cell.summary.n > 0
-        ]
+        points = series.relative_points(section, index)
         if not points:
             continue
-        axes.plot([p[0] for p in points], [p[1] for p in points], color=color, label=column.header)
-        for row, rel, significant in points:
-            axes.scatter([row], [rel], s=40, color=color if significant else "white",
+        axes.plot([p.row for p in points], [p.rel_pct for p in points], color=color,
+                  label=column.header)  # fmt: skip
+        for p in points:
+            axes.scatter([p.row], [p.rel_pct], s=40, color=color if p.significant else "white",
                          edgecolors=color, zorder=3)  # fmt: skip
     axes.axhline(0, color="#888", linestyle=":")
     axes.set_ylabel("rel %")

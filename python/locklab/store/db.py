@@ -9,8 +9,6 @@ facts its engine reported.
 from __future__ import annotations
 
 import json
-import os
-import socket
 import sqlite3
 import time
 import uuid
@@ -21,55 +19,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from locklab.errors import LocklabError
-from locklab.experiment import ExperimentSpec
+from locklab.model.spec import ConfigKey, ExperimentSpec
+from locklab.store.sqlite import (
+    SCHEMA,
+    SCHEMA_VERSION,
+    claim_is_live,
+    connect,
+    loads,
+    this_process,
+)
 
-SCHEMA_VERSION = 2
 DB_NAME = "locklab.db"
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS experiments (
-    id INTEGER PRIMARY KEY,
-    uuid TEXT NOT NULL UNIQUE,
-    name TEXT NOT NULL,
-    created TEXT NOT NULL,
-    spec_json TEXT NOT NULL,
-    host TEXT,
-    origin TEXT NOT NULL DEFAULT 'local',
-    locklab_version TEXT NOT NULL,
-    locklab_commit TEXT
-);
-CREATE TABLE IF NOT EXISTS runs (
-    id INTEGER PRIMARY KEY,
-    experiment_id INTEGER NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
-    config_key TEXT NOT NULL,
-    repeat INTEGER NOT NULL,
-    status TEXT NOT NULL,
-    exit_code INTEGER NOT NULL,
-    throughput_ops_per_s REAL,
-    error TEXT,
-    command_json TEXT NOT NULL,
-    result_json TEXT,
-    machine_json TEXT,
-    wall_s REAL NOT NULL,
-    finished TEXT NOT NULL,
-    locklab_version TEXT NOT NULL,
-    locklab_commit TEXT
-);
-CREATE INDEX IF NOT EXISTS runs_by_config ON runs (experiment_id, config_key, repeat);
--- Schema 2: a run being measured is claimed first, so that two resumers of one experiment
--- never measure the same (configuration, repeat). A claim whose process is gone is stale.
-CREATE TABLE IF NOT EXISTS claims (
-    experiment_id INTEGER NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
-    config_key TEXT NOT NULL,
-    repeat INTEGER NOT NULL,
-    host TEXT NOT NULL,
-    pid INTEGER NOT NULL,
-    process_start TEXT NOT NULL,
-    expires REAL NOT NULL,
-    PRIMARY KEY (experiment_id, config_key, repeat)
-);
-"""
 
 
 @dataclass
@@ -87,7 +47,7 @@ class Experiment:
 
 @dataclass
 class Run:
-    config_key: str
+    config_key: ConfigKey  # stored as its text, label|axis=value,...
     repeat: int
     status: str
     exit_code: int
@@ -120,7 +80,7 @@ class Store:
         self.path = path
         self.read_only = read_only
         try:
-            self.db = _connect(path, read_only)
+            self.db = connect(path, read_only)
             if read_only:
                 self._check_schema()
             else:
@@ -233,7 +193,7 @@ class Store:
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     experiment.id,
-                    run.config_key,
+                    str(run.config_key),
                     run.repeat,
                     run.status,
                     run.exit_code,
@@ -250,7 +210,7 @@ class Store:
             )
             self.db.execute(
                 "DELETE FROM claims WHERE experiment_id = ? AND config_key = ? AND repeat = ?",
-                (experiment.id, run.config_key, run.repeat),
+                (experiment.id, str(run.config_key), run.repeat),
             )
             if experiment.host is None and run.machine is not None:
                 experiment.host = run.machine.get("hostname")
@@ -266,47 +226,60 @@ class Store:
             (experiment.id,),
         )
         return [
-            Run(key, repeat, status, code, ops, error, _loads(result), _loads(machine), wall)
+            Run(
+                ConfigKey.parse(key),
+                repeat,
+                status,
+                code,
+                ops,
+                error,
+                loads(result),
+                loads(machine),
+                wall,
+            )  # fmt: skip
             for key, repeat, status, code, ops, error, result, machine, wall in rows
         ]
 
-    def finished(self, experiment: Experiment) -> set[tuple[str, int]]:
+    def finished(self, experiment: Experiment) -> set[tuple[ConfigKey, int]]:
         """(config_key, repeat) of every successful run: what a resume does not redo."""
         rows = self.db.execute(
             "SELECT config_key, repeat FROM runs WHERE experiment_id = ? AND status = 'ok'",
             (experiment.id,),
         )
-        return {(key, repeat) for key, repeat in rows}
+        return {(ConfigKey.parse(key), repeat) for key, repeat in rows}
 
     # -- claims --------------------------------------------------------------------------------
-    def claim(self, experiment: Experiment, config_key: str, repeat: int, hold_s: float) -> bool:
+    def claim(
+        self, experiment: Experiment, config_key: ConfigKey, repeat: int, hold_s: float
+    ) -> bool:
         """Take (configuration, repeat) for this process, unless it is finished or another live
         process holds it. Claims from another host count as live until they expire (hold_s
         from now: the run's own time limit), as that host's processes cannot be checked."""
-        me = _this_process()
+        me = this_process()
+        key = str(config_key)
         with self.transaction():
             if self.db.execute(
                 "SELECT 1 FROM runs WHERE experiment_id = ? AND config_key = ? AND repeat = ?"
                 " AND status = 'ok'",
-                (experiment.id, config_key, repeat),
+                (experiment.id, key, repeat),
             ).fetchone():
                 return False
             holder = self.db.execute(
                 "SELECT host, pid, process_start, expires FROM claims WHERE experiment_id = ?"
                 " AND config_key = ? AND repeat = ?",
-                (experiment.id, config_key, repeat),
+                (experiment.id, key, repeat),
             ).fetchone()
-            if holder is not None and _claim_is_live(*holder) and tuple(holder[:3]) != me:
+            if holder is not None and claim_is_live(*holder) and tuple(holder[:3]) != me:
                 return False
             self.db.execute(
                 "INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (experiment.id, config_key, repeat, *me, time.time() + hold_s),
+                (experiment.id, key, repeat, *me, time.time() + hold_s),
             )
         return True
 
     def release_claims(self, experiment: Experiment) -> None:
         """Give back this process's unfinished claims (an interrupted sweep)."""
-        host, pid, start = _this_process()
+        host, pid, start = this_process()
         with self.transaction():
             self.db.execute(
                 "DELETE FROM claims WHERE experiment_id = ? AND host = ? AND pid = ? AND"
@@ -371,44 +344,3 @@ def _experiment(row: tuple) -> Experiment:
     id_, uuid_, name, created, spec_json, host, origin, version, commit = row
     spec = ExperimentSpec.from_dict(json.loads(spec_json))
     return Experiment(id_, uuid_, name, created, spec, host, origin, version, commit)
-
-
-def _connect(path: Path, read_only: bool) -> sqlite3.Connection:
-    if not read_only:
-        db = sqlite3.connect(path, isolation_level=None)
-        db.execute("PRAGMA foreign_keys = ON")
-        return db
-    # mode=ro writes nothing; a WAL store whose folder is read-only may still need its -shm
-    # file, which only immutable=1 does without (it is then read as the file stands).
-    uri = path.resolve().as_uri()
-    try:
-        db = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None)
-        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        return db
-    except sqlite3.OperationalError:
-        return sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
-
-
-def _process_start(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (/proc/PID/stat field 22): with the
-    pid, it names one process, even after the pid is reused."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
-def _this_process() -> tuple[str, int, str]:
-    pid = os.getpid()
-    return socket.gethostname(), pid, _process_start(pid) or "?"
-
-
-def _claim_is_live(host: str, pid: int, process_start: str, expires: float) -> bool:
-    if host != socket.gethostname():
-        return time.time() < expires
-    return _process_start(pid) == process_start
-
-
-def _loads(text: str | None) -> dict | None:
-    return json.loads(text) if text is not None else None

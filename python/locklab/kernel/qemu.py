@@ -21,7 +21,7 @@ from pathlib import Path
 
 from locklab.errors import LocklabError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 BUILD = ROOT / "build" / "kernel"
 SOURCE_TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
 SOURCES = ("kernel/torture.c", "kernel/locking/locktorture.c")

@@ -22,7 +22,8 @@ from pathlib import Path
 
 from locklab import provenance
 from locklab.errors import LocklabError
-from locklab.experiment import AXES, Configuration, ExperimentSpec, Variant, validate_label
+from locklab.model.spec import ConfigKey, Configuration, ExperimentSpec, Variant
+from locklab.model.values import AXES, validate_label
 from locklab.store import Experiment, Run, Store
 
 TIMESTAMP = re.compile(r"^\s*\[\s*(\d+\.\d+)\]\s?")
@@ -190,6 +191,62 @@ def convert(
     """The runs of each (label or None, log) as one experiment: a variant per label (default:
     the torture type), nwriters/nreaders as axes, repeated runs as repeats. Nothing is written:
     a log that yields nothing raises here, before any store is touched."""
+    entries, problems = _distinct_runs(labelled)
+    if not entries:
+        raise LocklabError("no locktorture run in " + ", ".join(str(p) for _, p in labelled))
+    labels = list(dict.fromkeys(label for label, _ in entries))
+    types = {label: run.torture_type for label, run in entries}
+    spec = ExperimentSpec(
+        name=name,
+        variants=[Variant(label, types[label]) for label in labels],
+        sweep={
+            "nwriters": sorted({run.nwriters for _, run in entries}),
+            "nreaders": sorted({run.nreaders for _, run in entries}),
+        },
+        repeat=1,
+        duration_s=0.001,  # unused: the window comes from each log's reports
+        warmup_s=0.0,
+        source="locktorture",
+    )
+    seen: dict[ConfigKey, int] = {}
+    stored = []
+    for label, run in entries:
+        config = Configuration(
+            Variant(label, run.torture_type),
+            tuple(
+                (axis, {"nwriters": run.nwriters, "nreaders": run.nreaders}.get(axis, 0))
+                for axis in AXES
+            ),
+        )
+        measured = measure(run, warmup_reports)
+        if measured is None:
+            problems.append(
+                f"{run.source}: {label} (nwriters_stress={run.nwriters}) has "
+                f"{len(run.writes)} reports, too few after {warmup_reports} warm-up: skipped"
+            )
+            continue
+        repeat = seen.get(config.key, 0)
+        seen[config.key] = repeat + 1
+        stored.append((config, repeat, run, measured))
+    if not stored:
+        raise LocklabError(
+            f"none of the {len(entries)} locktorture runs has two reports left after "
+            f"{warmup_reports} warm-up reports: nothing to import"
+        )
+    spec.repeat = max(seen.values(), default=1)
+    machine = {"hostname": host, "source": "locktorture"}
+    imported = Imported(spec, [], [], problems)
+    for config, repeat, run, measured in stored:
+        imported.runs.append(_stored_run(config, repeat, run, measured, machine))
+        imported.commands.append(["locktorture", run.source])
+    return imported
+
+
+def _distinct_runs(
+    labelled: list[tuple[str | None, Path]],
+) -> tuple[list[tuple[str, TortureRun]], list[str]]:
+    """Every run of the logs with its label, a run found twice (the same start line and
+    timestamped reports) kept once, and what was odd in the logs."""
     entries: list[tuple[str, TortureRun]] = []
     problems: list[str] = []
     first_seen: dict[tuple, tuple[str, str, int]] = {}  # identity -> (label, where, index)
@@ -219,96 +276,44 @@ def convert(
                     f"{earlier[0]}: is one log given under two labels?"
                 )
                 entries.append((run_label, run))
-    if not entries:
-        raise LocklabError("no locktorture run in " + ", ".join(str(p) for _, p in labelled))
-    labels = list(dict.fromkeys(label for label, _ in entries))
-    types = {label: run.torture_type for label, run in entries}
-    spec = ExperimentSpec(
-        name=name,
-        variants=[Variant(label, types[label]) for label in labels],
-        sweep={
-            "nwriters": sorted({run.nwriters for _, run in entries}),
-            "nreaders": sorted({run.nreaders for _, run in entries}),
-        },
-        repeat=1,
-        duration_s=0.001,  # unused: the window comes from each log's reports
-        warmup_s=0.0,
-        source="locktorture",
-    )
-    seen: dict[str, int] = {}
-    stored = []
-    for label, run in entries:
-        config = Configuration(
-            Variant(label, run.torture_type),
-            tuple(
-                (axis, {"nwriters": run.nwriters, "nreaders": run.nreaders}.get(axis, 0))
-                for axis in AXES
-            ),
-        )
-        measured = measure(run, warmup_reports)
-        if measured is None:
-            problems.append(
-                f"{run.source}: {label} (nwriters_stress={run.nwriters}) has "
-                f"{len(run.writes)} reports, too few after {warmup_reports} warm-up: skipped"
-            )
-            continue
-        repeat = seen.get(config.key, 0)
-        seen[config.key] = repeat + 1
-        stored.append((config, repeat, run, measured))
-    if not stored:
-        raise LocklabError(
-            f"none of the {len(entries)} locktorture runs has two reports left after "
-            f"{warmup_reports} warm-up reports: nothing to import"
-        )
-    spec.repeat = max(seen.values(), default=1)
-    machine = {"hostname": host, "source": "locktorture"}
-    imported = Imported(spec, [], [], problems)
-    for config, repeat, run, measured in stored:
-        last = run.writes[-1]
-        result = {
-            "status": "violation" if run.failed else "ok",
-            "source": "locktorture",
-            "log": run.source,
-            "torture_type": run.torture_type,
-            "params": run.params,
-            "end": run.end,
-            "throughput_ops_per_s": measured.throughput_ops_per_s,
-            "window_s": measured.window_s,
-            "write_acquisitions": measured.write_ops,
-            "read_acquisitions": measured.read_ops,
-            "intervals": measured.intervals,
-            "fairness": {"write": {
-                "max": last.max, "min": last.min,
-                "max_min_ratio": last.max / last.min if last.min else None,
-                "starved": last.starved,
-            }},
-            "machine": machine,
-        }  # fmt: skip
-        failed = run.failed
-        imported.runs.append(
-            Run(
-                config.key, repeat, result["status"], 1 if failed else 0,
-                None if failed else measured.throughput_ops_per_s,
-                f"locktorture: End of test: {run.end}" if failed else None,
-                result, machine, measured.window_s,
-            )
-        )  # fmt: skip
-        imported.commands.append(["locktorture", run.source])
-    return imported
+    return entries, problems
 
 
-def to_store(
-    store: Store,
-    labelled: list[tuple[str | None, Path]],
-    name: str,
-    host: str,
-    warmup_reports: int,
-) -> tuple[Experiment, list[str]]:
-    """Convert the logs and store them as one experiment."""
-    return store_imported(store, convert(labelled, name, host, warmup_reports), host)
+def _stored_run(
+    config: Configuration, repeat: int, run: TortureRun, measured: Measured, machine: dict
+) -> Run:
+    """A locktorture run in the engine's result shape, so tables and exports read it alike."""
+    last = run.writes[-1]
+    result = {
+        "status": "violation" if run.failed else "ok",
+        "source": "locktorture",
+        "log": run.source,
+        "torture_type": run.torture_type,
+        "params": run.params,
+        "end": run.end,
+        "throughput_ops_per_s": measured.throughput_ops_per_s,
+        "window_s": measured.window_s,
+        "write_acquisitions": measured.write_ops,
+        "read_acquisitions": measured.read_ops,
+        "intervals": measured.intervals,
+        "fairness": {"write": {
+            "max": last.max, "min": last.min,
+            "max_min_ratio": last.max / last.min if last.min else None,
+            "starved": last.starved,
+        }},
+        "machine": machine,
+    }  # fmt: skip
+    failed = run.failed
+    return Run(
+        config.key, repeat, result["status"], 1 if failed else 0,
+        None if failed else measured.throughput_ops_per_s,
+        f"locktorture: End of test: {run.end}" if failed else None,
+        result, machine, measured.window_s,
+    )  # fmt: skip
 
 
 def store_imported(store: Store, imported: Imported, host: str) -> tuple[Experiment, list[str]]:
+    """The one write of an import: the converted experiment and its runs."""
     experiment = store.create_experiment(
         imported.spec, host, provenance.version(), provenance.commit()
     )

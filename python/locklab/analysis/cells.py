@@ -11,20 +11,14 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from locklab import stats
+from locklab.analysis import stats
+from locklab.analysis.metrics import METRICS, Metric
+from locklab.analysis.titles import experiment_line, machine_lines, variant_lines
+from locklab.analysis.verdicts import legend_lines, verdict
 from locklab.errors import LocklabError
-from locklab.experiment import AXES, AXIS_DEFAULTS, ExperimentSpec
-from locklab.metrics import METRICS, Metric
+from locklab.model.spec import ExperimentSpec, Point
+from locklab.model.values import AXES, AXIS_DEFAULTS
 from locklab.store import Experiment, Run
-
-# How each axis reads in a verdict: (unit after a value, name of the whole axis).
-AXIS_WORDS: dict[str, tuple[str, str]] = {
-    "nwriters": ("writers", "thread count"),
-    "nreaders": ("readers", "reader count"),
-    "hold_ns": ("ns held", "hold time"),
-    "gap_ns": ("ns between", "gap"),
-    "cs_lines": ("lines", "cs_lines"),
-}
 
 
 @dataclass(frozen=True)
@@ -74,7 +68,7 @@ class Cell:
 class Column:
     header: str
     compared_to: int | None  # index of the column this one is compared with; None: a baseline
-    runs: dict[tuple[tuple[str, int], ...], list[Run]]  # by axis point
+    runs: dict[Point, list[Run]]  # by axis point
 
 
 @dataclass
@@ -111,32 +105,10 @@ class Analysis:
         return legend_lines(self.settings)
 
 
-def legend_lines(settings: Settings) -> list[str]:
-    """What the table's markers mean, and which test decided them."""
-    return [
-        f"~ no significant difference ({stats.TEST_NAMES[settings.test]}"
-        + (", Holm-adjusted per lock" if settings.correction == "holm" else "")
-        + f", p >= {settings.alpha:g})",
-        "? too few runs to test",
-        f"! noisy: CV > {settings.noise_cv:.0%}",
-        "^ a run still drifting after warm-up",
-        "x failed runs",
-    ]
-
-
-def parse_key(config_key: str) -> tuple[str, tuple[tuple[str, int], ...]]:
-    label, _, axes = config_key.partition("|")
-    point = tuple((name, int(value)) for name, value in (kv.split("=") for kv in axes.split(",")))
-    return label, point
-
-
-def runs_by_variant(runs: list[Run]) -> dict[str, dict[tuple[tuple[str, int], ...], list[Run]]]:
-    grouped: dict[str, dict[tuple[tuple[str, int], ...], list[Run]]] = defaultdict(
-        lambda: defaultdict(list)
-    )
+def runs_by_variant(runs: list[Run]) -> dict[str, dict[Point, list[Run]]]:
+    grouped: dict[str, dict[Point, list[Run]]] = defaultdict(lambda: defaultdict(list))
     for run in runs:
-        label, point = parse_key(run.config_key)
-        grouped[label][point].append(run)
+        grouped[run.config_key.label][run.config_key.point].append(run)
     return grouped
 
 
@@ -300,76 +272,6 @@ def _adjust(section: Section, column: int, alpha: float) -> None:
         cell.comparison = stats.Comparison(comparison.rel_pct, comparison.p_value, p < alpha, p)
 
 
-def verdict(section: Section, column: int, axis: str, settings: Settings) -> str:
-    """One line: where this column is significantly higher or lower than its baseline (for
-    throughput: faster or slower)."""
-    axis_name = AXIS_WORDS[axis][1]
-    faster, slower, noisy, tested = [], [], [], []
-    for row in section.rows:
-        cell = section.cells.get((column, row))
-        if cell is None or cell.comparison is None:
-            continue
-        if cell.noisy:
-            noisy.append(row)
-        if cell.comparison.p_value is None:
-            continue
-        tested.append(row)
-        if cell.comparison.significant:
-            (faster if cell.comparison.rel_pct > 0 else slower).append((row, cell.comparison))
-    if not tested:
-        return "not tested: fewer than 2 successful runs per cell"
-    parts = []
-    measure = settings.measure
-    for word, found in ((measure.higher, faster), (measure.lower, slower)):
-        if found:
-            where = _where([row for row, _ in found], tested)
-            parts.append(
-                f"{word} at {where} {_unit(axis, where)} {_figures([c for _, c in found])}"
-            )
-    line = ", ".join(parts) if parts else f"no significant difference at any {axis_name}"
-    if noisy:
-        where = _where(noisy, section.rows)
-        line += f"; noisy (CV > {settings.noise_cv:.0%}) at {where} {_unit(axis, where)}"
-    return line
-
-
-def _where(rows: list[int], all_rows: list[int]) -> str:
-    """Name a set of axis values briefly: '2', '>= 8', '<= 4', '2-8' or '1, 4, 16'."""
-    if len(rows) == 1:
-        return str(rows[0])
-    positions = [all_rows.index(row) for row in rows]
-    contiguous = positions == list(range(positions[0], positions[0] + len(positions)))
-    if contiguous and positions[-1] == len(all_rows) - 1:
-        return f">= {rows[0]}"
-    if contiguous and positions[0] == 0:
-        return f"<= {rows[-1]}"
-    if contiguous:
-        return f"{rows[0]}-{rows[-1]}"
-    return ", ".join(str(row) for row in rows)
-
-
-def _figures(comparisons: list[stats.Comparison]) -> str:
-    rels = sorted((c.rel_pct for c in comparisons), key=abs)
-    p_max = max(
-        (c.p_adjusted if c.p_adjusted is not None else c.p_value) or 0.0 for c in comparisons
-    )
-    if len(comparisons) == 1 or f"{rels[0]:+.1f}" == f"{rels[-1]:+.1f}":
-        return f"({rels[0]:+.1f}%, {_p('=' if len(comparisons) == 1 else ' <= ', p_max)})"
-    return f"({rels[0]:+.1f}% to {rels[-1]:+.1f}%, {_p(' <= ', p_max)})"
-
-
-def _p(relation: str, p_value: float) -> str:
-    return "p < 0.001" if p_value < 0.001 else f"p{relation}{p_value:.3f}"
-
-
-def _unit(axis: str, where: str) -> str:
-    """'1 writer' but '2 writers', '>= 2 writers'."""
-    unit = AXIS_WORDS[axis][0]
-    return (
-        unit.removesuffix("s") if where == "1" and unit.endswith("s") and " " not in unit else unit
-    )
-
-
 def _shown_fixed(
     fixed: tuple[tuple[str, int], ...], spec: ExperimentSpec
 ) -> tuple[tuple[str, int], ...]:
@@ -379,59 +281,3 @@ def _shown_fixed(
         for axis, value in fixed
         if len(spec.sweep[axis]) > 1 or value != AXIS_DEFAULTS[axis]
     )
-
-
-def variant_lines(spec: ExperimentSpec) -> list[str]:
-    """What each column label runs, where the label alone does not say it."""
-    described = [
-        f"{v.label} = {v.describe()}" + (f" from {v.plugin}" if v.plugin else "")
-        for v in spec.variants
-        if v.label != v.describe() or v.plugin
-    ]
-    return [f"variants: {'; '.join(described)}"] if described else []
-
-
-def _repeats(spec: ExperimentSpec) -> str:
-    return f"auto {spec.min_repeat}-{spec.repeat}" if spec.repeat_auto else str(spec.repeat)
-
-
-def experiment_line(experiment: Experiment) -> str:
-    spec = experiment.spec
-    if spec.source == "locktorture":
-        return (
-            f'experiment #{experiment.id} "{experiment.name}": kernel locktorture logs, '
-            f"up to {spec.repeat} runs per cell, throughput after the dropped warm-up reports"
-        )
-    return (
-        f'experiment #{experiment.id} "{experiment.name}": {_repeats(spec)} runs per cell, '
-        f"{spec.duration_s:g} s measured after {spec.warmup_s:g} s warm-up, pin {spec.pin}, "
-        f"locklab {experiment.locklab_commit or experiment.locklab_version}"
-    )
-
-
-def _first_word(text: object) -> str:
-    words = str(text or "?").split()
-    return words[0] if words else "?"
-
-
-def machine_lines(runs: list[Run]) -> list[str]:
-    """The machines the runs report (one line each; more than one only after a mistake)."""
-    seen: dict[str, None] = {}
-    for run in runs:
-        m = run.machine
-        if not m:
-            continue
-        nodes = m.get("numa_nodes")
-        facts = [
-            m.get("hostname"),
-            m.get("arch"),
-            m.get("cpu_model"),
-            m.get("cpus_online") and f"{m.get('cpus_online')} CPUs",
-            nodes and f"{nodes} NUMA node{'s' if nodes != 1 else ''}",
-            m.get("governor") and f"governor {m.get('governor')}",
-            m.get("kernel") and f"kernel {_first_word(m.get('kernel'))}",
-            m.get("source") and f"from {m.get('source')}",
-        ]
-        line = "machine: " + ", ".join(str(fact) for fact in facts if fact)
-        seen.setdefault(line)
-    return list(seen) or ["machine: unknown (no finished run)"]

@@ -6,36 +6,32 @@ the engine's catalogue before anything runs, so a typo costs one error line, not
 
 from __future__ import annotations
 
-import math
 import random
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
+from typing import Any
 
-from locklab.engine import LockInfo
 from locklab.errors import LocklabError
+from locklab.model.catalogue import LockInfo
+from locklab.model.values import (
+    AXES,
+    AXIS_DEFAULTS,
+    MAX_SEED,
+    PIN_MODES,
+    is_cpu_list,
+    validate_axis,
+    validate_label,
+    validate_seconds,
+    validate_variant,
+)
 
-# The axes a sweep may vary, in the order they key a configuration. The first one given more
-# than one value becomes the rows of the table (seed 000: nwriters).
-AXES: tuple[str, ...] = ("nwriters", "nreaders", "hold_ns", "gap_ns", "cs_lines")
-AXIS_DEFAULTS: dict[str, int] = {
-    "nwriters": 1,
-    "nreaders": 0,
-    "hold_ns": 0,
-    "gap_ns": 0,
-    "cs_lines": 0,
-}
-AXIS_LIMITS: dict[str, int] = {
-    "nwriters": 4096,
-    "nreaders": 4096,
-    "hold_ns": 10**9,
-    "gap_ns": 10**9,
-    "cs_lines": 4096,
-}
-PIN_MODES = ("none", "compact", "scatter")
-MAX_DURATION_S = 86400.0
-# Each run's engine seed is seed * 1000 + repeat + 1 (engine_args), an unsigned 64-bit number.
-MAX_SEED = (2**64 - 1 - 1000) // 1000
+Point = tuple[tuple[str, int], ...]  # a value of every axis, in AXES order
+
 # The engine's deadlock watchdog for every run: no acquisition for this long ends the run.
 RUN_WATCHDOG_S = 10.0
+# Beyond warm-up + duration + watchdog: thread start, calibration and the JSON, with room to spare
+# on a loaded machine. Past it the run is killed and recorded as a timeout.
+RUN_TIMEOUT_MARGIN_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -52,17 +48,35 @@ class Variant:
         return f"{self.lock}[{params}]" if params else self.lock
 
 
+@dataclass(frozen=True, order=True)
+class ConfigKey:
+    """What identifies a configuration's runs: the variant's label and the point of the axes.
+    Stored as text, ``label|axis=value,...`` (str()), and read back by ``parse`` in the store
+    only; everything else works on this object."""
+
+    label: str
+    point: Point
+
+    def __str__(self) -> str:
+        return self.label + "|" + ",".join(f"{a}={v}" for a, v in self.point)
+
+    @classmethod
+    def parse(cls, text: str) -> ConfigKey:
+        label, _, axes = text.partition("|")
+        pairs = (pair.split("=") for pair in axes.split(","))
+        return cls(label, tuple((name, int(value)) for name, value in pairs))
+
+
 @dataclass(frozen=True)
 class Configuration:
     """One cell of the sweep: a variant at one point of every axis."""
 
     variant: Variant
-    axes: tuple[tuple[str, int], ...]
+    axes: Point
 
     @property
-    def key(self) -> str:
-        """Stable text key, the same in every store: label|axis=value,..."""
-        return self.variant.label + "|" + ",".join(f"{a}={v}" for a, v in self.axes)
+    def key(self) -> ConfigKey:
+        return ConfigKey(self.variant.label, self.axes)
 
     def axis(self, name: str) -> int:
         return dict(self.axes)[name]
@@ -78,6 +92,21 @@ class Workload:
 
     def describe(self) -> str:
         return ", ".join(f"{axis}={value}" for axis, value in self.axes)
+
+
+@dataclass(frozen=True)
+class AutoRepeat:
+    """The defaults of ``--repeat auto``: from min_repeat runs per cell to max_repeat, stopping
+    once a cell is settled (see run/adaptive.py) or within `precision` of its mean."""
+
+    min_repeat: int = 2
+    max_repeat: int = 10
+    precision: float = 0.02
+
+
+def default(kind: type, name: str) -> Any:
+    """The default of one field of a dataclass: the one place each default is written."""
+    return next(f.default for f in fields(kind) if f.name == name)
 
 
 @dataclass
@@ -99,8 +128,8 @@ class ExperimentSpec:
     workloads: list[Workload] = field(default_factory=list)
     # --repeat auto: `repeat` is then the most runs per cell; see adaptive.py.
     repeat_auto: bool = False
-    min_repeat: int = 2
-    precision: float = 0.02
+    min_repeat: int = AutoRepeat.min_repeat
+    precision: float = AutoRepeat.precision
     # Where the runs come from: "locklab-bench", or "locktorture" for imported kernel logs.
     source: str = "locklab-bench"
 
@@ -111,16 +140,16 @@ class ExperimentSpec:
             self.baseline = self.variants[0].label
 
     # -- derived -------------------------------------------------------------------------------
-    def points(self) -> list[tuple[tuple[str, int], ...]]:
+    def points(self) -> list[Point]:
         """Every point of the axes: the sweep's product, at each workload if there are any."""
         sweeps = [self.sweep]
         if self.workloads:
             sweeps = [
                 {**self.sweep, **{axis: [value] for axis, value in w.axes}} for w in self.workloads
             ]
-        points: dict[tuple[tuple[str, int], ...], None] = {}
+        points: dict[Point, None] = {}
         for sweep in sweeps:
-            partial: list[tuple[tuple[str, int], ...]] = [()]
+            partial: list[Point] = [()]
             for axis in AXES:
                 partial = [(*point, (axis, value)) for point in partial for value in sweep[axis]]
             points.update(dict.fromkeys(partial))
@@ -183,8 +212,6 @@ class ExperimentSpec:
         return args
 
     def run_timeout_s(self) -> float:
-        from locklab.engine import RUN_TIMEOUT_MARGIN_S
-
         return self.warmup_s + self.duration_s + RUN_WATCHDOG_S + RUN_TIMEOUT_MARGIN_S
 
     # -- storage -------------------------------------------------------------------------------
@@ -212,7 +239,7 @@ class ExperimentSpec:
         return cls(**data)
 
     # -- validation ----------------------------------------------------------------------------
-    def validate(self, catalogue: dict[str, LockInfo]) -> None:
+    def validate(self, catalogue: Mapping[str, LockInfo]) -> None:
         """Raise LocklabError with one line for the first thing wrong with this spec."""
         if not self.name.strip():
             raise LocklabError("the experiment needs a name")
@@ -244,7 +271,7 @@ class ExperimentSpec:
         validate_seconds("warmup", self.warmup_s, minimum=0.0)
         validate_seconds("interval", self.interval_s, minimum=0.001)
         validate_seconds("stutter", self.stutter_s, minimum=0.0)
-        if self.pin not in PIN_MODES and not _is_cpu_list(self.pin):
+        if self.pin not in PIN_MODES and not is_cpu_list(self.pin):
             raise LocklabError(
                 f"pin must be none, compact, scatter or a CPU list like 0,2,4-7 (got '{self.pin}')"
             )
@@ -268,103 +295,5 @@ class ExperimentSpec:
             raise LocklabError("a run with no threads: nwriters + nreaders must be at least 1")
 
 
-def validate_label(label: str) -> None:
-    """A variant's label keys its runs in the store (label|axis=value,...)."""
-    if not label or "|" in label:
-        raise LocklabError(f"variant label '{label}' must be non-empty, without '|'")
-
-
-def validate_variant(variant: Variant, catalogue: dict[str, LockInfo]) -> None:
-    info = catalogue.get(variant.lock)
-    if info is None:
-        raise LocklabError(f"unknown lock '{variant.lock}' (see 'locklab list')")
-    for name, value in variant.params:
-        tunable = info.tunable(name)
-        if tunable is None:
-            known = ", ".join(t.name for t in info.tunables) or "none"
-            raise LocklabError(
-                f"param '{name}' is not a tunable of lock '{variant.lock}' (its params: {known})"
-            )
-        if not tunable.minimum <= value <= tunable.maximum:
-            raise LocklabError(
-                f"param {variant.lock}.{name}={value} is out of range "
-                f"[{tunable.minimum}, {tunable.maximum}] ({tunable.meaning})"
-            )
-
-
-def validate_axis(axis: str, values: list[int]) -> None:
-    if not values:
-        raise LocklabError(f"{axis}: empty sweep, give at least one value")
-    for value in values:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise LocklabError(f"{axis}: '{value}' is not an integer")
-        if not 0 <= value <= AXIS_LIMITS[axis]:
-            raise LocklabError(f"{axis}: {value} is out of range [0, {AXIS_LIMITS[axis]}]")
-    if len(set(values)) != len(values):
-        raise LocklabError(f"{axis}: a value is given twice in {values}")
-
-
-def validate_seconds(what: str, value: float, minimum: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
-        raise LocklabError(f"{what}: '{value}' is not a number of seconds")
-    if value < 0:
-        raise LocklabError(f"{what}: must not be negative (got {value:g})")
-    if value < minimum:
-        raise LocklabError(f"{what}: must be at least {minimum:g} s (got {value:g})")
-    if value > MAX_DURATION_S:
-        raise LocklabError(f"{what}: {value:g} s is more than a day")
-
-
-# The most values one list may expand to: a sweep of more points than this is a typo, and a
-# range is checked against it before it is built (1-1000000000 is not 4 GB of integers).
-MAX_LIST_VALUES = 4096
-
-
-def parse_int_list(axis: str, text: str) -> list[int]:
-    """'1,2,4' or '1-4,8' (ranges inclusive) into a list of integers."""
-    values: list[int] = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            raise LocklabError(f"{axis}: empty value in '{text}'")
-        low, dash, high = part.partition("-")
-        try:
-            if dash and low:
-                first, last = int(low), int(high)
-                if last < first:
-                    raise LocklabError(f"{axis}: range '{part}' runs backwards")
-                if len(values) + last - first + 1 > MAX_LIST_VALUES:
-                    raise LocklabError(f"{axis}: '{text}' has more than {MAX_LIST_VALUES} values")
-                values += range(first, last + 1)
-            else:
-                values.append(int(part))
-        except ValueError:
-            raise LocklabError(f"{axis}: '{part}' is not an integer or a range like 1-4") from None
-    if len(values) > MAX_LIST_VALUES:
-        raise LocklabError(f"{axis}: '{text}' has more than {MAX_LIST_VALUES} values")
-    return values
-
-
-def parse_param(text: str) -> tuple[str | None, str, int]:
-    """'name=value' or 'lock.name=value' into (lock or None, name, value)."""
-    name, equals, value = text.partition("=")
-    if not equals or not name:
-        raise LocklabError(f"--param: expected NAME=VALUE or LOCK.NAME=VALUE, got '{text}'")
-    lock, dot, bare = name.rpartition(".")
-    try:
-        number = int(value, 0)
-    except ValueError:
-        raise LocklabError(f"--param {name}: '{value}' is not an integer") from None
-    return (lock if dot else None), bare, number
-
-
 def _num(value: float) -> str:
     return f"{value:g}"
-
-
-def _is_cpu_list(text: str) -> bool:
-    try:
-        parse_int_list("pin", text)
-    except LocklabError:
-        return False
-    return True

@@ -8,6 +8,15 @@ from dataclasses import dataclass
 
 from locklab.store import Run
 
+# Where the per-run figures are in the engine's JSON; the table's metrics and the report's
+# figures read them here, so each has one path and one unit.
+LATENCY_P50_NS = ("latency_ns", "write", "p50")
+LATENCY_P99_NS = ("latency_ns", "write", "p99")
+VOLUNTARY_SWITCHES = ("context_switches", "voluntary_per_1000_acquisitions")
+SAME_NODE_FRACTION = ("handoffs", "same_node_fraction")
+JAIN_INDEX = ("fairness", "write", "jain_index")
+CPU_MS = ("cpu", "ms_per_1000_acquisitions")
+
 
 @dataclass(frozen=True)
 class Metric:
@@ -67,19 +76,19 @@ METRICS: dict[str, Metric] = {
         ),
         Metric(
             "ctxsw", "voluntary switches/1k ops", "more switches", "fewer switches", False,
-            from_result("context_switches", "voluntary_per_1000_acquisitions"),
+            from_result(*VOLUNTARY_SWITCHES),
         ),
         Metric(
             "p50", "write wait p50 us", "longer p50 wait", "shorter p50 wait", False,
-            from_result("latency_ns", "write", "p50", scale=1e-3),
+            from_result(*LATENCY_P50_NS, scale=1e-3),
         ),
         Metric(
             "p99", "write wait p99 us", "longer p99 wait", "shorter p99 wait", False,
-            from_result("latency_ns", "write", "p99", scale=1e-3),
+            from_result(*LATENCY_P99_NS, scale=1e-3),
         ),
         Metric(
             "same-node", "same-node hand-overs %", "more same-node", "less same-node", True,
-            from_result("handoffs", "same_node_fraction", scale=100.0),
+            from_result(*SAME_NODE_FRACTION, scale=100.0),
         ),
     )
 }  # fmt: skip

@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from rich.console import Console
 
 from locklab import provenance
-from locklab.analysis import parse_key
-from locklab.engine import Engine
 from locklab.errors import LocklabError
-from locklab.experiment import ExperimentSpec, Variant, Workload
-from locklab.runner import run_sweep
+from locklab.model.catalogue import Catalogue
+from locklab.model.spec import ExperimentSpec, Variant, Workload
+from locklab.run import tune as tune_module
+from locklab.run.engine import Engine
+from locklab.run.sweep import run_sweep
+from locklab.run.tune import Measurements
 from locklab.store import Experiment, Store
-from locklab.tune import Measurements
 
 EXIT_RUN_FAILED = 1
 
@@ -37,10 +38,10 @@ class StoredTuning:
     param: str
     sweep: dict[str, list[int]]
     workloads: list[Workload]
-    repeat: int
-    duration_s: float
-    warmup_s: float
-    pin: str
+    repeat: int = 3
+    duration_s: float = 1.0
+    warmup_s: float = 0.2
+    pin: str = "compact"
     rounds_run: int = 0  # rounds this process measured (reused ones not counted)
     reused: list[int] = field(default_factory=list)  # experiment ids whose runs were reused
 
@@ -71,8 +72,7 @@ class StoredTuning:
         for experiment in self.rounds():
             for run in self.store.runs(experiment, with_results=False):
                 if run.status == "ok" and run.throughput_ops_per_s is not None:
-                    label, point = parse_key(run.config_key)
-                    key = (int(label.split("=", 1)[1]), point)
+                    key = (int(run.config_key.label.split("=", 1)[1]), run.config_key.point)
                     sums.setdefault(key, []).append(run.throughput_ops_per_s / 1000)
         points = set(self.spec([], "").points())
         complete = {
@@ -116,3 +116,64 @@ class StoredTuning:
         return self.store.create_experiment(
             spec, self.host, provenance.version(), provenance.commit()
         )
+
+
+@dataclass(frozen=True)
+class SearchRange:
+    """The values a tuning searches: LO:HI (log-spaced grid) or LO:HI:STEP, then refinements."""
+
+    lo: int
+    hi: int
+    step: int | None = None
+    grid: int = 8  # coarse grid points
+    rounds: int = 2  # refinement rounds
+
+    @classmethod
+    def plan(
+        cls, catalogue: Catalogue, lock: str, param: str, text: str, grid: int, rounds: int
+    ) -> SearchRange:
+        """The range of `param` of `lock` given as LO:HI or LO:HI:STEP, checked against the
+        tunable's limits."""
+        info = catalogue.get(lock)
+        if info is None:
+            raise LocklabError(f"unknown lock '{lock}' (see 'locklab list')")
+        tunable = info.tunable(param)
+        if tunable is None:
+            known = ", ".join(t.name for t in info.tunables) or "none"
+            raise LocklabError(f"lock '{lock}' has no param '{param}' (its params: {known})")
+        parts = text.split(":")
+        try:
+            numbers = [int(part) for part in parts]
+        except ValueError:
+            raise LocklabError(f"--range: expected LO:HI or LO:HI:STEP, got '{text}'") from None
+        if (
+            len(numbers) not in (2, 3)
+            or numbers[0] >= numbers[1]
+            or (len(numbers) == 3 and numbers[2] <= 0)
+        ):
+            raise LocklabError(f"--range: expected LO:HI or LO:HI:STEP with LO < HI, got '{text}'")
+        if numbers[0] < tunable.minimum or numbers[1] > tunable.maximum:
+            raise LocklabError(
+                f"--range {text}: {param} must stay in [{tunable.minimum}, {tunable.maximum}]"
+            )
+        if grid < 2 or rounds < 0:
+            raise LocklabError("--grid must be at least 2 and --rounds at least 0")
+        return cls(numbers[0], numbers[1], numbers[2] if len(numbers) == 3 else None, grid, rounds)
+
+
+def workload(text: str) -> Workload:
+    """NAME:HOLD_NS:GAP_NS, a named (hold, gap) point."""
+    name, _, rest = text.partition(":")
+    hold, _, gap = rest.partition(":")
+    try:
+        return Workload(name, (("hold_ns", int(hold)), ("gap_ns", int(gap))))
+    except ValueError:
+        raise LocklabError(f"--workload: expected NAME:HOLD_NS:GAP_NS, got '{text}'") from None
+
+
+def tune(tuning: StoredTuning, search: SearchRange) -> tune_module.TuneResult:
+    """Check the plan against the engine, then search: every round a stored experiment."""
+    tuning.engine.check(tuning.spec([search.lo], "check"))
+    return tune_module.search(
+        tuning.evaluate, search.lo, search.hi, search.step, search.grid, search.rounds
+    )

@@ -1,0 +1,63 @@
+"""The lines above a table: what the experiment ran, on which machines, and what each column
+label stands for."""
+
+from __future__ import annotations
+
+from locklab.model.spec import ExperimentSpec
+from locklab.store import Experiment, Run
+
+
+def variant_lines(spec: ExperimentSpec) -> list[str]:
+    """What each column label runs, where the label alone does not say it."""
+    described = [
+        f"{v.label} = {v.describe()}" + (f" from {v.plugin}" if v.plugin else "")
+        for v in spec.variants
+        if v.label != v.describe() or v.plugin
+    ]
+    return [f"variants: {'; '.join(described)}"] if described else []
+
+
+def _repeats(spec: ExperimentSpec) -> str:
+    return f"auto {spec.min_repeat}-{spec.repeat}" if spec.repeat_auto else str(spec.repeat)
+
+
+def experiment_line(experiment: Experiment) -> str:
+    spec = experiment.spec
+    if spec.source == "locktorture":
+        return (
+            f'experiment #{experiment.id} "{experiment.name}": kernel locktorture logs, '
+            f"up to {spec.repeat} runs per cell, throughput after the dropped warm-up reports"
+        )
+    return (
+        f'experiment #{experiment.id} "{experiment.name}": {_repeats(spec)} runs per cell, '
+        f"{spec.duration_s:g} s measured after {spec.warmup_s:g} s warm-up, pin {spec.pin}, "
+        f"locklab {experiment.locklab_commit or experiment.locklab_version}"
+    )
+
+
+def _first_word(text: object) -> str:
+    words = str(text or "?").split()
+    return words[0] if words else "?"
+
+
+def machine_lines(runs: list[Run]) -> list[str]:
+    """The machines the runs report (one line each; more than one only after a mistake)."""
+    seen: dict[str, None] = {}
+    for run in runs:
+        m = run.machine
+        if not m:
+            continue
+        nodes = m.get("numa_nodes")
+        facts = [
+            m.get("hostname"),
+            m.get("arch"),
+            m.get("cpu_model"),
+            m.get("cpus_online") and f"{m.get('cpus_online')} CPUs",
+            nodes and f"{nodes} NUMA node{'s' if nodes != 1 else ''}",
+            m.get("governor") and f"governor {m.get('governor')}",
+            m.get("kernel") and f"kernel {_first_word(m.get('kernel'))}",
+            m.get("source") and f"from {m.get('source')}",
+        ]
+        line = "machine: " + ", ".join(str(fact) for fact in facts if fact)
+        seen.setdefault(line)
+    return list(seen) or ["machine: unknown (no finished run)"]

@@ -1,0 +1,104 @@
+"""Verdicts: one line per compared column and section, saying where it is significantly higher
+or lower than its baseline (for throughput: faster or slower) and where it is noisy; and the
+legend of the table's markers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from locklab.analysis import stats
+
+if TYPE_CHECKING:
+    from locklab.analysis.cells import Section, Settings
+
+# How each axis reads in a verdict: (unit after a value, name of the whole axis).
+AXIS_WORDS: dict[str, tuple[str, str]] = {
+    "nwriters": ("writers", "thread count"),
+    "nreaders": ("readers", "reader count"),
+    "hold_ns": ("ns held", "hold time"),
+    "gap_ns": ("ns between", "gap"),
+    "cs_lines": ("lines", "cs_lines"),
+}
+
+
+def legend_lines(settings: Settings) -> list[str]:
+    """What the table's markers mean, and which test decided them."""
+    return [
+        f"~ no significant difference ({stats.TEST_NAMES[settings.test]}"
+        + (", Holm-adjusted per lock" if settings.correction == "holm" else "")
+        + f", p >= {settings.alpha:g})",
+        "? too few runs to test",
+        f"! noisy: CV > {settings.noise_cv:.0%}",
+        "^ a run still drifting after warm-up",
+        "x failed runs",
+    ]
+
+
+def verdict(section: Section, column: int, axis: str, settings: Settings) -> str:
+    """One line: where this column is significantly higher or lower than its baseline (for
+    throughput: faster or slower)."""
+    axis_name = AXIS_WORDS[axis][1]
+    faster, slower, noisy, tested = [], [], [], []
+    for row in section.rows:
+        cell = section.cells.get((column, row))
+        if cell is None or cell.comparison is None:
+            continue
+        if cell.noisy:
+            noisy.append(row)
+        if cell.comparison.p_value is None:
+            continue
+        tested.append(row)
+        if cell.comparison.significant:
+            (faster if cell.comparison.rel_pct > 0 else slower).append((row, cell.comparison))
+    if not tested:
+        return "not tested: fewer than 2 successful runs per cell"
+    parts = []
+    measure = settings.measure
+    for word, found in ((measure.higher, faster), (measure.lower, slower)):
+        if found:
+            where = _where([row for row, _ in found], tested)
+            parts.append(
+                f"{word} at {where} {_unit(axis, where)} {_figures([c for _, c in found])}"
+            )
+    line = ", ".join(parts) if parts else f"no significant difference at any {axis_name}"
+    if noisy:
+        where = _where(noisy, section.rows)
+        line += f"; noisy (CV > {settings.noise_cv:.0%}) at {where} {_unit(axis, where)}"
+    return line
+
+
+def _where(rows: list[int], all_rows: list[int]) -> str:
+    """Name a set of axis values briefly: '2', '>= 8', '<= 4', '2-8' or '1, 4, 16'."""
+    if len(rows) == 1:
+        return str(rows[0])
+    positions = [all_rows.index(row) for row in rows]
+    contiguous = positions == list(range(positions[0], positions[0] + len(positions)))
+    if contiguous and positions[-1] == len(all_rows) - 1:
+        return f">= {rows[0]}"
+    if contiguous and positions[0] == 0:
+        return f"<= {rows[-1]}"
+    if contiguous:
+        return f"{rows[0]}-{rows[-1]}"
+    return ", ".join(str(row) for row in rows)
+
+
+def _figures(comparisons: list[stats.Comparison]) -> str:
+    rels = sorted((c.rel_pct for c in comparisons), key=abs)
+    p_max = max(
+        (c.p_adjusted if c.p_adjusted is not None else c.p_value) or 0.0 for c in comparisons
+    )
+    if len(comparisons) == 1 or f"{rels[0]:+.1f}" == f"{rels[-1]:+.1f}":
+        return f"({rels[0]:+.1f}%, {_p('=' if len(comparisons) == 1 else ' <= ', p_max)})"
+    return f"({rels[0]:+.1f}% to {rels[-1]:+.1f}%, {_p(' <= ', p_max)})"
+
+
+def _p(relation: str, p_value: float) -> str:
+    return "p < 0.001" if p_value < 0.001 else f"p{relation}{p_value:.3f}"
+
+
+def _unit(axis: str, where: str) -> str:
+    """'1 writer' but '2 writers', '>= 2 writers'."""
+    unit = AXIS_WORDS[axis][0]
+    return (
+        unit.removesuffix("s") if where == "1" and unit.endswith("s") and " " not in unit else unit
+    )

@@ -1,0 +1,7 @@
+"""``python -m locklab.cli``."""
+
+import sys
+
+from locklab.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,38 @@
+"""`locklab list` and `locklab topology`: what the engine offers and what it detects."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from locklab.cli.common import Commands, engine_option
+from locklab.output import listing
+from locklab.run.engine import Engine, find_engine
+
+
+def register(commands: Commands) -> None:
+    locks = commands.add_parser("list", help="every lock, with family, summary and tunables")
+    engine_option(locks)
+    locks.add_argument("--plugin", action="append", default=[], help="also list this plugin")
+    locks.add_argument("--json", action="store_true", help="the engine's JSON catalogue")
+    locks.set_defaults(handler=cmd_list)
+
+    topology = commands.add_parser("topology", help="CPUs, cores, SMT and NUMA nodes, as detected")
+    engine_option(topology)
+    topology.add_argument("--numa-nodes", type=int, help="show a split into N virtual nodes")
+    topology.set_defaults(handler=cmd_topology)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    catalogue = Engine(find_engine(args.engine)).catalogue(tuple(args.plugin))
+    if args.json:
+        print(json.dumps(listing.locks_json(catalogue), indent=2))
+    else:
+        listing.stdout_console().print(listing.locks(catalogue))
+    return 0
+
+
+def cmd_topology(args: argparse.Namespace) -> int:
+    sys.stdout.write(Engine(find_engine(args.engine)).topology(args.numa_nodes))
+    return 0

@@ -1,0 +1,145 @@
+"""What every command shares: the parser (one line per usage error, an option given twice
+refused), the store, engine and statistics options, and their checks."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import socket
+from typing import Any
+
+from locklab.analysis.cells import Settings
+from locklab.analysis.metrics import METRICS
+from locklab.analysis.stats import TESTS
+from locklab.errors import LocklabError
+
+DEFAULT_STORE = "locklab-results"
+EXIT_RUN_FAILED = 1
+EXIT_INTERRUPTED = 130
+Commands = Any  # argparse's subparsers action, whose type argparse keeps private
+
+
+class _StoreOnce(argparse.Action):
+    """A single-valued option given twice is an error, not "the last one wins": `--lock tas
+    --lock mcs` would otherwise silently run mcs alone."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        seen: set[str] = namespace.__dict__.setdefault("_given_once", set())
+        if self.dest in seen:
+            parser.error(f"{option_string} is given twice (give it once; lists take commas)")
+        seen.add(self.dest)
+        setattr(namespace, self.dest, values)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (LocklabError), not usage text and a message,
+    and an option that takes one value refuses a second."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise LocklabError(f"{self.prog.removeprefix('locklab ')}: {message}")
+
+
+def repeat_count(text: str) -> int | str:
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of runs or 'auto'") from None
+
+
+def number(text: str) -> float:
+    """A finite number: nan and inf are never a duration, a level or a threshold."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"'{text}' is not a finite number")
+    return value
+
+
+def store_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--store",
+        default=os.environ.get("LOCKLAB_STORE", DEFAULT_STORE),
+        help="results store directory (default ./locklab-results, or $LOCKLAB_STORE)",
+    )
+
+
+def statistics_options(parser: argparse.ArgumentParser) -> None:
+    """The store, and how the table judges: test, levels, metric (defaults: Settings')."""
+    store_option(parser)
+    group = parser.add_argument_group("statistics")
+    group.add_argument(
+        "--test",
+        choices=TESTS,
+        default=Settings.test,
+        help="significance test per cell (default welch: Welch's t-test)",
+    )
+    group.add_argument(
+        "--alpha",
+        type=number,
+        default=Settings.alpha,
+        help=f"significance level (default {Settings.alpha})",
+    )
+    group.add_argument(
+        "--noise-cv",
+        type=number,
+        default=Settings.noise_cv,
+        help=f"flag cells whose CV exceeds this (default {Settings.noise_cv})",
+    )
+    group.add_argument(
+        "--drift",
+        type=number,
+        default=Settings.drift,
+        help="flag runs whose throughput moves by more than this fraction over "
+        f"the measured window (default {Settings.drift})",
+    )
+    group.add_argument(
+        "--correction",
+        choices=("holm", "none"),
+        default=Settings.correction,
+        help="multiple comparisons across one lock's cells (default holm)",
+    )
+    group.add_argument(
+        "--metric",
+        choices=sorted(METRICS),
+        default=Settings.metric,
+        help="what the table shows (default throughput, kops/s)",
+    )
+    group.add_argument("--plain", action="store_true", help="print the table without color")
+    group.add_argument("--ci", action="store_true",
+                       help="add each mean's 95%% confidence interval (ci95)")  # fmt: skip
+
+
+def engine_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--engine", help="path of locklab-bench (default: $LOCKLAB_ENGINE, the virtualenv, PATH)"
+    )
+
+
+def settings(args: argparse.Namespace) -> Settings:
+    if not 0 < args.alpha < 1:
+        raise LocklabError(f"--alpha must be between 0 and 1 (got {args.alpha})")
+    if args.noise_cv <= 0 or args.drift <= 0:
+        raise LocklabError("--noise-cv and --drift must be above 0")
+    return Settings(
+        args.test, args.alpha, args.noise_cv, args.drift, args.ci, args.metric, args.correction
+    )
+
+
+def host() -> str:
+    return socket.gethostname()

@@ -1,0 +1,126 @@
+"""The kernel's own locktorture: `locklab kernel` (boot kernels in QEMU, or the host, and
+store their runs) and `locklab import-locktorture` (store the runs of logs)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from locklab.analysis.cells import analyse_experiment
+from locklab.cli.common import Commands, host, number, settings, statistics_options
+from locklab.errors import LocklabError
+from locklab.kernel.sweep import LocktortureSweep
+from locklab.model.spec import default
+from locklab.output import listing
+from locklab.printable import printable
+from locklab.store import Store
+
+
+def _sweep(name: str) -> object:
+    """The defaults of both commands: LocktortureSweep's field defaults."""
+    return default(LocktortureSweep, name)
+
+
+def register(commands: Commands) -> None:
+    imports = commands.add_parser(
+        "import-locktorture", help="store the runs of kernel locktorture logs (dmesg, console)"
+    )
+    imports.add_argument(
+        "logs",
+        nargs="+",
+        metavar="[LABEL=]LOG",
+        help="a log, or LABEL=LOG to name its variant (say k0-stock=k0.log); "
+        "default: the torture type",
+    )
+    imports.add_argument("--name", help="experiment name (default: the first log's name)")
+    imports.add_argument("--host", default="kernel", help="the machine the logs come from")
+    imports.add_argument(
+        "--warmup-reports",
+        type=int,
+        default=_sweep("warmup_reports"),
+        help="statistics reports dropped at the start of each run "
+        f"(default {_sweep('warmup_reports')})",
+    )
+    statistics_options(imports)
+    imports.set_defaults(handler=cmd_import_locktorture)
+
+    kernel = commands.add_parser("kernel", help="run the kernel's locktorture in QEMU")
+    kernel.add_argument("--kernel", help="kernel images, comma-separated (or --host)")
+    kernel.add_argument(
+        "--host",
+        action="store_true",
+        help="bare metal: modprobe the running kernel's locktorture and pin its " "kthreads",
+    )
+    kernel.add_argument("--pin-cpus", help="--host: CPUs to pin the kthreads to, like 0-7")
+    kernel.add_argument("--label", help="a label per kernel, comma-separated (default: version)")
+    kernel.add_argument(
+        "--type",
+        default=_sweep("torture_type"),
+        help=f"torture_type (default {_sweep('torture_type')})",
+    )
+    kernel.add_argument(
+        "--nwriters", default=_sweep("nwriters"), help="nwriters_stress values, like 1,2,4"
+    )
+    kernel.add_argument("--repeat", type=int, default=_sweep("repeat"))
+    kernel.add_argument(
+        "--duration", type=number, default=_sweep("duration_s"), help="seconds per run"
+    )
+    kernel.add_argument(
+        "--stat-interval", type=int, default=_sweep("stat_interval"), help="seconds between reports"
+    )
+    kernel.add_argument("--warmup-reports", type=int, default=_sweep("warmup_reports"))
+    kernel.add_argument("--cpus", type=int, default=_sweep("cpus"), help="virtual CPUs")
+    kernel.add_argument("--accel", choices=("auto", "kvm", "tcg"), default=_sweep("accel"))
+    kernel.add_argument("--name", help="experiment name")
+    statistics_options(kernel)
+    kernel.set_defaults(handler=cmd_kernel)  # fmt: skip
+
+
+def cmd_import_locktorture(args: argparse.Namespace) -> int:
+    from locklab.kernel import locktorture
+
+    chosen = settings(args)
+    if args.warmup_reports < 0:
+        raise LocklabError("--warmup-reports must not be negative")
+    labelled: list[tuple[str | None, Path]] = []
+    for text in args.logs:
+        label, equals, path = text.rpartition("=")
+        labelled.append((label if equals and label else None, Path(path if equals else text)))
+    name = args.name or labelled[0][1].stem
+    imported = locktorture.convert(labelled, name, args.host, args.warmup_reports)
+    store = Store(Path(args.store))
+    experiment, problems = locktorture.store_imported(store, imported, args.host)
+    for line in problems:
+        print(f"locklab: warning: {printable(line)}", file=sys.stderr)
+    runs = store.runs(experiment)
+    listing.print_analysis(analyse_experiment(experiment, runs, chosen), args.plain)
+    print(f'imported {len(runs)} runs as #{experiment.id} "{printable(experiment.name)}"')
+    return 0
+
+
+def cmd_kernel(args: argparse.Namespace) -> int:
+    chosen = settings(args)
+    sweep = LocktortureSweep(
+        args.type, args.nwriters, args.repeat, args.duration, args.stat_interval,
+        args.warmup_reports, args.cpus, args.accel,
+    )  # fmt: skip
+    sweep.check()
+    if args.host:
+        targets, machine, name = sweep.host_targets(args.label, args.pin_cpus), host, "host"
+    else:
+        targets, machine, name = (
+            sweep.qemu_targets(args.kernel, args.label),
+            sweep.qemu_machine,
+            "kernel",
+        )
+    store = Store(Path(args.store))
+    experiment, problems, logs = sweep.run(
+        store, args.name or f"{name}-{args.type}", targets, machine
+    )
+    for line in problems:
+        print(f"locklab: warning: {printable(line)}", file=sys.stderr)
+    listing.print_analysis(analyse_experiment(experiment, store.runs(experiment), chosen),
+                           args.plain)  # fmt: skip
+    print(f"console logs: {logs}")
+    return 0

@@ -1,0 +1,271 @@
+"""`locklab run` (a sweep from options) and `locklab campaign` (from a TOML file): both measure
+an experiment into the store, print its table, and a campaign writes its report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from locklab import provenance
+from locklab.analysis.cells import Analysis, Settings, analyse_experiment
+from locklab.cli import figures
+from locklab.cli.common import (
+    EXIT_INTERRUPTED,
+    EXIT_RUN_FAILED,
+    Commands,
+    engine_option,
+    host,
+    number,
+    repeat_count,
+    settings,
+    statistics_options,
+)
+from locklab.errors import LocklabError
+from locklab.model.campaign import load_campaign, locate_error
+from locklab.model.spec import AutoRepeat, ExperimentSpec, default
+from locklab.model.targeting import spec_for_locks
+from locklab.model.values import AXES
+from locklab.output import listing
+from locklab.printable import file_stem, printable
+from locklab.run import adaptive
+from locklab.run.engine import Engine, find_engine
+from locklab.run.sweep import run_sweep
+from locklab.store import Experiment, Run, Store
+
+
+def _spec(name: str) -> object:
+    return default(ExperimentSpec, name)
+
+
+def register(commands: Commands) -> None:
+    run = commands.add_parser("run", help="run a sweep and print its table")
+    statistics_options(run)
+    engine_option(run)
+    what = run.add_argument_group("what to run")
+    what.add_argument("--lock", help="locks to compare, comma-separated: tas,ticket,mcs")
+    what.add_argument("--plugin", action="append", default=[], help="load a lock plugin (.so)")
+    what.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        help="NAME=VALUE for every lock with that tunable, or LOCK.NAME=VALUE " "(repeatable)",
+    )
+    what.add_argument("--baseline", help="the lock the others are compared with (default first)")
+    what.add_argument("--name", help="experiment name (default: the locks)")
+    sweep = run.add_argument_group("sweep axes: comma lists and ranges, like 1,2,4 or 1-4,8")
+    for axis in AXES:
+        sweep.add_argument(f"--{axis.replace('_', '-')}", dest=axis, help=f"{axis} values")
+    how = run.add_argument_group("how")
+    how.add_argument(
+        "--repeat",
+        type=repeat_count,
+        default=_spec("repeat"),
+        help=f"runs per cell (default {_spec('repeat')}), or auto: from --min-repeat "
+        "to --max-repeat, stopping once the cell's verdict is settled",
+    )
+    how.add_argument(
+        "--min-repeat",
+        type=int,
+        default=AutoRepeat.min_repeat,
+        help=f"with --repeat auto (default {AutoRepeat.min_repeat})",
+    )
+    how.add_argument(
+        "--max-repeat",
+        type=int,
+        default=AutoRepeat.max_repeat,
+        help=f"with --repeat auto (default {AutoRepeat.max_repeat})",
+    )
+    how.add_argument(
+        "--precision",
+        type=number,
+        default=AutoRepeat.precision,
+        help="with --repeat auto: a cell is also settled when its 95%% CI is within "
+        "this fraction of its mean, and so is its baseline's "
+        f"(default {AutoRepeat.precision})",
+    )
+    how.add_argument(
+        "--duration",
+        type=number,
+        default=_spec("duration_s"),
+        help=f"measured seconds per run (default {_spec('duration_s'):g})",
+    )
+    how.add_argument(
+        "--warmup",
+        type=number,
+        default=_spec("warmup_s"),
+        help=f"seconds run and discarded before measuring " f"(default {_spec('warmup_s'):g})",
+    )
+    how.add_argument("--pin", default=_spec("pin"), help="none | compact | scatter | CPU list")
+    how.add_argument(
+        "--numa-nodes",
+        type=int,
+        default=_spec("numa_nodes"),
+        help="split the CPUs into N virtual NUMA nodes",
+    )
+    how.add_argument(
+        "--interval",
+        type=number,
+        default=_spec("interval_s"),
+        help="throughput series period, for the steady-state check "
+        f"(default {_spec('interval_s')})",
+    )
+    how.add_argument(
+        "--seed",
+        type=int,
+        default=_spec("seed"),
+        help=f"seed of the run order (default {_spec('seed')})",
+    )
+    how.add_argument(
+        "--resume", metavar="EXP", help="finish an interrupted experiment: run only what is missing"
+    )
+    run.set_defaults(handler=cmd_run)  # fmt: skip
+    _register_campaign(commands)
+
+
+def _register_campaign(commands: Commands) -> None:
+    campaign = commands.add_parser("campaign", help="run the experiment a TOML file describes")
+    campaign.add_argument("file", type=Path)
+    statistics_options(campaign)
+    engine_option(campaign)
+    campaign.add_argument(
+        "--dry-run", action="store_true", help="check the file and print the plan, run nothing"
+    )
+    campaign.add_argument(
+        "--full", action="store_true", help="the seed's own scale, from the file's [full] table"
+    )
+    campaign.add_argument(
+        "--report", type=Path, help="HTML report to write (default: STORE/NAME.html)"
+    )
+    campaign.add_argument(
+        "--fresh",
+        action="store_true",
+        help="start a new experiment even if an unfinished one of this "
+        "campaign is in the store (default: resume it)",
+    )
+    scale = campaign.add_argument_group("override the file (a quick check, a tiny scale)")
+    scale.add_argument("--repeat", type=int, help="runs per cell")
+    scale.add_argument("--duration", type=number, help="measured seconds per run")
+    scale.add_argument("--warmup", type=number, help="seconds discarded before measuring")
+    campaign.set_defaults(handler=cmd_campaign)  # fmt: skip
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    chosen = settings(args)  # refuse bad statistics options before running anything
+    engine = Engine(find_engine(args.engine))
+    if args.resume:
+        given = [f"--{axis}" for axis in AXES if getattr(args, axis) is not None]
+        given += ["--lock"] if args.lock else []
+        if given:
+            raise LocklabError(f"--resume runs the stored plan: drop {', '.join(given)}")
+        store = Store(Path(args.store), create=False)
+        experiment = store.experiment(args.resume)
+        engine.check(experiment.spec)
+        return execute(args, chosen, engine, store, experiment)[0]
+    spec = spec_for_locks(
+        engine.catalogue, args.lock, args.param, args.plugin,
+        {axis: getattr(args, axis) for axis in AXES},
+        name=args.name, baseline=args.baseline,
+        repeat=args.max_repeat if args.repeat == "auto" else args.repeat,
+        repeat_auto=args.repeat == "auto", min_repeat=args.min_repeat,
+        precision=args.precision, duration_s=args.duration, warmup_s=args.warmup,
+        pin=args.pin, seed=args.seed, interval_s=args.interval, numa_nodes=args.numa_nodes,
+    )  # fmt: skip
+    engine.check(spec)
+    store = Store(Path(args.store))
+    experiment = store.create_experiment(spec, host(), provenance.version(), provenance.commit())
+    return execute(args, chosen, engine, store, experiment)[0]
+
+
+def cmd_campaign(args: argparse.Namespace) -> int:
+    chosen = settings(args)
+    spec = load_campaign(args.file, args.full)
+    if args.repeat is not None:
+        spec.repeat, spec.repeat_auto = args.repeat, False
+    if args.duration is not None:
+        spec.duration_s = args.duration
+    if args.warmup is not None:
+        spec.warmup_s = args.warmup
+    engine = Engine(find_engine(args.engine))
+    try:
+        engine.check(spec)
+    except LocklabError as error:
+        raise locate_error(args.file, error) from None
+    if args.dry_run:
+        _print_plan(args.file, spec)
+        return 0
+    store = Store(Path(args.store))
+    experiment = None if args.fresh else adaptive.unfinished(store, spec)
+    if experiment is not None:
+        done = adaptive.completion(spec, store.runs(experiment, with_results=False))
+        print(
+            f'locklab: resuming the unfinished experiment #{experiment.id} "{printable(spec.name)}"'
+            f" ({done.finished} of {done.planned} runs done; --fresh starts a new one)",
+            file=sys.stderr,
+        )
+    else:
+        experiment = store.create_experiment(
+            spec, host(), provenance.version(), provenance.commit()
+        )
+    hint = f"locklab campaign {args.file} --store {args.store}"
+    status, measured = execute(args, chosen, engine, store, experiment, hint)
+    if measured is not None:  # the table is out; the charts go with it, from the same analysis
+        page = args.report or store.path.parent / f"{file_stem(experiment.name)}.html"
+        figures.write_report([(experiment, *measured)], chosen, page)
+    return status
+
+
+def _print_plan(path: Path, spec: ExperimentSpec) -> None:
+    configs = spec.configurations()
+    print(
+        f'{path}: "{printable(spec.name)}": {len(spec.variants)} variants x '
+        f"{len(configs) // len(spec.variants)} points x {spec.repeat} repeats = "
+        f"{len(configs) * spec.repeat} runs, about "
+        f"{len(configs) * spec.repeat * spec.expected_run_s() / 60:.1f} min"
+    )
+    for config, repeat in spec.schedule()[: len(configs)]:
+        print(f"  {repeat + 1}: {' '.join(spec.engine_args(config, repeat))}")
+
+
+def execute(
+    args: argparse.Namespace,
+    chosen: Settings,
+    engine: Engine,
+    store: Store,
+    experiment: Experiment,
+    resume_hint: str | None = None,
+) -> tuple[int, tuple[list[Run], Analysis] | None]:
+    """Measure what is missing of the experiment and print its table: the exit status, and the
+    runs and the analysis the table came from (None when interrupted)."""
+    spec = experiment.spec
+    errors = listing.stderr_console()
+    runs_planned = len(spec.schedule())
+    minutes = runs_planned * spec.expected_run_s() / 60
+    errors.print(
+        f'experiment #{experiment.id} "{printable(experiment.name)}" in {store.path}: '
+        f"{runs_planned} runs, about {minutes:.1f} min in all"
+    )
+    try:
+        outcome = run_sweep(engine, store, experiment, errors)
+    except KeyboardInterrupt:
+        kept = len(store.finished(experiment))
+        print(
+            f"locklab: interrupted: {kept} of {runs_planned} runs of #{experiment.id} are kept; "
+            "finish with: "
+            + (resume_hint or f"locklab run --store {args.store} --resume {experiment.id}"),
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED, None
+    if outcome.taken:
+        errors.print(
+            f"{outcome.taken} runs were left to another locklab working on #{experiment.id} at "
+            "the same time"
+        )
+    runs = store.runs(experiment)
+    analysis = analyse_experiment(experiment, runs, chosen)
+    listing.print_analysis(analysis, args.plain)
+    if spec.repeat_auto:
+        errors.print(adaptive.summary(spec, runs, outcome.settled))
+    for line in outcome.failures:
+        print(f"locklab: error: {printable(line)}", file=sys.stderr)
+    return (EXIT_RUN_FAILED if outcome.failures else 0), (runs, analysis)

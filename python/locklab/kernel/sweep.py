@@ -1,0 +1,135 @@
+"""The kernel's locktorture over a sweep: for each repeat, target (a labelled kernel booted in
+QEMU, or the host) and writer count, one locktorture run whose console is kept as a log; then
+all the logs are converted (kernel/locktorture.py) and stored as one experiment."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+
+from locklab.errors import LocklabError
+from locklab.kernel import locktorture, qemu
+from locklab.model.values import parse_int_list, validate_axis, validate_seconds
+from locklab.printable import printable
+from locklab.store import Experiment, Store
+
+# A target runs locktorture once with these module parameters and returns its console log.
+Target = tuple[str, Callable[[dict[str, str]], str]]
+
+
+@dataclass
+class LocktortureSweep:
+    """What `locklab kernel` runs; the field defaults are the command's defaults."""
+
+    torture_type: str = "spin_lock"
+    nwriters: str = "2"  # nwriters_stress values, like 1,2,4
+    repeat: int = 1
+    duration_s: float = 10.0
+    stat_interval: int = 1  # seconds between locktorture's reports
+    warmup_reports: int = 1  # reports dropped at the start of each run
+    cpus: int = 2  # virtual CPUs
+    accel: str = "auto"  # auto | kvm | tcg
+    accels: set[str] = field(default_factory=set)  # what the boots used
+    fallbacks: set[str] = field(default_factory=set)  # why KVM was left, when it was
+
+    def check(self) -> None:
+        """Every locktorture option, checked before any module is built or kernel booted."""
+        if self.torture_type not in qemu.TORTURE_TYPES:
+            raise LocklabError(
+                f"--type: unknown torture_type '{self.torture_type}' "
+                f"(known: {', '.join(qemu.TORTURE_TYPES)})"
+            )
+        validate_axis("nwriters", parse_int_list("nwriters", self.nwriters))
+        if not 1 <= self.stat_interval <= 3600:
+            raise LocklabError(
+                f"--stat-interval must be from 1 to 3600 s (got {self.stat_interval})"
+            )
+        validate_seconds("duration", self.duration_s, minimum=2 * self.stat_interval)
+        if not 1 <= self.repeat <= 1000:
+            raise LocklabError(f"--repeat must be from 1 to 1000 (got {self.repeat})")
+        if not 1 <= self.cpus <= qemu.MAX_GUEST_CPUS:
+            raise LocklabError(f"--cpus must be from 1 to {qemu.MAX_GUEST_CPUS} (got {self.cpus})")
+        if self.warmup_reports < 0:
+            raise LocklabError(f"--warmup-reports must not be negative (got {self.warmup_reports})")
+        if self.duration_s < (self.warmup_reports + 2) * self.stat_interval:
+            raise LocklabError(
+                f"--duration {self.duration_s:g} s leaves fewer than two reports after "
+                f"{self.warmup_reports} warm-up reports of {self.stat_interval} s"
+            )
+
+    def host_targets(self, label: str | None, pin_cpus: str | None) -> list[Target]:
+        """The running kernel, bare metal, its kthreads pinned to `pin_cpus`."""
+        cpus = parse_int_list("pin-cpus", pin_cpus) if pin_cpus else []
+        label = label or os.uname().release
+        return [(label, lambda params: qemu.run_on_host(params, self.duration_s, cpus))]
+
+    def qemu_targets(self, kernels: str | None, labels: str | None) -> list[Target]:
+        """Each kernel image, booted in QEMU with its modules (built once per version)."""
+        if not kernels:
+            raise LocklabError("kernel: give --kernel IMAGE[,IMAGE...] or --host")
+        images = [Path(p) for p in kernels.split(",") if p]
+        for image in images:
+            if not image.is_file():
+                raise LocklabError(f"--kernel: {image} is not a file")
+        versions = [qemu.kernel_version(image) for image in images]
+        names = labels.split(",") if labels else versions
+        if len(names) != len(images):
+            raise LocklabError("--label: give one label per kernel")
+        modules = {version: qemu.build_modules(version) for version in set(versions)}
+        initrd = qemu.BUILD / "initramfs.gz"  # rewritten for each run
+
+        def boot(image: Path, version: str) -> Callable[[dict[str, str]], str]:
+            def run(params: dict[str, str]) -> str:
+                initrd.parent.mkdir(parents=True, exist_ok=True)
+                qemu.initramfs(modules[version], params, self.duration_s, initrd)
+                booted = qemu.boot(image, initrd, self.cpus, self.duration_s, self.accel)
+                self.accels.add(booted.accel)
+                if booted.fallback:
+                    self.fallbacks.add(booted.fallback)
+                return booted.console
+
+            return run
+
+        return [(name, boot(image, version)) for image, version, name in zip(
+            images, versions, names, strict=True)]  # fmt: skip
+
+    def qemu_machine(self) -> str:
+        """The machine line of QEMU runs: emulation is said so, with why KVM was left."""
+        if self.accels == {"kvm"}:
+            return "qemu-kvm"
+        line = "qemu-tcg (emulated: timing not representative"
+        if self.fallbacks:
+            line += "; KVM fell back: " + "; ".join(sorted(self.fallbacks))
+        return line + ")"
+
+    def run(
+        self, store: Store, name: str, targets: list[Target], machine: Callable[[], str]
+    ) -> tuple[Experiment, list[str], Path]:
+        """Run every (repeat, target, writers), keep each console log under the store's
+        kernel-logs/NAME, and store them all as one experiment. Returns it, the problems
+        found in the logs, and the folder of the logs."""
+        logs = store.path.parent / "kernel-logs" / name
+        logs.mkdir(parents=True, exist_ok=True)
+        console = Console(stderr=True, highlight=False, markup=False, soft_wrap=True)
+        labelled: list[tuple[str | None, Path]] = []
+        for repeat in range(self.repeat):
+            for label, run in targets:
+                for writers in parse_int_list("nwriters", self.nwriters):
+                    params = {"torture_type": self.torture_type,
+                              "nwriters_stress": str(writers),
+                              "stat_interval": str(self.stat_interval)}  # fmt: skip
+                    console.print(
+                        f"{printable(label)}: {self.torture_type} nwriters={writers} "
+                        f"#{repeat + 1}"
+                    )
+                    log = logs / f"{label}-{self.torture_type}-n{writers}-r{repeat + 1}.log"
+                    log.write_text(run(params))
+                    labelled.append((label, log))
+        host = machine()
+        imported = locktorture.convert(labelled, name, host, self.warmup_reports)
+        experiment, problems = locktorture.store_imported(store, imported, host)
+        return experiment, problems, logs

@@ -1,0 +1,123 @@
+"""What the command line prints besides tables: listings (locks, experiments), the table of an
+analysis on stdout, and the tuner's choice. Every name in them is escaped for the terminal."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from locklab.analysis.cells import Analysis
+from locklab.model.catalogue import Catalogue
+from locklab.model.spec import ExperimentSpec
+from locklab.output import table
+from locklab.printable import printable
+from locklab.run.adaptive import Completion
+from locklab.run.tune import TuneResult
+from locklab.store import Experiment
+
+
+class _Listing(Table):
+    """A plain rich table whose cells are escaped for the terminal (names are user input)."""
+
+    def add_row(self, *cells: Any, **options: Any) -> None:  # type: ignore[override]
+        super().add_row(*(printable(str(cell)) for cell in cells), **options)
+
+
+def listing(*titles: str) -> Table:
+    found = _Listing(box=None, pad_edge=False, header_style="bold")
+    for title in titles:
+        found.add_column(title, overflow="fold")
+    return found
+
+
+def stdout_console() -> Console:
+    """Color and the terminal's width on a terminal; into a file or pipe, no color and lines
+    long enough that nothing wraps."""
+    console = Console(highlight=False, markup=False)
+    if not console.is_terminal:
+        console = Console(highlight=False, markup=False, width=240, no_color=True)
+    return console
+
+
+def stderr_console() -> Console:
+    return Console(stderr=True, highlight=False, markup=False, soft_wrap=True)
+
+
+def print_analysis(analysis: Analysis, plain: bool) -> None:
+    console = Console(highlight=False, markup=False, soft_wrap=True)
+    if plain or not console.is_terminal:
+        sys.stdout.write(table.plain(analysis))
+    else:
+        console.print(table.colored(analysis), end="")
+
+
+def locks(catalogue: Catalogue) -> Table:
+    found = listing("lock", "family", "summary", "tunables: default [min..max]")
+    for lock in catalogue.values():
+        tunables = ", ".join(
+            f"{t.name}={t.default} [{t.minimum}..{t.maximum}]" for t in lock.tunables
+        )
+        found.add_row(lock.name, lock.family, lock.summary, tunables or "-")
+    return found
+
+
+def locks_json(catalogue: Catalogue) -> dict:
+    return {
+        "locks": [
+            {
+                "name": lock.name,
+                "family": lock.family,
+                "summary": lock.summary,
+                "source": lock.source,
+                "flags": list(lock.flags),
+                "tunables": [t.__dict__ for t in lock.tunables],
+            }
+            for lock in catalogue.values()
+        ]
+    }
+
+
+def experiments(found: list[tuple[Experiment, Completion]]) -> Table:
+    """One line per stored experiment, with how far it is."""
+    rows = listing("id", "name", "created", "host", "locks", "sweep", "runs", "state", "origin")
+    for experiment, progress in found:
+        spec = experiment.spec
+        sweep = " ".join(
+            f"{axis}={','.join(map(str, values))}"
+            for axis, values in spec.sweep.items()
+            if len(values) > 1 or axis == "nwriters"
+        )
+        rows.add_row(
+            str(experiment.id),
+            experiment.name,
+            experiment.created.replace("T", " "),
+            experiment.host or "-",
+            ",".join(v.label for v in spec.variants),
+            sweep,
+            f"{progress.finished}/{progress.planned}",
+            progress.state,
+            experiment.origin,
+        )
+    return rows
+
+
+def tune_lines(
+    result: TuneResult, spec: ExperimentSpec, lock: str, param: str, rounds_run: int
+) -> list[str]:
+    """The chosen value, and the loss at each point against the best value there."""
+    lines = [
+        f"{lock}: chosen {param} = {result.value}, worst case "
+        f"{result.worst_relative:.1%} of the best value at each point "
+        f"({len(result.evaluated)} values, {rounds_run} rounds measured now)",
+        f"{'point':<40} {'best value':>10} {'chosen/best':>12} {'loss':>7}",
+    ]
+    for point, best in sorted(result.best_at.items()):
+        workload = spec.workload_of(dict(point))
+        shown = f"{workload.name} " if workload else ""
+        shown += " ".join(f"{a}={v}" for a, v in point if len(spec.sweep[a]) > 1 or a == "nwriters")
+        relative = result.relative[result.value, point]
+        lines.append(f"{shown:<40} {best:>10} {relative:>12.1%} {1 - relative:>7.1%}")
+    return lines
