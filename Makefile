@@ -40,7 +40,7 @@ $(BUILD)/$(1)/plugins/%.so: %.c $(HEADERS) Makefile
 	@mkdir -p $$(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS_$(1)) -shared -fPIC -o $$@ $$<
 
-$(BUILD)/$(1)/unit/%: tests/unit/%.c $(LOCK_SRC) $(HEADERS) Makefile
+$(BUILD)/$(1)/unit/%: tests/unit/%.c $(LOCK_SRC) $(ENGINE_SRC) $(HEADERS) Makefile
 	@mkdir -p $$(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS_$(1)) -o $$@ $$< -lm
 endef
