@@ -256,4 +256,3 @@ def test_new_fields_validate(tmp_path, result_schema):
     jsonschema.validate(run.result, result_schema)
     if CORES >= 2:
         jsonschema.validate(remote_run(tmp_path, 100).result, result_schema)
-
