@@ -24,7 +24,7 @@ HEADERS := $(wildcard native/include/locklab/*.h native/engine/*.h native/locks/
 PLUGIN_SRC := examples/plugin/example_ticket.c $(wildcard tests/plugins/*.c)
 vpath %.c examples/plugin tests/plugins
 
-.PHONY: all build build-all deps venv demo test test-c test-python lint bench clean
+.PHONY: all build build-all arm64 deps venv demo test test-c test-python lint bench clean
 
 all: build
 
@@ -40,7 +40,7 @@ $(BUILD)/$(1)/plugins/%.so: %.c $(HEADERS) Makefile
 	@mkdir -p $$(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS_$(1)) -shared -fPIC -o $$@ $$<
 
-$(BUILD)/$(1)/unit/%: tests/unit/%.c tests/unit/check.h $(LOCK_SRC) $(HEADERS) Makefile
+$(BUILD)/$(1)/unit/%: tests/unit/%.c tests/unit/check.h $(LOCK_SRC) $(ENGINE_SRC) $(HEADERS) Makefile
 	@mkdir -p $$(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS_$(1)) -o $$@ $$< -lm
 endef
@@ -54,7 +54,29 @@ units_of = $(patsubst tests/unit/%.c,$(BUILD)/$(1)/unit/%,$(UNIT_SRC))
 build: $(BUILD)/opt/locklab-bench $(call plugins_of,opt)
 
 build-all: $(foreach v,$(VARIANTS),$(BUILD)/$(v)/locklab-bench $(call plugins_of,$(v)) \
-	$(call units_of,$(v)))
+	$(call units_of,$(v))) arm64
+
+# arm64 (seed 000 ran on a Kunpeng 920): the engine cross-built for aarch64 with Debian's
+# gcc-aarch64-linux-gnu, run by tests/test_arm64.py under qemu-aarch64-static. armv8.2-a is
+# the Kunpeng 920's level: LSE atomics inline (-mno-outline-atomics: no libgcc helpers, so the
+# instructions can be read); `make arm64 ARM64_MARCH=armv8-a` gives ldaxr/stlxr loops instead.
+# ck's ck_md.h is generated for the build host (TSO on amd64): the build uses an aarch64 one.
+# Checked when the rule runs, not when make starts, so `make test` builds it right after
+# `make deps` has installed the compiler; without it the build says so and the tests skip.
+ARM64_CC ?= aarch64-linux-gnu-gcc
+ARM64_MARCH ?= armv8.2-a
+arm64:
+	@if command -v $(ARM64_CC) >/dev/null; then \
+		$(MAKE) --no-print-directory $(BUILD)/arm64/locklab-bench; \
+	else \
+		echo "locklab: $(ARM64_CC) not found (Debian package gcc-aarch64-linux-gnu):" \
+			"arm64 build skipped"; \
+	fi
+
+$(BUILD)/arm64/locklab-bench: $(ENGINE_SRC) $(LOCK_SRC) $(HEADERS) native/cross/aarch64/ck_md.h Makefile
+	@mkdir -p $(@D)
+	$(ARM64_CC) $(BASE_CFLAGS) -O2 -march=$(ARM64_MARCH) -mno-outline-atomics \
+		-Inative/cross/aarch64 -o $@ $(ENGINE_SRC) $(LOCK_SRC) -ldl -lm
 
 $(VENV)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)

@@ -7,10 +7,15 @@
 #   qemu-system-x86, busybox-static, linux-source-6.1, linux-headers-amd64
 #                     `locklab kernel`: the kernel's own locktorture, built out of tree and
 #                     booted in QEMU (scripts/fetch-kernel.sh fetches the matching image)
+#   gcc-aarch64-linux-gnu, libc6-dev-arm64-cross, binutils-aarch64-linux-gnu, qemu-user-static
+#                     the arm64 build (build/arm64/, `make arm64`): cross-compiled, run under
+#                     qemu-aarch64-static and disassembled by tests/test_arm64.py (seed 000's
+#                     arm64 question); without them the arm64 tests skip, naming the package
 set -euo pipefail
 
 packages=(gcc make libc6-dev libck-dev python3-venv chromium chromium-driver
-    qemu-system-x86 busybox-static linux-source-6.1 linux-headers-amd64)
+    qemu-system-x86 busybox-static linux-source-6.1 linux-headers-amd64
+    gcc-aarch64-linux-gnu libc6-dev-arm64-cross binutils-aarch64-linux-gnu qemu-user-static)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \

@@ -6,6 +6,11 @@
  * clock inside the critical section would itself be a measurable cost. The loop's speed is
  * measured here, and then the requested hold and gap are timed over many repetitions, so the
  * report states how close to the request the loop actually came (as lockhammer does).
+ *
+ * The cost of one cpu_relax() is timed too: delays counted in pauses (Lespinasse's 45/75/375,
+ * backoff limits) mean different times on different cores (PAUSE takes about 10 cycles on
+ * Intel cores before Skylake, about 140 on Skylake-era ones, and differs again on AMD), so the
+ * report gives their equivalent in ns.
  */
 #include <math.h>
 #include <time.h>
@@ -98,6 +103,30 @@ static double error_pct(double measured, uint64_t requested)
 	return requested == 0 ? 0.0 : (measured - (double)requested) * 100.0 / (double)requested;
 }
 
+/* Fastest of several timings of a run of pauses, per pause. */
+static double cpu_relax_ns(void)
+{
+	const unsigned int pauses = 100000;
+	double best = INFINITY;
+	for (int attempt = 0; attempt < 5; attempt++) {
+		double start = monotonic_s();
+		for (unsigned int i = 0; i < pauses; i++)
+			cpu_relax();
+		double elapsed = monotonic_s() - start;
+		if (elapsed < best)
+			best = elapsed;
+	}
+	return best * 1e9 / pauses;
+}
+
+void spin_delay_ns(const struct calibration *cal, uint64_t ns)
+{
+	uint64_t start = arch_cycles();
+	uint64_t cycles = (uint64_t)((double)ns * cal->cycles_per_ns);
+	while (arch_cycles() - start < cycles)
+		cpu_relax();
+}
+
 void calibrate(const struct bench_config *config, struct calibration *out)
 {
 	out->cycles_per_ns = cycles_per_ns();
@@ -110,4 +139,5 @@ void calibrate(const struct bench_config *config, struct calibration *out)
 	out->gap_measured_ns = measured_ns(out->gap_iterations, config->gap_ns);
 	out->hold_error_pct = error_pct(out->hold_measured_ns, config->hold_ns);
 	out->gap_error_pct = error_pct(out->gap_measured_ns, config->gap_ns);
+	out->cpu_relax_ns = cpu_relax_ns();
 }

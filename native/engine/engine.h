@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdalign.h>
 #include <sys/types.h>
@@ -79,6 +80,51 @@ void pin_plan(const struct machine_facts *facts, enum pin_mode mode, const int *
 	      int list_len, unsigned int nthreads, int *cpu_of_slot);
 int node_of_cpu(const struct machine_facts *facts, int cpu);
 
+/* ---- locktorture's delays (torture_delays.c) ------------------------------------------------ */
+/* kernel/torture.c's struct torture_random_state, with the refresh clock as a hook for tests. */
+struct torture_random_state {
+	uint64_t state; /* the kernel's unsigned long */
+	long count;
+	uint64_t (*refresh_ns)(void);
+};
+
+/* One role's delays: see the table in torture_delays.c. */
+struct torture_delay_spec {
+	uint64_t long_ns;
+	unsigned long long_one_in;    /* times the number of threads of the role */
+	uint64_t short_ns;
+	unsigned long short_one_in;   /* 0: the short delay is the long draw's else branch */
+	unsigned long preempt_one_in; /* 0: no preemption point */
+};
+
+struct torture_profile {
+	const char *name;     /* locktorture's torture_type */
+	const char *function; /* the kernel function the delays follow */
+	const struct torture_delay_spec *writer;
+	const struct torture_delay_spec *reader; /* NULL: the type has no readers */
+	bool rt_boost;                           /* torture_rtmutex_boost() */
+};
+
+struct torture_draw {
+	uint64_t delay_ns;
+	bool long_delay;
+	bool short_delay;
+	bool preempt;
+};
+
+void torture_random_init(struct torture_random_state *trs, uint64_t seed, unsigned int slot);
+uint32_t torture_random(struct torture_random_state *trs);
+const struct torture_profile *torture_profile_find(const char *name);
+const char *torture_profile_names(void);
+struct torture_draw torture_draw_delay(const struct torture_delay_spec *spec,
+				       struct torture_random_state *trs, unsigned int nthreads);
+bool torture_draw_sleep(struct torture_random_state *trs); /* one jiffy before the lock */
+/* torture_rtmutex_boost(): +1 go SCHED_FIFO, -1 back to SCHED_OTHER, 0 nothing. */
+int torture_draw_boost(struct torture_random_state *trs, unsigned int nwriters, bool boosted);
+double torture_long_probability(const struct torture_delay_spec *spec, unsigned int nthreads);
+double torture_short_probability(const struct torture_delay_spec *spec, unsigned int nthreads);
+double torture_preempt_probability(const struct torture_delay_spec *spec, unsigned int nthreads);
+
 /* ---- configuration (options.c) ------------------------------------------------------------- */
 struct bench_config {
 	const struct lock_ops *lock;
@@ -109,6 +155,8 @@ struct bench_config {
 	bool list;
 	bool topology;
 	const char *scenario; /* NULL: the throughput run; "pi-inversion" */
+	const struct torture_profile *torture; /* --torture-delays; NULL: off */
+	uint64_t numa_remote_ns; /* --numa-remote-ns: emulated cost of a cross-node hand-over */
 };
 
 void options_parse(int argc, char **argv, struct bench_config *config);
@@ -124,10 +172,13 @@ struct calibration {
 	double gap_measured_ns;
 	double hold_error_pct;   /* (measured - requested) / requested */
 	double gap_error_pct;
+	double cpu_relax_ns; /* one cpu_relax(): PAUSE or YIELD, timed */
 };
 
 void calibrate(const struct bench_config *config, struct calibration *out);
 void busy_loop(uint64_t iterations);
+/* Busy-wait `ns` on the cycle counter with cpu_relax(), as the kernel's delay_tsc() does. */
+void spin_delay_ns(const struct calibration *cal, uint64_t ns);
 double monotonic_s(void);
 
 /* ---- latency histogram (histogram.c) ------------------------------------------------------- */
@@ -188,6 +239,18 @@ struct worker {
 	uint64_t overtaken_samples;
 	uint64_t violations_readers;
 	uint64_t violations_read_data;
+	uint64_t remote_cost_paid; /* --numa-remote-ns: hand-overs from another node that paid */
+	/* --torture-delays, counted in the window. */
+	uint64_t torture_draws;
+	uint64_t torture_long;
+	uint64_t torture_short;
+	uint64_t torture_preempt;
+	uint64_t torture_sleeps;
+	uint64_t torture_boosts;
+	uint64_t torture_unboosts;
+	uint64_t torture_boosts_denied;
+	bool torture_boosted;
+	struct torture_random_state torture_rng;
 	uint64_t random;
 	uint32_t sample_countdown;
 	bool window_started;
@@ -287,5 +350,12 @@ void json_null(struct json_writer *w, const char *key);
  * the rest.
  */
 int report_write(struct run_state *run, int status);
+/* report_workload.c: --torture-delays, --numa-remote-ns, cpu_relax() and pause tunables. */
+void json_torture_delays(struct json_writer *j, const struct run_state *run, bool private_ok);
+void json_machine_workload(struct json_writer *j, const struct run_state *run);
+void json_pause_tunables(struct json_writer *j, const struct run_state *run);
+uint64_t remote_cost_paid_of(const struct run_state *run);
+bool tunable_counts_pauses(const struct lock_tunable *t);
+void print_workload_summary(FILE *out, const struct run_state *run, bool private_ok);
 
 #endif /* LOCKLAB_ENGINE_H */

@@ -38,10 +38,15 @@ static const char usage_text[] =
 	"  --long-hold MS         occasionally hold for MS milliseconds, as locktorture does\n"
 	"  --stutter S            all threads run S seconds, pause S seconds, and so on\n"
 	"  --shuffle-interval S   re-pin every thread to the next CPU every S seconds\n"
+	"  --torture-delays TYPE  hold times drawn as Linux 6.1's locktorture draws them for\n"
+	"                         torture_type TYPE (spin_lock, rtmutex_lock, mutex_lock,\n"
+	"                         rwsem_lock, rw_lock, ...), rtmutex_lock's SCHED_FIFO boosts too\n"
 	"placement\n"
 	"  --pin MODE             none | compact | scatter | CPU list like 0,2,4-7 (default none)\n"
 	"  --numa-nodes N         split the CPUs into N virtual NUMA nodes (for NUMA-aware locks\n"
 	"                         on a machine with fewer real nodes); a thread's node is its CPU's\n"
+	"  --numa-remote-ns N     emulated remote-node cost: a writer whose predecessor ran on\n"
+	"                         another node busy-waits N ns more in its critical section\n"
 	"scenarios\n"
 	"  --scenario pi-inversion  low-priority owner, medium-priority CPU hog, high-priority\n"
 	"                         waiter on one CPU (SCHED_FIFO); --ops iterations (default 20),\n"
@@ -84,6 +89,8 @@ enum option_id {
 	OPT_JSON,
 	OPT_WATCHDOG,
 	OPT_SEED,
+	OPT_TORTURE_DELAYS,
+	OPT_NUMA_REMOTE_NS,
 };
 
 static const struct option long_options[] = {
@@ -113,6 +120,8 @@ static const struct option long_options[] = {
 	{ "json", required_argument, NULL, OPT_JSON },
 	{ "watchdog", required_argument, NULL, OPT_WATCHDOG },
 	{ "seed", required_argument, NULL, OPT_SEED },
+	{ "torture-delays", required_argument, NULL, OPT_TORTURE_DELAYS },
+	{ "numa-remote-ns", required_argument, NULL, OPT_NUMA_REMOTE_NS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -295,6 +304,15 @@ void options_parse(int argc, char **argv, struct bench_config *config)
 		case OPT_JSON: config->json_path = optarg; break;
 		case OPT_WATCHDOG: config->watchdog_s = parse_seconds(optarg); break;
 		case OPT_SEED: config->seed = parse_count(optarg, 0, UINT64_MAX); break;
+		case OPT_TORTURE_DELAYS:
+			config->torture = torture_profile_find(optarg);
+			if (config->torture == NULL)
+				usage_error("--torture-delays: unknown torture type '%s' (known: %s)",
+					    optarg, torture_profile_names());
+			break;
+		case OPT_NUMA_REMOTE_NS:
+			config->numa_remote_ns = parse_count(optarg, 0, 1000000000);
+			break;
 		case ':':
 			usage_error("option %s needs a value", argv[optind - 1]);
 		default:
@@ -340,6 +358,15 @@ void options_parse(int argc, char **argv, struct bench_config *config)
 		usage_error("--stutter: at least 0.01 s");
 	if (config->shuffle_interval_s > 0 && config->shuffle_interval_s < 0.01)
 		usage_error("--shuffle-interval: at least 0.01 s");
+	if (config->torture && (config->hold_ns || config->long_hold_ms))
+		usage_error("--torture-delays draws the hold times itself: drop --hold-ns and "
+			    "--long-hold");
+	if (config->torture && config->nreaders > 0 && config->torture->reader == NULL)
+		usage_error("--torture-delays %s: locktorture has no readers for this type",
+			    config->torture->name);
+	if (config->numa_remote_ns && config->pin == PIN_NONE)
+		usage_error("--numa-remote-ns needs pinned threads (--pin): a thread's node is its "
+			    "CPU's");
 	if (config->watchdog_s > 0 && config->watchdog_s < 0.1)
 		usage_error("--watchdog: at least 0.1 s (or 0 to turn it off)");
 }

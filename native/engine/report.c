@@ -160,11 +160,12 @@ struct handoff_summary {
 	uint64_t total, same_node, reacquisitions;
 	bool nodes_known; /* every writer pinned, so its node is known */
 	uint64_t overtaken_samples, overtaken_sum, overtaken_max;
+	uint64_t remote_cost_paid; /* --numa-remote-ns */
 };
 
 static struct handoff_summary handoffs_of(const struct run_state *run)
 {
-	struct handoff_summary h = { 0, 0, 0, true, 0, 0, 0 };
+	struct handoff_summary h = { 0, 0, 0, true, 0, 0, 0, remote_cost_paid_of(run) };
 	for (unsigned int i = 0; i < run->nthreads; i++) {
 		const struct worker *w = run->workers[i];
 		if (w->is_reader)
@@ -197,6 +198,7 @@ static void json_handoffs(struct json_writer *j, const struct handoff_summary *h
 		json_null(j, "same_node_fraction");
 	json_bool(j, "nodes_known", h->nodes_known);
 	json_uint(j, "reacquisitions", h->reacquisitions);
+	json_uint(j, "remote_cost_paid", h->remote_cost_paid);
 	json_end_object(j);
 	if (h->overtaken_samples == 0) {
 		json_null(j, "overtaken");
@@ -248,11 +250,14 @@ static void json_config(struct json_writer *j, const struct bench_config *c)
 	json_double(j, "watchdog_s", c->watchdog_s);
 	json_uint(j, "latency_every", c->latency_every);
 	json_string(j, "plugin", c->plugin_path);
+	json_string(j, "torture_delays", c->torture ? c->torture->name : NULL);
+	json_uint(j, "numa_remote_ns", c->numa_remote_ns);
 	json_end_object(j);
 }
 
-static void json_machine(struct json_writer *j, const struct machine_facts *m)
+static void json_machine(struct json_writer *j, const struct run_state *run)
 {
+	const struct machine_facts *m = run->facts;
 	json_begin_object(j, "machine");
 	json_string(j, "hostname", m->hostname);
 	json_string(j, "arch", m->arch);
@@ -267,6 +272,7 @@ static void json_machine(struct json_writer *j, const struct machine_facts *m)
 	json_int(j, "numa_nodes_real", m->numa_nodes_real);
 	json_int(j, "threads_per_core", m->threads_per_core);
 	json_bool(j, "smt", m->threads_per_core > 1);
+	json_machine_workload(j, run);
 	json_end_object(j);
 }
 
@@ -285,6 +291,7 @@ static void json_calibration(struct json_writer *j, const struct run_state *run)
 	json_uint(j, "gap_iterations", cal->gap_iterations);
 	json_double(j, "gap_ns_measured", cal->gap_measured_ns);
 	json_double(j, "gap_error_pct", cal->gap_error_pct);
+	json_pause_tunables(j, run);
 	json_end_object(j);
 }
 
@@ -459,6 +466,7 @@ static void run_result_print(const struct run_state *run, const struct run_resul
 			(unsigned long long)config->hold_ns, run->calibration->hold_measured_ns,
 			run->calibration->hold_error_pct, (unsigned long long)config->gap_ns,
 			run->calibration->gap_measured_ns, run->calibration->gap_error_pct);
+	print_workload_summary(human, run, r->private_ok);
 	fflush(human);
 	if (r->status != EXIT_FINE)
 		fprintf(stderr, "locklab-bench: %s\n", r->error_text);
@@ -483,7 +491,7 @@ static int run_result_write_json(const struct run_state *run, const struct run_r
 	json_string(j, "status", status_name(status));
 	json_string(j, "error", status == EXIT_FINE ? NULL : r->error_text);
 	json_config(j, config);
-	json_machine(j, run->facts);
+	json_machine(j, run);
 	json_double(j, "window_s", r->window);
 	json_double(j, "throughput_ops_per_s", r->throughput);
 	json_uint(j, "total_acquisitions", r->total);
@@ -504,6 +512,7 @@ static int run_result_write_json(const struct run_state *run, const struct run_r
 	json_fairness(j, "read", &r->readers);
 	json_end_object(j);
 	json_handoffs(j, &r->handoffs, r->private_ok);
+	json_torture_delays(j, run, r->private_ok);
 	json_begin_object(j, "latency_ns");
 	json_latency(j, "write", run, &r->writers);
 	json_latency(j, "read", run, &r->readers);

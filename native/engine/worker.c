@@ -17,10 +17,24 @@
  * and whether that writer was on its NUMA node. CNA's whole point shows up as that fraction.
  * On a sampled acquisition a writer also counts how many acquisitions overtook it while it
  * waited (write_sequence before and after): a FIFO lock bounds it by the number of writers.
+ * The last holder is tracked from the first acquisition, warm-up included; hand-overs are
+ * counted in the window only.
+ *
+ * --numa-remote-ns N: a writer whose predecessor (another writer) ran on another node
+ * busy-waits N ns more inside the critical section, standing for the remote transfer of the
+ * lock's and the data's cache lines. It is an emulation, for virtual nodes on one socket,
+ * where a cross-node hand-over costs nothing extra; every hand-over that paid is counted, so
+ * the count equals the cross-node hand-overs (handoffs - same_node).
+ *
+ * --torture-delays TYPE: the hold time is drawn as locktorture draws it (torture_delays.c).
  */
+#include <pthread.h>
 #include <linux/futex.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -115,6 +129,69 @@ static void maybe_long_hold(struct worker *w)
 		cpu_relax();
 }
 
+/* ---- --torture-delays ---- */
+
+/* Said once per run, on stderr, when the first thread is refused SCHED_FIFO. */
+static void note_boost_denied(int err)
+{
+	static int said;
+	if (__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED) == 0)
+		fprintf(stderr, "locklab-bench: note: SCHED_FIFO not permitted (%s): "
+			"--torture-delays rtmutex_lock goes on without locktorture's rt_boost\n",
+			strerror(err));
+}
+
+static void set_fifo(struct worker *w, bool fifo)
+{
+	/* sched_set_fifo(): MAX_RT_PRIO / 2; sched_set_normal(current, 0). */
+	struct sched_param param = { .sched_priority = fifo ? 50 : 0 };
+	int err = pthread_setschedparam(pthread_self(), fifo ? SCHED_FIFO : SCHED_OTHER, &param);
+	if (err == 0)
+		w->torture_boosted = fifo;
+	else if (fifo)
+		note_boost_denied(err);
+}
+
+/* lock_torture_writer()/reader() before the lock: the rare one-jiffy sleep, then the boost. */
+static void torture_before_lock(struct worker *w, unsigned int nwriters, bool measuring)
+{
+	if (unlikely(torture_draw_sleep(&w->torture_rng))) {
+		struct timespec jiffy = { 0, 4 * 1000 * 1000 }; /* HZ=250 */
+		nanosleep(&jiffy, NULL);
+		w->torture_sleeps += measuring;
+	}
+	if (w->is_reader || !w->run->config->torture->rt_boost)
+		return;
+	int change = torture_draw_boost(&w->torture_rng, nwriters, w->torture_boosted);
+	if (likely(change == 0))
+		return;
+	if (change > 0) {
+		set_fifo(w, true);
+		w->torture_boosts += measuring && w->torture_boosted;
+		w->torture_boosts_denied += measuring && !w->torture_boosted;
+	} else {
+		set_fifo(w, false);
+		w->torture_unboosts += measuring;
+	}
+}
+
+/* The critical section's delay, drawn as write_delay()/read_delay() draw it. */
+static void torture_hold(struct worker *w, const struct torture_delay_spec *spec,
+			 unsigned int nthreads, bool measuring)
+{
+	struct torture_draw d = torture_draw_delay(spec, &w->torture_rng, nthreads);
+	if (d.delay_ns)
+		spin_delay_ns(w->run->calibration, d.delay_ns);
+	if (unlikely(d.preempt))
+		sched_yield();
+	if (measuring) {
+		w->torture_draws++;
+		w->torture_long += d.long_delay;
+		w->torture_short += d.short_delay;
+		w->torture_preempt += d.preempt;
+	}
+}
+
 /*
  * The first writer to reach --ops stops the run; it holds the lock, so the count is exact.
  * Returns the new control word, so the caller leaves after this acquisition.
@@ -168,15 +245,27 @@ static inline bool acquisition_done(struct worker *w, bool measuring, bool timed
 	return likely(control == *control_seen) || handle_control(w, control, control_seen);
 }
 
-/* In the critical section: count the hand-over from the previous holder. */
-static inline void note_handoff(struct worker *w, struct critical_section *cs, uint32_t me)
+/*
+ * In the critical section: count the hand-over from the previous holder (in the window), and
+ * pay --numa-remote-ns when that holder ran on another node.
+ */
+static inline void note_handoff(struct worker *w, struct critical_section *cs, uint32_t me,
+				bool measuring)
 {
 	uint32_t previous = cs->last_writer;
+	bool same_node = cs->last_writer_node == w->ctx.numa_node;
 	if (previous == me) {
-		w->reacquisitions++;
+		w->reacquisitions += measuring;
 	} else if (previous != 0) {
-		w->handoffs++;
-		w->handoffs_same_node += cs->last_writer_node == w->ctx.numa_node;
+		if (measuring) {
+			w->handoffs++;
+			w->handoffs_same_node += same_node;
+		}
+		uint64_t remote_ns = w->run->config->numa_remote_ns;
+		if (unlikely(remote_ns) && !same_node) {
+			spin_delay_ns(w->run->calibration, remote_ns);
+			w->remote_cost_paid += measuring;
+		}
 	}
 	cs->last_writer = me;
 	cs->last_writer_node = w->ctx.numa_node;
@@ -204,9 +293,12 @@ static void writer_loop(struct worker *w, uint32_t control_seen)
 	const uint64_t gap = run->calibration->gap_iterations;
 	const unsigned int cs_lines = config->cs_lines;
 	const uint64_t target = config->ops;
+	const struct torture_profile *torture = config->torture;
 
 	for (;;) {
 		uint64_t started = 0, sequence_before = 0;
+		if (unlikely(torture))
+			torture_before_lock(w, config->nwriters, control_measuring(control_seen));
 		bool timed = sample_begin(w, &started, &cs->write_sequence, &sequence_before);
 
 		ops->lock(lock, self);
@@ -223,8 +315,8 @@ static void writer_loop(struct worker *w, uint32_t control_seen)
 			w->violations_readers++;
 		cs->writes++;
 		WRITE_ONCE(cs->write_sequence, cs->writes);
+		note_handoff(w, cs, me, measuring);
 		if (measuring) {
-			note_handoff(w, cs, me);
 			if (unlikely(timed))
 				note_overtaken(w, sequence_before, cs->writes - 1);
 		}
@@ -236,6 +328,8 @@ static void writer_loop(struct worker *w, uint32_t control_seen)
 			busy_loop(hold);
 		if (unlikely(config->long_hold_ms))
 			maybe_long_hold(w);
+		if (unlikely(torture))
+			torture_hold(w, torture->writer, config->nwriters, measuring);
 		if (unlikely(READ_ONCE(cs->writer_inside) != me))
 			w->violations_owner++;
 		WRITE_ONCE(cs->writer_inside, 0);
@@ -261,10 +355,13 @@ static void reader_loop(struct worker *w, uint32_t control_seen)
 	const uint64_t hold = run->calibration->hold_iterations;
 	const uint64_t gap = run->calibration->gap_iterations;
 	const unsigned int cs_lines = config->cs_lines;
+	const struct torture_profile *torture = config->torture;
 	uint64_t checksum = 0;
 
 	for (;;) {
 		uint64_t started = 0;
+		if (unlikely(torture))
+			torture_before_lock(w, config->nwriters, control_measuring(control_seen));
 		bool timed = sample_begin(w, &started, NULL, NULL);
 
 		ops->read_lock(lock, self);
@@ -282,6 +379,8 @@ static void reader_loop(struct worker *w, uint32_t control_seen)
 			checksum += cs->lines[i].value;
 		if (hold)
 			busy_loop(hold);
+		if (unlikely(torture))
+			torture_hold(w, torture->reader, config->nreaders, measuring);
 		if (unlikely(cs->writes != writes_seen))
 			w->violations_read_data++;
 		__atomic_fetch_sub(&cs->readers_inside, 1, __ATOMIC_RELAXED);
@@ -306,6 +405,7 @@ void *worker_main(void *arg)
 	pin_to(w, run->cpu_of_slot[w->slot]);
 	w->random = (run->config->seed + 1) * 0x9e3779b97f4a7c15ull ^ (w->slot + 1);
 	w->sample_countdown = run->config->latency_every;
+	torture_random_init(&w->torture_rng, run->config->seed, w->slot);
 
 	pthread_barrier_wait(&run->start_barrier);
 	uint32_t control = __atomic_load_n(&run->control, __ATOMIC_ACQUIRE);
@@ -316,5 +416,7 @@ void *worker_main(void *arg)
 		else
 			writer_loop(w, control_seen);
 	}
+	if (w->torture_boosted)
+		set_fifo(w, false); /* torture_rtmutex_boost(NULL): reset prio */
 	return NULL;
 }

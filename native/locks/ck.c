@@ -36,11 +36,18 @@ static void ck_ticket_unlock_op(void *lockp, struct lock_thread *self)
 	ck_spinlock_ticket_unlock(lockp);
 }
 
+/* ck defines a ticket trylock only for x86 (CK_F_SPINLOCK_TICKET_TRYLOCK); the engine never
+ * needs one, so the arm64 build goes without. */
+#ifdef CK_F_SPINLOCK_TICKET_TRYLOCK
 static bool ck_ticket_trylock_op(void *lockp, struct lock_thread *self)
 {
 	(void)self;
 	return ck_spinlock_ticket_trylock(lockp);
 }
+#define CK_TICKET_TRYLOCK(op) op
+#else
+#define CK_TICKET_TRYLOCK(op) NULL
+#endif
 
 static int ck_ticket_init_op(void *lockp, const struct lock_init_args *args)
 {
@@ -61,7 +68,7 @@ const struct lock_ops ck_ticket_ops = {
 	.init = ck_ticket_init_op,
 	.lock = ck_ticket_lock_op,
 	.unlock = ck_ticket_unlock_op,
-	.trylock = ck_ticket_trylock_op,
+	.trylock = CK_TICKET_TRYLOCK(ck_ticket_trylock_op),
 };
 
 /*
@@ -95,12 +102,14 @@ static void ck_ticket_pb_unlock_op(void *lockp, struct lock_thread *self)
 	ck_spinlock_ticket_unlock(&lock->ticket);
 }
 
+#ifdef CK_F_SPINLOCK_TICKET_TRYLOCK
 static bool ck_ticket_pb_trylock_op(void *lockp, struct lock_thread *self)
 {
 	struct ck_ticket_pb *lock = lockp;
 	(void)self;
 	return ck_spinlock_ticket_trylock(&lock->ticket);
 }
+#endif
 
 static int ck_ticket_pb_init_op(void *lockp, const struct lock_init_args *args)
 {
@@ -129,7 +138,7 @@ const struct lock_ops ck_ticket_pb_ops = {
 	.init = ck_ticket_pb_init_op,
 	.lock = ck_ticket_pb_lock_op,
 	.unlock = ck_ticket_pb_unlock_op,
-	.trylock = ck_ticket_pb_trylock_op,
+	.trylock = CK_TICKET_TRYLOCK(ck_ticket_pb_trylock_op),
 };
 
 /* ---- ck_mcs -------------------------------------------------------------------------------- */

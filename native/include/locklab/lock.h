@@ -33,7 +33,11 @@ enum lock_flags {
 	LOCK_TSAN_OPAQUE = 1u << 5,  /* synchronises where ThreadSanitizer cannot see (inline asm, kernel) */
 };
 
-/* One tunable: `--param name=value`. Values are integers; the meaning says the unit. */
+/*
+ * One tunable: `--param name=value`. Values are integers; the meaning says the unit. A
+ * tunable counted in cpu_relax() pauses says "pauses" in its meaning: the engine then reports
+ * its equivalent in ns on the machine that ran it (a pause costs 10x more on some cores).
+ */
 struct lock_tunable {
 	const char *name;
 	long default_value;
