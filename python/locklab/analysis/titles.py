@@ -57,6 +57,8 @@ def machine_lines(runs: list[Run]) -> list[str]:
             m.get("governor") and f"governor {m.get('governor')}",
             m.get("kernel") and f"kernel {_first_word(m.get('kernel'))}",
             m.get("source") and f"from {m.get('source')}",
+            m.get("cpu_relax_ns") and f"cpu_relax {m.get('cpu_relax_ns'):.1f} ns",
+            m.get("remote_node_cost"),
         ]
         line = "machine: " + ", ".join(str(fact) for fact in facts if fact)
         seen.setdefault(line)

@@ -104,6 +104,19 @@ def register(commands: Commands) -> None:
         help="split the CPUs into N virtual NUMA nodes",
     )
     how.add_argument(
+        "--torture-delays",
+        metavar="TYPE",
+        default=_spec("torture_delays"),
+        help="hold times drawn as the kernel's locktorture does for TYPE (rtmutex_lock, "
+        "spin_lock, mutex_lock, rwsem_lock, ...), instead of --hold-ns",
+    )
+    how.add_argument(
+        "--numa-remote-ns",
+        type=int,
+        default=_spec("numa_remote_ns"),
+        help="emulated cost, in ns, of a hand-over between virtual NUMA nodes (needs --pin)",
+    )
+    how.add_argument(
         "--interval",
         type=number,
         default=_spec("interval_s"),
@@ -170,6 +183,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         repeat_auto=args.repeat == "auto", min_repeat=args.min_repeat,
         precision=args.precision, duration_s=args.duration, warmup_s=args.warmup,
         pin=args.pin, seed=args.seed, interval_s=args.interval, numa_nodes=args.numa_nodes,
+        torture_delays=args.torture_delays, numa_remote_ns=args.numa_remote_ns,
     )  # fmt: skip
     engine.check(spec)
     store = Store(Path(args.store))

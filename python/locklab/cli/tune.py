@@ -87,7 +87,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
         )
         return EXIT_INTERRUPTED
     spec = tuning.spec([result.value], "result")
-    print("\n".join(listing.tune_lines(result, spec, args.lock, args.param, tuning.rounds_run)))
+    lines = listing.tune_lines(
+        result, spec, args.lock, args.param, tuning.rounds_run, tuning.in_time(result.value)
+    )
+    print("\n".join(lines))
     plot.write_tune_figure(result, args.param, f"{args.lock} {args.param}", output)
     print(f"chart: {printable(str(output.resolve()))}")
     return 0

@@ -23,6 +23,8 @@ TOP_KEYS = {
     "long_hold_ms",
     "stutter",
     "numa_nodes",
+    "torture_delays",
+    "numa_remote_ns",
     "sweep",
     "variant",
     "workload",
@@ -33,7 +35,10 @@ TOP_KEYS = {
 }
 VARIANT_KEYS = {"label", "lock", "params", "plugin"}
 # What [full] may override: the seed's own scale, run with `locklab campaign FILE --full`.
-FULL_KEYS = {"repeat", "duration", "warmup", "long_hold_ms", "numa_nodes", "pin", "sweep"}
+FULL_KEYS = {
+    "repeat", "duration", "warmup", "long_hold_ms", "numa_nodes", "pin", "sweep",
+    "torture_delays", "numa_remote_ns",
+}  # fmt: skip
 
 
 def load_campaign(path: Path, full: bool = False) -> ExperimentSpec:
@@ -129,6 +134,8 @@ class _CampaignReader:
             long_hold_ms=self.typed(data, "long_hold_ms", int, _default("long_hold_ms")),
             stutter_s=self.number(data, "stutter", _default("stutter_s")),
             numa_nodes=self.typed(data, "numa_nodes", int, _default("numa_nodes")),
+            torture_delays=self.typed(data, "torture_delays", str, _default("torture_delays")),
+            numa_remote_ns=self.typed(data, "numa_remote_ns", int, _default("numa_remote_ns")),
             workloads=self.workloads(data.get("workload", [])),
         )
         return spec

@@ -29,6 +29,11 @@ Point = tuple[tuple[str, int], ...]  # a value of every axis, in AXES order
 
 # The engine's deadlock watchdog for every run: no acquisition for this long ends the run.
 RUN_WATCHDOG_S = 10.0
+# The torture types whose delays the engine draws (--torture-delays), Linux 6.1's.
+TORTURE_DELAY_TYPES = (
+    "lock_busted", "spin_lock", "spin_lock_irq", "rw_lock", "rw_lock_irq", "mutex_lock",
+    "ww_mutex_lock", "rtmutex_lock", "rwsem_lock", "percpu_rwsem_lock",
+)  # fmt: skip
 # Beyond warm-up + duration + watchdog: thread start, calibration and the JSON, with room to spare
 # on a loaded machine. Past it the run is killed and recorded as a timeout.
 RUN_TIMEOUT_MARGIN_S = 60.0
@@ -125,6 +130,9 @@ class ExperimentSpec:
     long_hold_ms: int = 0
     stutter_s: float = 0.0
     numa_nodes: int = 0  # --numa-nodes: virtual NUMA nodes (0: the machine's own)
+    # --torture-delays: hold times drawn as Linux 6.1's locktorture does for this torture type
+    torture_delays: str = ""
+    numa_remote_ns: int = 0  # --numa-remote-ns: emulated cost of a cross-node hand-over
     workloads: list[Workload] = field(default_factory=list)
     # --repeat auto: `repeat` is then the most runs per cell; see adaptive.py.
     repeat_auto: bool = False
@@ -205,6 +213,10 @@ class ExperimentSpec:
             args += ["--stutter", _num(self.stutter_s)]
         if self.numa_nodes:
             args += ["--numa-nodes", str(self.numa_nodes)]
+        if self.torture_delays:
+            args += ["--torture-delays", self.torture_delays]
+        if self.numa_remote_ns:
+            args += ["--numa-remote-ns", str(self.numa_remote_ns)]
         # A different engine seed per repeat: random choices (backoff, long holds) must not be
         # the same sequence in every repeat, or the repeats are not independent.
         args += ["--seed", str(self.seed * 1000 + repeat + 1)]
@@ -279,6 +291,7 @@ class ExperimentSpec:
             raise LocklabError(f"seed must be an integer from 0 to {MAX_SEED} (got {self.seed})")
         if isinstance(self.numa_nodes, bool) or not 0 <= self.numa_nodes <= 1024:
             raise LocklabError(f"numa_nodes must be from 0 to 1024 (got {self.numa_nodes})")
+        self._validate_workload_emulation()
         names = [w.name for w in self.workloads]
         for workload in self.workloads:
             if not workload.name or names.count(workload.name) > 1:
@@ -293,6 +306,26 @@ class ExperimentSpec:
                 raise LocklabError(f"nreaders: lock '{variant.lock}' is not a reader-writer lock")
         if min(self.sweep["nwriters"]) + min(self.sweep["nreaders"]) == 0:
             raise LocklabError("a run with no threads: nwriters + nreaders must be at least 1")
+
+    def _validate_workload_emulation(self) -> None:
+        """locktorture's delays replace the fixed hold; the remote cost needs pinned threads,
+        or a thread's node is unknown. The engine refuses both too, but mid-sweep."""
+        if self.torture_delays:
+            if self.torture_delays not in TORTURE_DELAY_TYPES:
+                raise LocklabError(
+                    f"torture_delays: unknown type '{self.torture_delays}' "
+                    f"(known: {', '.join(TORTURE_DELAY_TYPES)})"
+                )
+            if any(self.sweep["hold_ns"]) or self.long_hold_ms:
+                raise LocklabError(
+                    "torture_delays draws every hold time: drop hold_ns and long_hold_ms"
+                )
+        if isinstance(self.numa_remote_ns, bool) or not 0 <= self.numa_remote_ns <= 10**6:
+            raise LocklabError(
+                f"numa_remote_ns must be from 0 to 1000000 (got {self.numa_remote_ns})"
+            )
+        if self.numa_remote_ns and self.pin == "none":
+            raise LocklabError("numa_remote_ns needs pinned threads (pin = compact, scatter...)")
 
 
 def _num(value: float) -> str:

@@ -105,11 +105,19 @@ def experiments(found: list[tuple[Experiment, Completion]]) -> Table:
 
 
 def tune_lines(
-    result: TuneResult, spec: ExperimentSpec, lock: str, param: str, rounds_run: int
+    result: TuneResult,
+    spec: ExperimentSpec,
+    lock: str,
+    param: str,
+    rounds_run: int,
+    in_time: str | None = None,
 ) -> list[str]:
-    """The chosen value, and the loss at each point against the best value there."""
+    """The chosen value (also in ns when it counts pauses), and the loss at each point
+    against the best value there."""
     lines = [
-        f"{lock}: chosen {param} = {result.value}, worst case "
+        f"{lock}: chosen {param} = {result.value}"
+        + (f" ({in_time})" if in_time else "")
+        + ", worst case "
         f"{result.worst_relative:.1%} of the best value at each point "
         f"({len(result.evaluated)} values, {rounds_run} rounds measured now)",
         f"{'point':<40} {'best value':>10} {'chosen/best':>12} {'loss':>7}",

@@ -66,6 +66,21 @@ class StoredTuning:
     def rounds(self) -> list[Experiment]:
         return [e for e in self.store.experiments() if e.name.startswith(self.prefix)]
 
+    def in_time(self, value: int) -> str | None:
+        """`value` in ns, when the tunable counts pauses: seed 004's delays are counts of
+        PAUSE, whose cost differs tenfold between cores, so the choice is given both ways."""
+        per_pause = sorted(
+            tunable["ns_per_pause"]
+            for experiment in self.rounds()
+            for run in self.store.runs(experiment)
+            for tunable in ((run.result or {}).get("calibration") or {}).get("pause_tunables", [])
+            if tunable.get("name") == self.param and tunable.get("ns_per_pause")
+        )
+        if not per_pause:
+            return None
+        ns = per_pause[len(per_pause) // 2]
+        return f"= {value * ns:.0f} ns at {ns:.1f} ns a pause here"
+
     def measured(self) -> Measurements:
         """Mean throughput (kops/s) of every value measured in full at every point."""
         sums: dict = {}
