@@ -7,10 +7,15 @@
 #   qemu-system-x86, busybox-static, linux-source-6.1, linux-headers-amd64
 #                     `locklab kernel`: the kernel's own locktorture, built out of tree and
 #                     booted in QEMU (scripts/fetch-kernel.sh fetches the matching image)
+#   ccache, flex, bison, bc, libelf-dev, xz-utils, patch
+#                     `locklab kernel build`: kernels built from linux-source-6.1 with the
+#                     user's patches (kconfig needs flex/bison, the x86 build bc and objtool's
+#                     libelf; ccache makes a rebuild of the same objects take seconds)
 set -euo pipefail
 
 packages=(gcc make libc6-dev libck-dev python3-venv chromium chromium-driver
-    qemu-system-x86 busybox-static linux-source-6.1 linux-headers-amd64)
+    qemu-system-x86 busybox-static linux-source-6.1 linux-headers-amd64
+    ccache flex bison bc libelf-dev xz-utils patch)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
