@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from locklab import kernel, kernel_build, kernel_params, locktorture
+from locklab import kernel, kernel_build, kernel_campaign, kernel_params, locktorture
 from locklab.errors import LocklabError
 
 PATCHES = ROOT / "campaigns" / "patches"
@@ -216,3 +216,40 @@ def test_broken_rtmutex_patch_is_a_failed_run_within_the_limit():
     assert booted.failed, booted.console[-3000:]
     assert booted.outcome != "end-of-test"
     assert "rtmutex_lock-torture" in booted.console  # the console is kept
+
+
+def test_an_unknown_config_option_is_one_line_after_olddefconfig(tmp_path):
+    needs(*BUILD_TOOLS)
+    fragment = tmp_path / "unknown.config"
+    fragment.write_text("CONFIG_LOCKLAB_NO_SUCH_OPTION=y\n")
+    with pytest.raises(LocklabError) as error:
+        kernel_build.build({"k0": []}, config_fragment=fragment)
+    assert "CONFIG_LOCKLAB_NO_SUCH_OPTION=y was asked for" in one_line(error)
+
+
+# --- the seed-000 kernel campaign: read and checked, nothing built ---------------------------
+
+SEED_000 = ROOT / "campaigns" / "seed-000-kernel.toml"
+
+
+def test_the_seed_000_kernel_campaign_reads_at_both_scales():
+    quick = kernel_campaign.load(SEED_000)
+    assert list(quick.kernels) == ["k0-stock", "k1-rmacq", "k2-readonce", "k3-alongor",
+                                   "k4-rmacq+readonce", "k5-rmacq+alongor"]  # fmt: skip
+    assert quick.kernels["k0-stock"] == []
+    assert [p.name for p in quick.kernels["k5-rmacq+alongor"]] == [
+        SEED_PATCHES[0].name, SEED_PATCHES[2].name]  # fmt: skip
+    assert all(patch.is_file() for patches in quick.kernels.values() for patch in patches)
+    full = kernel_campaign.load(SEED_000, full=True)
+    assert full.nwriters == [1, 2, 3, 4, 8, 16, 32, 64, 95]
+    assert (full.repeat, full.duration, full.stat_interval) == (5, 64, 4)
+    assert kernel_campaign.run_params(full, 95)["nwriters_stress"] == "95"
+
+
+def test_a_bad_parameter_in_a_kernel_campaign_is_one_line(tmp_path):
+    text = SEED_000.read_text().replace("stutter = 0", "stuter = 0")
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text.replace('"patches/', f'"{SEED_000.parent}/patches/'))
+    with pytest.raises(LocklabError) as error:
+        kernel_campaign.load(bad)
+    assert "'stuter'" in one_line(error)
