@@ -38,12 +38,19 @@ def needs(*tools: str) -> None:
 
 
 def extract(tmp_path: Path, *names: str) -> Path:
-    """Single files of linux-source-6.1, for tests that need no whole tree."""
+    """Single files of linux-source-6.1, for tests that need no whole tree: copied from the
+    unpacked tree where a build has unpacked it, else taken from the tarball."""
     needs("tar")
+    tree = tmp_path / "linux-source-6.1"
+    if (kernel_build.DEFAULT_SOURCE / "Makefile").exists():
+        for name in names:
+            (tree / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(kernel_build.DEFAULT_SOURCE / name, tree / name)
+        return tree
     members = [f"linux-source-6.1/{name}" for name in names]
     subprocess.run(["tar", "-xJf", str(kernel_build.SOURCE_TARBALL), "-C", str(tmp_path),
                     *members], check=True)  # fmt: skip
-    return tmp_path / "linux-source-6.1"
+    return tree
 
 
 # --- parameters: checked before anything is built or booted ---------------------------------
@@ -149,7 +156,7 @@ def test_the_seed_patches_apply_alone_and_combined(tmp_path):
     assert len(SEED_PATCHES) == 3
     kernel_build.check_patches(tree, [*SEED_PATCHES, BROKEN_PATCH, TEST_PATCH])
     for combination in ([SEED_PATCHES[0], SEED_PATCHES[1]], [SEED_PATCHES[0], SEED_PATCHES[2]]):
-        work = tmp_path / f"work-{len(list(tmp_path.iterdir()))}"
+        work = tmp_path / f"work-{combination[-1].name[:4]}"
         shutil.copytree(tree, work)
         for patch in combination:
             subprocess.run(["patch", "-p1", "--batch", "-i", str(patch)], cwd=work,
