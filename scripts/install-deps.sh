@@ -11,11 +11,16 @@
 #                     the arm64 build (build/arm64/, `make arm64`): cross-compiled, run under
 #                     qemu-aarch64-static and disassembled by tests/test_arm64.py (seed 000's
 #                     arm64 question); without them the arm64 tests skip, naming the package
+#   ccache, flex, bison, bc, libelf-dev, xz-utils, patch
+#                     `locklab kernel build`: kernels built from linux-source-6.1 with the
+#                     user's patches (kconfig needs flex/bison, the x86 build bc and objtool's
+#                     libelf; ccache makes a rebuild of the same objects take seconds)
 set -euo pipefail
 
 packages=(gcc make libc6-dev libck-dev python3-venv chromium chromium-driver
     qemu-system-x86 busybox-static linux-source-6.1 linux-headers-amd64
-    gcc-aarch64-linux-gnu libc6-dev-arm64-cross binutils-aarch64-linux-gnu qemu-user-static)
+    gcc-aarch64-linux-gnu libc6-dev-arm64-cross binutils-aarch64-linux-gnu qemu-user-static
+    ccache flex bison bc libelf-dev xz-utils patch)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \

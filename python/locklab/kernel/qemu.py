@@ -44,6 +44,44 @@ class Boot:
     console: str
     accel: str  # "kvm" or "tcg"
     fallback: str | None = None  # why KVM was not used, when it was tried and failed
+    # For a kernel with locktorture built in: "end-of-test" when the console said so, else
+    # why the run failed ("oops: ...", "panic: ...", "hang: ...", "time limit: ...").
+    outcome: str = "poweroff"
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome not in ("poweroff", "end-of-test")
+
+
+# A kernel in trouble says so on its console; the first of these seen ends the run as failed.
+CONSOLE_FAILURES = (
+    ("watchdog: BUG: soft lockup", "soft lockup"),
+    ("Kernel panic", "panic"),
+    ("Oops", "oops"),
+    ("BUG:", "bug"),
+    ("End of test: FAILURE", "locktorture failure"),
+    ("End of test: LOCK_HOTPLUG", "locktorture hotplug failure"),
+    ("rcu_sched detected stalls", "rcu stall"),
+    ("rcu: INFO: rcu_preempt detected stalls", "rcu stall"),
+    ("INFO: task ", "hung task"),
+)
+END_OF_TEST = "End of test: SUCCESS"
+POWER_DOWN = "reboot: Power down"  # kernel_power_off(); a guest without ACPI then halts
+
+
+def console_verdict(console: str) -> str | None:
+    """What a built-in locktorture's console says so far: None while it runs, "end-of-test"
+    once it ended well, else the failure (with the line that shows it)."""
+    for marker, what in CONSOLE_FAILURES:
+        at = console.find(marker)
+        if at >= 0:
+            start = console.rfind("\n", 0, at) + 1
+            end = console.find("\n", at)
+            line = console[start : end if end >= 0 else None].strip()
+            return f"{what}: {line[:160]}"
+    if END_OF_TEST in console:
+        return "end-of-test"
+    return None
 
 
 def kernel_version(image: Path) -> str:
@@ -144,14 +182,22 @@ def initramfs(modules: Path, params: dict[str, str], seconds: float, path: Path)
     return path
 
 
-def _qemu(image: Path, initrd: Path, accel: str, cpus: int, timeout_s: float) -> Boot:
+def _qemu(
+    image: Path, initrd: Path, accel: str, cpus: int, timeout_s: float,
+    append: str = "", watch: bool = False, stall_s: float = 0.0,
+) -> Boot:  # fmt: skip
     """Boot and return the console. Under KVM a boot that shows no sign of the kernel starting,
     or a QEMU that exits without it (nested KVM aborts on some hosts and hangs on others),
-    comes back with `fallback` saying why, for the caller to try emulation instead."""
+    comes back with `fallback` saying why, for the caller to try emulation instead.
+
+    With `watch` (a kernel with locktorture built in) the console decides: the run ends at
+    "End of test" (a moment later, for the last lines) or at the first sign of trouble
+    (console_verdict), a console silent for `stall_s` is a hang, and `timeout_s` is a hard
+    limit; each of these is a Boot with its outcome, never an exception, and QEMU is killed."""
     command = [
         "qemu-system-x86_64", "-accel", accel, "-smp", str(cpus), "-m", "512",
         "-kernel", str(image), "-initrd", str(initrd), "-nographic", "-no-reboot",
-        "-append", "console=ttyS0 edd=off panic=-1 loglevel=6",
+        "-append", f"console=ttyS0 edd=off panic=-1 loglevel=6 {append}".strip(),
     ]  # fmt: skip
     if accel == "kvm":
         command[3:3] = ["-cpu", "host"]
@@ -161,17 +207,35 @@ def _qemu(image: Path, initrd: Path, accel: str, cpus: int, timeout_s: float) ->
         raise LocklabError(f"cannot start qemu-system-x86_64: {error.strerror}") from None
     os.set_blocking(proc.stdout.fileno(), False)  # type: ignore[union-attr]
     console = bytearray()
-    start = time.monotonic()
+    start = last_output = time.monotonic()
+    verdict: str | None = None
+    verdict_at = 0.0
     try:
         while proc.poll() is None:
             chunk = proc.stdout.read()  # type: ignore[union-attr]
+            now = time.monotonic()
             if chunk:
                 console += chunk
-            elapsed = time.monotonic() - start
+                last_output = now
+            elapsed = now - start
             if accel == "kvm" and elapsed > KVM_SIGN_OF_LIFE_S and KERNEL_STARTED not in console:
                 reason = f"no kernel output in {KVM_SIGN_OF_LIFE_S:.0f} s under KVM"
                 return Boot(console.decode(errors="replace"), accel, reason)
-            if elapsed > timeout_s:
+            if watch:
+                text = console.decode(errors="replace")
+                if verdict is None:
+                    verdict = console_verdict(text)
+                    verdict_at = now
+                # A moment for the lines after the verdict (the oops' trace, the last stats).
+                if verdict is not None and (now - verdict_at > 3.0 or POWER_DOWN in text):
+                    return Boot(text, accel, outcome=verdict)
+                if stall_s and now - last_output > stall_s:
+                    outcome = f"hang: no console output for {stall_s:.0f} s"
+                    return Boot(text, accel, outcome=outcome)
+                if elapsed > timeout_s:
+                    outcome = f"time limit: no end of test in {timeout_s:.0f} s"
+                    return Boot(text, accel, outcome=outcome)
+            elif elapsed > timeout_s:
                 raise LocklabError(f"{image}: no power-off after {timeout_s:.0f} s in QEMU")
             time.sleep(0.2)
         console += proc.stdout.read() or b""  # type: ignore[union-attr]
@@ -183,6 +247,10 @@ def _qemu(image: Path, initrd: Path, accel: str, cpus: int, timeout_s: float) ->
     if accel == "kvm" and KERNEL_STARTED not in console:
         last = (text.strip().splitlines() or ["no output"])[-1].strip()
         return Boot(text, accel, f"QEMU exited with status {proc.returncode} under KVM ({last})")
+    if watch:
+        verdict = console_verdict(text)
+        exited = f"QEMU exited ({proc.returncode}) before the end of test"
+        return Boot(text, accel, outcome=verdict or exited)
     return Boot(text, accel)
 
 
@@ -190,27 +258,77 @@ def kvm_device_usable() -> bool:
     return os.access("/dev/kvm", os.R_OK | os.W_OK)
 
 
-def boot(image: Path, initrd: Path, cpus: int, seconds: float, accel: str = "auto") -> Boot:
+def boot(
+    image: Path, initrd: Path, cpus: int, seconds: float, accel: str = "auto",
+    append: str = "", watch: bool = False, limit_s: float | None = None, stall_s: float = 0.0,
+) -> Boot:  # fmt: skip
     """Boot under KVM when asked and it works, else under emulation; the Boot says which, and
-    why KVM was left when it was tried."""
+    why KVM was left when it was tried. `append`, `watch`, `limit_s` and `stall_s` are for a
+    kernel with locktorture built in (see _qemu)."""
     if shutil.which("qemu-system-x86_64") is None:
         raise LocklabError("qemu-system-x86_64 is missing: install qemu-system-x86")
     # Emulation is slow: booting alone takes tens of seconds.
-    timeout = seconds * 20 + 300
+    timeout = limit_s if limit_s is not None else seconds * 20 + 300
+    extra = {"append": append, "watch": watch, "stall_s": stall_s}
     fallback = None
     if accel in ("auto", "kvm"):
         if not kvm_device_usable():
             fallback = "no usable /dev/kvm"
         else:
-            booted = _qemu(image, initrd, "kvm", cpus, timeout)
+            booted = _qemu(image, initrd, "kvm", cpus, timeout, **extra)
             if booted.fallback is None:
                 return booted
             fallback = booted.fallback
         if accel == "kvm":
             raise LocklabError(f"{image}: --accel kvm: {fallback}")
-    booted = _qemu(image, initrd, "tcg", cpus, timeout)
+    booted = _qemu(image, initrd, "tcg", cpus, timeout, **extra)
     booted.fallback = fallback
     return booted
+
+
+def static_initramfs(path: Path) -> Path:
+    """For a kernel with locktorture built in: busybox and an /init that only waits. The test
+    runs from the kernel's own initcall, and locktorture.shutdown_secs ends it: its shutdown
+    kthread (kernel/torture.c, torture_shutdown) prints the final statistics and "End of
+    test", then powers the machine off."""
+    if not BUSYBOX.exists():
+        raise LocklabError(f"{BUSYBOX} is missing: install busybox-static")
+    init = (
+        "#!/bin/busybox sh\n"
+        "/bin/busybox mount -t proc proc /proc\n"
+        "while :; do /bin/busybox sleep 3600; done\n"
+    )
+    entries = [
+        ("bin", 0o40755, b""),
+        ("proc", 0o40755, b""),
+        ("dev", 0o40755, b""),
+        ("bin/busybox", 0o100755, BUSYBOX.read_bytes()),
+        ("init", 0o100755, init.encode()),
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_bytes(gzip.compress(_cpio_newc(entries), compresslevel=6))
+    partial.rename(path)
+    return path
+
+
+def run_builtin(
+    image: Path, params: dict[str, str], seconds: float, cpus: int = 2, accel: str = "auto",
+    limit_s: float | None = None,
+) -> Boot:  # fmt: skip
+    """One locktorture run in a kernel that has it built in: `params` (already checked, see
+    kernel_params.check) go on the kernel command line with shutdown_secs = `seconds`. The
+    Boot's outcome says how it ended; a hard limit (by default the run's length plus a
+    margin for an emulated boot) and a stall watchdog turn a hung kernel into a failed run."""
+    from locklab.kernel.params import command_line
+
+    params = {**params, "shutdown_secs": str(max(1, round(seconds)))}
+    stat = int(params.get("stat_interval", "60") or 60)
+    limit = limit_s if limit_s is not None else seconds * 3 + 120
+    stall = max(30.0, 4.0 * stat) if stat > 0 else 0.0
+    initrd = static_initramfs(BUILD / "static-init.cpio.gz")
+    return boot(image, initrd, cpus, seconds, accel, append=command_line(params), watch=True,
+                limit_s=limit, stall_s=stall)  # fmt: skip
 
 
 def run_on_host(params: dict[str, str], seconds: float, cpus: list[int]) -> str:

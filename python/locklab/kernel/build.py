@@ -1,0 +1,487 @@
+"""Building kernels with locktorture built in, one image per label, from a source tree plus the
+user's patches plus a config fragment, for `locklab kernel` to boot.
+
+- Source: by default Debian's linux-source-6.1 tarball, unpacked once into
+  build/kernel/src-6.1 (kept pristine); `source_dir` takes any tree, including a git checkout.
+- Work tree: a hard-linked copy of the source (build/kernel/work-SOURCEKEY). Files a patch
+  touches are first replaced by private copies, so the pristine tree is never written; before
+  the next build they are restored from the source. make then rebuilds only what changed,
+  and ccache (cache in build/kernel/ccache) makes a rebuild of anything seen before cheap.
+- Patches: all of them are tried with `patch -p1 --dry-run` first; one that does not apply is
+  one LocklabError line naming the file and the failing hunk, and nothing is built.
+- Config: `make tinyconfig`, then the options of the kernel's own lock-torture scenarios
+  (tools/testing/selftests/rcutorture/configs/lock/CFcommon and LOCK01..LOCK07 in 6.1), the
+  few a QEMU guest with a serial console and an initramfs needs, then the user's fragment
+  (which wins), then `make olddefconfig`. Every option asked for must be in the final .config
+  with the value asked for, else the build stops naming the first one missing.
+- Cache: each (source, patches, config) is built once; its image and provenance are kept in
+  build/kernel/images/KEY/, KEY being a hash of all three.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from locklab.errors import LocklabError
+
+ROOT = Path(__file__).resolve().parents[3]
+BUILD = ROOT / "build" / "kernel"
+SOURCE_TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
+DEFAULT_SOURCE = BUILD / "src-6.1"
+CCACHE_DIR = BUILD / "ccache"
+IMAGES = BUILD / "images"
+# Bumped whenever the way a kernel is configured or built changes, so old images are not reused.
+RECIPE = "locklab-kernel-build-1"
+
+# Options, in the order they are applied after `make tinyconfig`, and why each is there.
+BASE_OPTIONS: dict[str, str] = {
+    "64BIT": "y",  # qemu-system-x86_64 guests; tinyconfig alone would build i386
+    "SMP": "y",  # LOCK01..07
+    "NR_CPUS": "256",  # room for the seed's 95 writers on as many vCPUs
+    "HOTPLUG_CPU": "y",  # LOCK01..07 (and onoff_interval needs it)
+    "PREEMPT": "y",  # LOCK01..07: PREEMPT=y, PREEMPT_NONE/VOLUNTARY=n
+    "DEBUG_KERNEL": "y",  # LOCK_TORTURE_TEST depends on it
+    "LOCK_TORTURE_TEST": "y",  # CFcommon: locktorture built in, run at boot
+    "PRINTK": "y",  # the console is the only output
+    "PRINTK_TIME": "y",  # CFcommon
+    "BUG": "y",  # BUG()/WARN() report instead of silently looping
+    # In 6.1 RT_MUTEXES has no prompt: only I2C and PSTORE_ZONE select it (FUTEX_PI merely
+    # depends on it). I2C's core is the smaller of the two.
+    "I2C": "y",
+    "RT_MUTEXES": "y",
+    "TTY": "y",  # serial console
+    "SERIAL_8250": "y",
+    "SERIAL_8250_CONSOLE": "y",
+    "BLK_DEV_INITRD": "y",  # the tiny init comes as an initramfs ...
+    "RD_GZIP": "y",  # ... compressed with gzip
+    "BINFMT_ELF": "y",  # busybox
+    "BINFMT_SCRIPT": "y",  # /init is a script
+    "PROC_FS": "y",
+    # The seed measured distribution kernels, built for speed; tinyconfig builds for size.
+    "CC_OPTIMIZE_FOR_PERFORMANCE": "y",
+}
+# What a locklab guest cannot do without: a fragment may change anything else.
+NEEDED = ("64BIT", "LOCK_TORTURE_TEST", "RT_MUTEXES", "TTY", "SERIAL_8250", "SERIAL_8250_CONSOLE",
+          "PRINTK", "BLK_DEV_INITRD", "RD_GZIP", "BINFMT_ELF", "BINFMT_SCRIPT")  # fmt: skip
+_FRAGMENT_LINE = re.compile(r"^(?:CONFIG_(\w+)=(\S.*)|# CONFIG_(\w+) is not set)$")
+_MAKE_STEP = re.compile(r"^\s+([A-Z][A-Z0-9_]*)\s+(\S+)")
+
+
+@dataclass
+class Built:
+    label: str
+    image: Path
+    key: str
+    source: str  # where the tree came from
+    version: str  # `make kernelversion`
+    patches: list[dict[str, str]] = field(default_factory=list)  # name, sha256
+    config_sha256: str = ""
+    cached: bool = False
+    seconds: float = 0.0
+
+    def provenance(self) -> dict[str, object]:
+        data = asdict(self)
+        data["image"] = str(self.image)
+        return data
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def parse_fragment(text: str, name: str = "config fragment") -> dict[str, str]:
+    """CONFIG_X=value and `# CONFIG_X is not set` lines (blank lines and other comments are
+    skipped); anything else is one error naming the line."""
+    options: dict[str, str] = {}
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or (line.startswith("#") and " is not set" not in line):
+            continue
+        match = _FRAGMENT_LINE.match(line)
+        if not match:
+            raise LocklabError(f"{name}:{number}: not a config line: {line[:80]!r}")
+        if match.group(3):
+            options[match.group(3)] = "n"
+        else:
+            options[match.group(1)] = match.group(2)
+    return options
+
+
+def read_config(path: Path) -> dict[str, str]:
+    return parse_fragment(path.read_text(), str(path))
+
+
+def check_config(final: dict[str, str], wanted: dict[str, str]) -> None:
+    """Every option asked for has the value asked for (n = absent or not set), and locklab's
+    own needs are met; the first one missing is named."""
+    for option in NEEDED:
+        if final.get(option, "n") == "n":
+            raise LocklabError(
+                f"kernel config: CONFIG_{option} is not set in the final .config, and a "
+                "locklab guest needs it (did the fragment turn it off, or a dependency?)"
+            )
+    for option, value in wanted.items():
+        have = final.get(option, "n")
+        if have.strip('"') != value.strip('"'):
+            raise LocklabError(
+                f"kernel config: CONFIG_{option}={value} was asked for but the final .config "
+                f"has {'it unset' if have == 'n' else f'CONFIG_{option}={have}'} "
+                "(unknown option, or a dependency is not met)"
+            )
+
+
+def unpack_default_source() -> Path:
+    """Debian's linux-source-6.1, unpacked once (into a temporary folder, then renamed, so an
+    interrupted unpack is never taken for a tree)."""
+    if (DEFAULT_SOURCE / "Makefile").exists():
+        return DEFAULT_SOURCE
+    if not SOURCE_TARBALL.exists():
+        raise LocklabError(f"{SOURCE_TARBALL} is missing: install linux-source-6.1")
+    _progress(f"unpacking {SOURCE_TARBALL} into {DEFAULT_SOURCE}")
+    partial = DEFAULT_SOURCE.with_name(DEFAULT_SOURCE.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    proc = subprocess.run(["tar", "-xJf", str(SOURCE_TARBALL), "-C", str(partial)],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    if proc.returncode != 0:
+        raise LocklabError(f"unpacking {SOURCE_TARBALL} failed: {proc.stderr.strip()[:200]}")
+    (top,) = list(partial.iterdir())  # linux-source-6.1/
+    top.rename(DEFAULT_SOURCE)
+    partial.rmdir()
+    return DEFAULT_SOURCE
+
+
+def source_identity(source: Path) -> str:
+    """A hash that changes when the tree's content does: the tarball's for the default tree,
+    HEAD plus uncommitted changes for a git checkout, else every file's path, size and mtime."""
+    if source == DEFAULT_SOURCE:
+        stat = SOURCE_TARBALL.stat()
+        return _sha256(f"{SOURCE_TARBALL}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    if (source / ".git").exists():
+        git = ["git", "-C", str(source)]
+        head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, check=False)
+        diff = subprocess.run([*git, "diff", "HEAD"], capture_output=True, check=False)
+        untracked = subprocess.run(
+            [*git, "status", "--porcelain", "--untracked-files=all"], capture_output=True,
+            check=False,
+        )  # fmt: skip
+        if head.returncode == 0:
+            return _sha256(head.stdout + diff.stdout + untracked.stdout)
+    digest = hashlib.sha256()
+    for directory, dirs, files in os.walk(source):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            path = Path(directory, name)
+            stat = path.lstat()
+            digest.update(
+                f"{path.relative_to(source)}:{stat.st_size}:{stat.st_mtime_ns}\n".encode()
+            )
+    return digest.hexdigest()
+
+
+def _progress(text: str) -> None:
+    end = "\r" if sys.stderr.isatty() else "\n"
+    if sys.stderr.isatty():
+        text = text[:150].ljust(150)
+    print(f"locklab: {text}", end=end, file=sys.stderr, flush=True)
+
+
+def _patched_files(patch: Path) -> list[str]:
+    """The files a unified diff touches, as paths relative to the tree (after -p1)."""
+    names = []
+    for line in patch.read_text(errors="replace").splitlines():
+        if line.startswith("+++ "):
+            name = line[4:].split("\t")[0].strip()
+            if name != "/dev/null":
+                names.append(name.split("/", 1)[1] if "/" in name else name)
+    return names
+
+
+def _patch(tree: Path, patch: Path, dry_run: bool) -> subprocess.CompletedProcess[str]:
+    command = ["patch", "-p1", "--batch", "--forward", "--no-backup-if-mismatch", "-i",
+               str(patch.resolve())]  # fmt: skip
+    if dry_run:
+        command.append("--dry-run")
+    return subprocess.run(command, cwd=tree, capture_output=True, text=True, check=False)
+
+
+def _patch_failure(patch: Path, output: str) -> str:
+    """patch's own words for the first hunk that failed, as one line."""
+    hunk = re.search(r"Hunk #(\d+) FAILED at (\d+)", output)
+    target = re.findall(r"^(?:checking|patching) file (\S+)", output, re.M)
+    where = target[-1] if target else "?"
+    if hunk:
+        return (f"patch {patch} does not apply: hunk #{hunk.group(1)} of {where} failed "
+                f"at line {hunk.group(2)}")  # fmt: skip
+    for marker in ("Reversed (or previously applied) patch detected", "can't find file to patch",
+                   "Only garbage was found", "malformed patch"):  # fmt: skip
+        if marker.lower() in output.lower():
+            return f"patch {patch} does not apply to {where}: {marker.lower()}"
+    last = (output.strip().splitlines() or ["patch failed"])[-1]
+    return f"patch {patch} does not apply: {last}"
+
+
+def check_patches(tree: Path, patches: list[Path]) -> None:
+    """Each patch applies to the pristine tree on its own (a dry run). Patches of one label
+    are meant to stack; that is checked again, for real, in the work tree."""
+    for patch in patches:
+        if not patch.is_file():
+            raise LocklabError(f"patch {patch}: no such file")
+        proc = _patch(tree, patch, dry_run=True)
+        if proc.returncode != 0:
+            raise LocklabError(_patch_failure(patch, proc.stdout + proc.stderr))
+
+
+class _Lock:
+    """An exclusive lock on a work tree, so two locklab processes never build in it at once."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __enter__(self) -> _Lock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.handle = self.path.open("w")
+        fcntl.flock(self.handle, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        fcntl.flock(self.handle, fcntl.LOCK_UN)
+        self.handle.close()
+
+
+def _work_tree(source: Path, source_key: str) -> Path:
+    """A hard-linked copy of `source` to build in (cheap; sources are never written there:
+    files to patch are replaced by private copies first)."""
+    work = BUILD / f"work-{source_key[:16]}"
+    if (work / "Makefile").exists():
+        return work
+    _progress(f"linking a work tree for {source} at {work}")
+    partial = work.with_name(work.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    subprocess.run(["cp", "-al", str(source), str(partial)], check=True)
+    shutil.rmtree(partial / ".git", ignore_errors=True)  # a link to a checkout's history
+    partial.rename(work)
+    return work
+
+
+def _restore(work: Path, source: Path) -> None:
+    """Put back, from the source, every file an earlier build patched."""
+    ledger = work / ".locklab-patched"
+    if not ledger.exists():
+        return
+    for name in ledger.read_text().split("\n"):
+        if not name:
+            continue
+        target = work / name
+        target.unlink(missing_ok=True)
+        if (source / name).exists():
+            shutil.copy2(source / name, target)
+            os.utime(target)  # newer than its object, so make rebuilds it
+    ledger.unlink()
+
+
+def _apply(work: Path, patches: list[Path]) -> None:
+    ledger = work / ".locklab-patched"
+    touched = sorted({name for patch in patches for name in _patched_files(patch)})
+    ledger.write_text("".join(f"{name}\n" for name in touched))  # before any file changes
+    for name in touched:  # break the hard link to the pristine source
+        target = work / name
+        if target.exists():
+            data = target.read_bytes()
+            target.unlink()
+            target.write_bytes(data)
+    for patch in patches:
+        proc = _patch(work, patch, dry_run=False)
+        if proc.returncode != 0:
+            raise LocklabError(_patch_failure(patch, proc.stdout + proc.stderr))
+
+
+def _make_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        CCACHE_DIR=str(CCACHE_DIR),
+        CCACHE_BASEDIR=str(BUILD),  # relative paths: hits across work trees
+        CCACHE_NOHASHDIR="1",
+        CCACHE_MAXSIZE="5G",
+        # A fixed build identity: the same inputs give the same image (and ccache hits).
+        KBUILD_BUILD_TIMESTAMP="locklab",
+        KBUILD_BUILD_USER="locklab",
+        KBUILD_BUILD_HOST="locklab",
+        KBUILD_BUILD_VERSION="1",
+        LC_ALL="C",
+    )
+    return env
+
+
+def _make(work: Path, targets: list[str], label: str, log: Path) -> None:
+    """make, with a progress line (the step it is at) and its output kept in `log`; a failure
+    is one error line with make's first error and the log's path."""
+    jobs = str(os.cpu_count() or 1)
+    compiler = "ccache gcc" if shutil.which("ccache") else "gcc"
+    command = ["make", "-C", str(work), f"-j{jobs}", "ARCH=x86_64", f"CC={compiler}",
+               f"HOSTCC={compiler}", *targets]  # fmt: skip
+    start = time.monotonic()
+    last_shown = 0.0
+    steps = 0
+    errors: list[str] = []
+    with log.open("a") as out:
+        out.write(f"$ {' '.join(command)}\n")
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, env=_make_env())  # fmt: skip
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            out.write(line)
+            step = _MAKE_STEP.match(line)
+            if step:
+                steps += 1
+                now = time.monotonic()
+                if now - last_shown > (0.5 if sys.stderr.isatty() else 30):
+                    last_shown = now
+                    _progress(f"building {label}: {now - start:.0f} s, {steps} steps, "
+                              f"{step.group(1)} {step.group(2)}")  # fmt: skip
+            elif " error" in line.lower() or line.startswith("make") and "Error" in line:
+                errors.append(line.strip())
+        proc.wait()
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    if proc.returncode != 0:
+        first = errors[0] if errors else f"make {' '.join(targets)} exited {proc.returncode}"
+        raise LocklabError(f"building {label} failed: {first[:200]} (log: {log})")
+
+
+def _configure(work: Path, options: dict[str, str], label: str, log: Path) -> dict[str, str]:
+    _make(work, ["tinyconfig"], label, log)
+    config = work / ".config"
+    lines = config.read_text().splitlines()
+    drop = {f"CONFIG_{name}" for name in options}
+    kept = [line for line in lines
+            if line.split("=")[0] not in drop and not any(
+                line == f"# {name} is not set" for name in drop)]  # fmt: skip
+    for name, value in options.items():
+        kept.append(f"# CONFIG_{name} is not set" if value == "n" else f"CONFIG_{name}={value}")
+    config.write_text("\n".join(kept) + "\n")
+    _make(work, ["olddefconfig"], label, log)
+    final = read_config(config)
+    check_config(final, options)
+    return final
+
+
+def build_key(source_key: str, patches: list[Path], options: dict[str, str]) -> str:
+    recipe = {
+        "recipe": RECIPE,
+        "source": source_key,
+        "patches": [[patch.name, _sha256(patch.read_bytes())] for patch in patches],
+        "config": options,
+    }
+    return _sha256(json.dumps(recipe, sort_keys=True).encode())
+
+
+def build(
+    patches: dict[str, list[Path]],
+    source_dir: Path | None = None,
+    config_fragment: Path | None = None,
+) -> dict[str, Built]:
+    """One image per label (a label with no patches is the stock kernel). Every input is
+    checked first, every patch dry-run against the source: any problem is one LocklabError
+    and nothing is built. An image built before from the same source, patches and config is
+    reused at once."""
+    for label in patches:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", label):
+            raise LocklabError(f"kernel label {label!r}: use letters, digits and _ . + -")
+    options = dict(BASE_OPTIONS)
+    if config_fragment is not None:
+        if not config_fragment.is_file():
+            raise LocklabError(f"config fragment {config_fragment}: no such file")
+        options.update(parse_fragment(config_fragment.read_text(), str(config_fragment)))
+    if source_dir is None:
+        source = unpack_default_source()
+        origin = f"{SOURCE_TARBALL} (Debian linux-source-6.1)"
+    else:
+        source = source_dir.resolve()
+        if not (source / "Makefile").is_file() or not (source / "kernel" / "locking").is_dir():
+            raise LocklabError(f"--source {source_dir}: not a kernel source tree")
+        origin = str(source)
+    for label, files in patches.items():
+        try:
+            check_patches(source, files)
+        except LocklabError as error:
+            raise LocklabError(f"{label}: {error}") from None
+    source_key = source_identity(source)
+    plans = {label: build_key(source_key, files, options) for label, files in patches.items()}
+    results: dict[str, Built] = {}
+    for label, files in patches.items():
+        key = plans[label]
+        cached = _cached(key, label)
+        if cached is None:
+            cached = _build_one(label, key, source, source_key, origin, files, options)
+        results[label] = cached
+    return results
+
+
+def _cached(key: str, label: str) -> Built | None:
+    record = IMAGES / key / "provenance.json"
+    image = IMAGES / key / "bzImage"
+    if not (record.exists() and image.exists()):
+        return None
+    data = json.loads(record.read_text())
+    data.update(label=label, image=image, cached=True)
+    return Built(**data)
+
+
+def _build_one(label: str, key: str, source: Path, source_key: str, origin: str,
+               files: list[Path], options: dict[str, str]) -> Built:  # fmt: skip
+    start = time.monotonic()
+    work = _work_tree(source, source_key)
+    target = IMAGES / key
+    target.mkdir(parents=True, exist_ok=True)
+    log = target / "build.log"
+    log.write_text("")
+    with _Lock(work.with_name(work.name + ".lock")):
+        _restore(work, source)
+        _apply(work, files)
+        # The same options as the work tree's last build: keep its .config, so make rebuilds
+        # only what the patches changed.
+        stamp = work / ".locklab-config"
+        wanted = json.dumps(options, sort_keys=True)
+        if not (stamp.exists() and stamp.read_text() == wanted and (work / ".config").exists()):
+            stamp.unlink(missing_ok=True)
+            _configure(work, options, label, log)
+            stamp.write_text(wanted)
+        _make(work, ["bzImage"], label, log)
+        version = subprocess.run(
+            ["make", "-s", "-C", str(work), "ARCH=x86_64", "kernelversion"],
+            capture_output=True, text=True, check=True, env=_make_env(),
+        ).stdout.strip()  # fmt: skip
+        config = (work / ".config").read_bytes()
+        shutil.copy2(work / "arch" / "x86" / "boot" / "bzImage", target / "bzImage.partial")
+        (target / "config").write_bytes(config)
+    built = Built(
+        label=label, image=target / "bzImage", key=key, source=origin, version=version,
+        patches=[{"name": f.name, "sha256": _sha256(f.read_bytes())} for f in files],
+        config_sha256=_sha256(config), seconds=round(time.monotonic() - start, 1),
+    )  # fmt: skip
+    record = built.provenance()
+    for transient in ("label", "image", "cached"):
+        record.pop(transient)
+    (target / "provenance.json").write_text(json.dumps(record, indent=2) + "\n")
+    (target / "bzImage.partial").rename(target / "bzImage")  # last: the image marks it done
+    _progress(f"built {label} ({version}) in {built.seconds:.0f} s: {built.image}")
+    return built
+
+
+def parse_patch_option(text: str) -> tuple[str, list[Path]]:
+    """`LABEL=FILE[,FILE...]` or `LABEL` (the stock kernel)."""
+    label, equals, files = text.partition("=")
+    if not label:
+        raise LocklabError(f"--patch {text!r}: give LABEL=FILE[,FILE...] or LABEL")
+    return label, [Path(name) for name in files.split(",") if name] if equals else []
