@@ -7,10 +7,13 @@
 #   qemu-system-x86, busybox-static, linux-source-6.1, linux-headers-amd64
 #                     `locklab kernel`: the kernel's own locktorture, built out of tree and
 #                     booted in QEMU (scripts/fetch-kernel.sh fetches the matching image)
+#   kyotocabinet-utils  a real program for the interposition library (LD_PRELOAD
+#                     liblocklab-interpose.so): `kccachetest wicked -th N` uses pthread mutexes,
+#                     try and timed locks and condition variables, and checks its own results
 set -euo pipefail
 
 packages=(gcc make libc6-dev libck-dev python3-venv chromium chromium-driver
-    qemu-system-x86 busybox-static linux-source-6.1 linux-headers-amd64)
+    qemu-system-x86 busybox-static linux-source-6.1 linux-headers-amd64 kyotocabinet-utils)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
