@@ -13,7 +13,8 @@
  *                           pthread_mutex (or unset) forwards every call to the C library
  *   LOCKLAB_PARAMS=n=v,...  the lock's tunables, as --param
  *   LOCKLAB_PLUGIN=path.so  an out-of-tree lock (exports locklab_plugin_lock, see lock.h)
- *   LOCKLAB_STATS=file.json per-mutex statistics written at exit
+ *   LOCKLAB_STATS=file.json per-mutex statistics written at exit ("%p": the pid), by a
+ *                           process that used at least one mutex
  *   LOCKLAB_MAX_THREADS=N   lock contexts at once (default 512): the `nthreads` locks are
  *                           initialised for (array and queue locks size their state by it)
  * A bad value prints one line on stderr and the program exits with status 2.
@@ -1072,11 +1073,6 @@ __attribute__((destructor)) static void interpose_stats(void)
 {
 	if (!stats_wanted || __atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2)
 		return;
-	FILE *out = fopen(stats_path, "w");
-	if (out == NULL) {
-		fprintf(stderr, "locklab-interpose: cannot write LOCKLAB_STATS file %s\n", stats_path);
-		return;
-	}
 	size_t n = 0, cap = 1024;
 	struct mutex_entry **all = malloc(cap * sizeof(*all));
 	u64 seen = 0, acq = 0, cont = 0, pass_seen = 0, pass_acq = 0, recursive = 0, errorcheck = 0;
@@ -1098,6 +1094,27 @@ __attribute__((destructor)) static void interpose_stats(void)
 				return;
 			all[n++] = e;
 		}
+	/*
+	 * A process that used no mutex (a wrapper such as timeout(1), which inherits LD_PRELOAD)
+	 * writes nothing, so it cannot overwrite the program's file; "%p" in the path is the pid.
+	 */
+	if (n == 0) {
+		free(all);
+		return;
+	}
+	char path[4096];
+	const char *pid_mark = strstr(stats_path, "%p");
+	if (pid_mark != NULL)
+		snprintf(path, sizeof(path), "%.*s%d%s", (int)(pid_mark - stats_path), stats_path,
+			 (int)getpid(), pid_mark + 2);
+	else
+		snprintf(path, sizeof(path), "%s", stats_path);
+	FILE *out = fopen(path, "w");
+	if (out == NULL) {
+		fprintf(stderr, "locklab-interpose: cannot write LOCKLAB_STATS file %s\n", path);
+		free(all);
+		return;
+	}
 	qsort(all, n, sizeof(*all), by_acquisitions);
 	fprintf(out, "{\n  \"lock\": \"%s\",\n  \"mode\": \"%s\",\n", ops->name,
 		mode == MODE_LAB ? "lab" : "passthrough");
