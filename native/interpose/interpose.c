@@ -363,8 +363,16 @@ static struct slot *slot_from_pool(void)
 	real.mutex_lock(&pool_mutex);
 	if (nfree_slots > 0) {
 		s = free_slots[--nfree_slots];
-		/* A new thread: forget the old one's task identity (rtmutex caches its tid there). */
-		memset(s->lt.qnode[3], 0, LOCK_QNODE_BYTES);
+		/*
+		 * A new thread: forget what the old one cached in the queue nodes (pi_futex its tid
+		 * in node 0, rtmutex its task in node 3). Not where a CLH lock left its nodes
+		 * (lock_private set): its node 0 may be in another thread's queue now, and CLH
+		 * rewrites a node before it enqueues it; only the task in node 3 is reset then.
+		 */
+		if (s->lt.lock_private == NULL)
+			memset(s->lt.qnode, 0, sizeof(s->lt.qnode));
+		else
+			memset(s->lt.qnode[3], 0, LOCK_QNODE_BYTES);
 	} else if (nslots_made < max_slots) {
 		s = aligned_alloc(LOCKLAB_CACHELINE, sizeof(*s));
 		if (s != NULL) {
