@@ -47,7 +47,7 @@ def spread(values: list[float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--records", type=int, default=100000)
+    parser.add_argument("--records", type=int, default=200000)
     parser.add_argument("--iterations", type=int, default=2)
     parser.add_argument("--threads", default="1,2,4")
     args = parser.parse_args()
@@ -72,6 +72,8 @@ def main() -> None:
         f"ratio           median {median_ratio:.3f} ({(1 - median_ratio) * 100:+.1f}% cost), "
         f"{spread(ratios)}"
     )
+    of_medians = statistics.median(pass_all) / statistics.median(bare_all)
+    print(f"ratio of medians       {of_medians:.3f} ({(1 - of_medians) * 100:+.1f}% cost)")
 
     threads = [int(t) for t in args.threads.split(",")]
     repeats = max(3, args.repeats // 2)
