@@ -26,7 +26,6 @@ TSAN_SKIPS = {
     # Passthrough is glibc's own mutex: TSAN's interceptors model it, and forwarding condition
     # variables from the interposer past them confuses TSAN's model of the mutex.
     "pthread_mutex": "passthrough: TSAN's own interceptors cover the C library's mutex",
-    "clh": "hangs under TSAN only (opt passes): open, see issue 18's report",
 }
 
 

@@ -489,9 +489,16 @@ static u32 classify(const pthread_mutex_t *m, int *glibc_kind)
  */
 static __thread bool in_lab_setup __attribute__((tls_model("initial-exec")));
 
+/*
+ * Set once a lock leaves a node in a thread's lock_private after unlock (CLH, ck_clh: the
+ * predecessor's node, which may be the one the lock allocated at init). Such a lock's destroy
+ * would free a node a thread now owns, so it is skipped: one node leaks per destroyed mutex.
+ */
+static bool nodes_migrate;
+
 static void lab_destroy(struct mutex_entry *e)
 {
-	if (ops->destroy) {
+	if (ops->destroy && !__atomic_load_n(&nodes_migrate, __ATOMIC_RELAXED)) {
 		in_lab_setup = true;
 		ops->destroy(e->lab);
 		in_lab_setup = false;
@@ -669,6 +676,8 @@ static int do_unlock(pthread_mutex_t *m)
 		return EPERM; /* not locked */
 	e->owner = NULL;
 	lab_unlock(e, owner);
+	if (unlikely(owner->lock_private != NULL) && !__atomic_load_n(&nodes_migrate, __ATOMIC_RELAXED))
+		__atomic_store_n(&nodes_migrate, true, __ATOMIC_RELAXED);
 	slot_put(owner);
 	return 0;
 }
