@@ -156,6 +156,12 @@ static pthread_key_t ctx_key;
 static struct mutex_entry *table[1u << TABLE_BITS];
 static pthread_mutex_t table_mutex = PTHREAD_MUTEX_INITIALIZER; /* insertion and revival */
 static pthread_mutex_t pool_mutex = PTHREAD_MUTEX_INITIALIZER;  /* slots and contexts */
+/*
+ * All slots, made before main: a sleeping lock's spinner reads its owner's task through the
+ * owner word, which is stored without release (as the kernel's), so a slot's memory must
+ * be initialised before any thread that could read it starts (pthread_create orders that).
+ */
+static struct slot *all_slots;
 static struct slot **free_slots;
 static unsigned int nfree_slots, nslots_made, max_slots;
 static struct thread_ctx *all_ctx;
@@ -298,6 +304,15 @@ static void configure(void)
 	init_args.params = params;
 	init_args.nthreads = max_slots;
 	free_slots = calloc(max_slots, sizeof(*free_slots));
+	all_slots = aligned_alloc(LOCKLAB_CACHELINE, max_slots * sizeof(*all_slots));
+	if (free_slots == NULL || all_slots == NULL)
+		fatal("%s", "out of memory for the lock contexts");
+	memset(all_slots, 0, max_slots * sizeof(*all_slots));
+	for (unsigned int i = 0; i < max_slots; i++) {
+		all_slots[i].lt.index = i;
+		all_slots[i].lt.cpu = -1;
+		all_slots[i].lt.numa_node = -1;
+	}
 
 	if (strcmp(ops->name, "pthread_mutex") == 0 && ops != from_plugin) {
 		mode = MODE_PASS; /* forward everything; the table only when statistics are asked */
@@ -357,30 +372,30 @@ __attribute__((constructor)) static void interpose_start(void) { (void)ensure_re
 
 /* ---- slots and thread contexts -------------------------------------------------------------- */
 
+/*
+ * A slot handed to a new thread forgets what the old one cached in queue nodes 0..2
+ * (pi_futex's tid in node 0): nobody reads those once the old thread's locks are released.
+ * Node 3 (the task: sleeping flag, rtmutex's PI state) is kept: another thread may still
+ * reach it through a stale owner pointer, as the kernel's chain walk holds a reference to a
+ * task_struct; so a recycled slot keeps the old thread's tid for rtmutex's boosting (which
+ * only acts on SCHED_FIFO threads). Not at all where a CLH lock left its nodes
+ * (lock_private set): its node 0 may be in another thread's queue now.
+ */
+static void slot_forget(struct slot *s)
+{
+	if (s->lt.lock_private == NULL)
+		memset(s->lt.qnode, 0, 3 * LOCK_QNODE_BYTES);
+}
+
 static struct slot *slot_from_pool(void)
 {
 	struct slot *s = NULL;
 	real.mutex_lock(&pool_mutex);
 	if (nfree_slots > 0) {
 		s = free_slots[--nfree_slots];
-		/*
-		 * A new thread: forget what the old one cached in the queue nodes (pi_futex its tid
-		 * in node 0, rtmutex its task in node 3). Not where a CLH lock left its nodes
-		 * (lock_private set): its node 0 may be in another thread's queue now, and CLH
-		 * rewrites a node before it enqueues it; only the task in node 3 is reset then.
-		 */
-		if (s->lt.lock_private == NULL)
-			memset(s->lt.qnode, 0, sizeof(s->lt.qnode));
-		else
-			memset(s->lt.qnode[3], 0, LOCK_QNODE_BYTES);
+		slot_forget(s);
 	} else if (nslots_made < max_slots) {
-		s = aligned_alloc(LOCKLAB_CACHELINE, sizeof(*s));
-		if (s != NULL) {
-			memset(s, 0, sizeof(*s));
-			s->lt.index = nslots_made++;
-			s->lt.cpu = -1;
-			s->lt.numa_node = -1;
-		}
+		s = &all_slots[nslots_made++];
 	}
 	real.mutex_unlock(&pool_mutex);
 	if (s == NULL)
