@@ -20,6 +20,11 @@ VARIANTS := opt tsan asan
 ENGINE_SRC := $(wildcard native/engine/*.c)
 LOCK_SRC := $(wildcard native/locks/*.c)
 HEADERS := $(wildcard native/include/locklab/*.h native/engine/*.h native/locks/*.h) native/locks/registry.def
+# The LD_PRELOAD library that puts a lock of the catalogue under an unmodified program's
+# pthread mutexes, and the program that tortures it (opt and tsan: a sanitizer runtime has to
+# come first in a process, so asan is left out).
+INTERPOSE_SRC := $(wildcard native/interpose/*.c)
+INTERPOSE_VARIANTS := opt tsan
 # Shared objects loaded with --plugin: the documented example and the test suite's locks.
 PLUGIN_SRC := examples/plugin/example_ticket.c $(wildcard tests/plugins/*.c)
 vpath %.c examples/plugin tests/plugins
@@ -40,6 +45,16 @@ $(BUILD)/$(1)/plugins/%.so: %.c $(HEADERS) Makefile
 	@mkdir -p $$(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS_$(1)) -shared -fPIC -o $$@ $$<
 
+$(BUILD)/$(1)/liblocklab-interpose.so: $(INTERPOSE_SRC) native/interpose/interpose.map $(LOCK_SRC) \
+		$(HEADERS) Makefile
+	@mkdir -p $$(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS_$(1)) -shared -fPIC \
+		-Wl,--version-script=native/interpose/interpose.map -o $$@ $(INTERPOSE_SRC) $(LOCK_SRC) -ldl
+
+$(BUILD)/$(1)/interpose-torture: tests/interpose/torture.c Makefile
+	@mkdir -p $$(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS_$(1)) -o $$@ $$<
+
 $(BUILD)/$(1)/unit/%: tests/unit/%.c tests/unit/check.h $(LOCK_SRC) $(ENGINE_SRC) $(HEADERS) Makefile
 	@mkdir -p $$(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS_$(1)) -o $$@ $$< -lm
@@ -51,10 +66,13 @@ plugins_of = $(patsubst %.c,$(BUILD)/$(1)/plugins/%.so,$(notdir $(PLUGIN_SRC)))
 UNIT_SRC := $(wildcard tests/unit/*.c)
 units_of = $(patsubst tests/unit/%.c,$(BUILD)/$(1)/unit/%,$(UNIT_SRC))
 
-build: $(BUILD)/opt/locklab-bench $(call plugins_of,opt)
+interpose_of = $(BUILD)/$(1)/liblocklab-interpose.so $(BUILD)/$(1)/interpose-torture
+
+build: $(BUILD)/opt/locklab-bench $(call plugins_of,opt) $(call interpose_of,opt)
 
 build-all: $(foreach v,$(VARIANTS),$(BUILD)/$(v)/locklab-bench $(call plugins_of,$(v)) \
-	$(call units_of,$(v))) arm64
+	$(call units_of,$(v))) $(foreach v,$(INTERPOSE_VARIANTS),$(call interpose_of,$(v))) \
+	arm64
 
 # arm64 (seed 000 ran on a Kunpeng 920): the engine cross-built for aarch64 with Debian's
 # gcc-aarch64-linux-gnu, run by tests/test_arm64.py under qemu-aarch64-static. armv8.2-a is

@@ -15,12 +15,15 @@
 #                     `locklab kernel build`: kernels built from linux-source-6.1 with the
 #                     user's patches (kconfig needs flex/bison, the x86 build bc and objtool's
 #                     libelf; ccache makes a rebuild of the same objects take seconds)
+#   kyotocabinet-utils  a real program for the interposition library (LD_PRELOAD
+#                     liblocklab-interpose.so): `kccachetest wicked -th N` uses pthread mutexes,
+#                     try and timed locks and condition variables, and checks its own results
 set -euo pipefail
 
 packages=(gcc make libc6-dev libck-dev python3-venv chromium chromium-driver
     qemu-system-x86 busybox-static linux-source-6.1 linux-headers-amd64
     gcc-aarch64-linux-gnu libc6-dev-arm64-cross binutils-aarch64-linux-gnu qemu-user-static
-    ccache flex bison bc libelf-dev xz-utils patch)
+    ccache flex bison bc libelf-dev xz-utils patch kyotocabinet-utils)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
