@@ -59,7 +59,7 @@ def family_representatives() -> list[str]:
     arm64 code is the seeds' subject (rtmutex k0, CNA) and a reader-writer lock."""
     if shutil.which(QEMU) is None or not ARM64_BENCH.exists():
         return ["tas", "ticket", "mcs", "qspinlock", "cna", "futex_mutex", "mutex", "rwsem",
-                "rtmutex", "rtmutex-k0", "pthread_mutex", "pi_futex", "ck_ticket"]  # fmt: skip
+                "rtmutex", "rtmutex_k0", "pthread_mutex", "pi_futex", "ck_ticket"]  # fmt: skip
     proc = run_arm64(["--list", "--json", "-"], timeout=60)
     locks = json.loads(proc.stdout)["locks"]
     chosen, families = [], set()
@@ -67,7 +67,7 @@ def family_representatives() -> list[str]:
         if lock["family"] not in families:
             families.add(lock["family"])
             chosen.append(lock["name"])
-    return chosen + [name for name in ("rtmutex-k0", "cna", "rwsem") if name not in chosen]
+    return chosen + [name for name in ("rtmutex_k0", "cna", "rwsem") if name not in chosen]
 
 
 @pytest.mark.parametrize("lock", family_representatives())

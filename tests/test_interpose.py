@@ -21,7 +21,7 @@ LOCKS = list_locks()
 TORTURE_ARGS = ["--threads", "2", "--iterations", "2000"]
 RUN_TIMEOUT_S = 150
 # Seed 000's stock rtmutex has the data race the seed's patches fix (see test_torture.py).
-RACY_BY_DESIGN = {"rtmutex", "rtmutex-k0", "rtmutex-k1"}
+RACY_BY_DESIGN = {"rtmutex", "rtmutex_k0", "rtmutex_k1"}
 TSAN_SKIPS = {
     # Passthrough is glibc's own mutex: TSAN's interceptors model it, and forwarding condition
     # variables from the interposer past them confuses TSAN's model of the mutex.

@@ -18,7 +18,7 @@ SLEEPING = [lock["name"] for lock in list_locks() if "sleeps" in lock["flags"]]
 
 def test_variants_are_listed_by_name():
     names = {lock["name"] for lock in list_locks()}
-    assert {f"rtmutex-k{k}" for k in range(6)} <= names
+    assert {f"rtmutex_k{k}" for k in range(6)} <= names
     assert {"rtmutex", "rtmutex_adaptive", "pi_futex", "pthread_mutex_pi"} <= names
     assert "rtmutex_rt_2_6_24" in names
 
@@ -169,7 +169,7 @@ def tsan_reports(lock: str, tmp_path) -> str:
     return run.stderr if "WARNING: ThreadSanitizer: data race" in run.stderr else ""
 
 
-@pytest.mark.parametrize("lock", ["rtmutex-k0", "rtmutex-k1"])
+@pytest.mark.parametrize("lock", ["rtmutex_k0", "rtmutex_k1"])
 def test_tsan_finds_the_mark_waiters_race(lock, tmp_path):
     """k0 (stock) and k1 start mark_waiters from a plain load of the owner word, racing with
     the fast paths' CAS: the report that started seed 000's thread. A race needs the
@@ -219,7 +219,7 @@ def pi_scenario(lock: str, *extra: str) -> tuple[int, dict | None, str]:
     ("lock", "inherits"),
     [
         ("rtmutex", True),
-        ("rtmutex-k5", True),
+        ("rtmutex_k5", True),
         ("rtmutex_adaptive", True),
         ("rtmutex_rt_2_6_24", True),
         ("pi_futex", True),

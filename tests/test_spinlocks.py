@@ -3,7 +3,7 @@ build emits for qspinlock, virtual NUMA nodes and the hand-over counters. Counte
 instructions only; nothing here asserts on time or throughput.
 
 Seed 004: the RFC "auto" backoff's rule in a C unit test, and the revision each ticket
-backoff variant names. The oversubscribed torture of qspinlock, qspinlock-nr16k, cna, cna-v1,
+backoff variant names. The oversubscribed torture of qspinlock, qspinlock_nr16k, cna, cna_v1,
 the ticket backoff variants and ck_ticket_pb is in test_torture.py, which covers every lock the
 engine lists.
 """
@@ -93,7 +93,7 @@ def test_bad_numa_nodes(nodes):
     assert "--numa-nodes" in proc.stderr
 
 
-@pytest.mark.parametrize("lock", ["mcs", "qspinlock", "qspinlock-nr16k", "cna", "cna-v1", "ticket"])
+@pytest.mark.parametrize("lock", ["mcs", "qspinlock", "qspinlock_nr16k", "cna", "cna_v1", "ticket"])
 def test_handoffs_between_nodes_are_counted(lock, tmp_path):
     """One writer per CPU and one CPU per virtual node: every hand-over between two writers
     crosses nodes, so the same-node count must be exactly 0. With one node it is every one."""
@@ -117,7 +117,7 @@ def test_handoffs_between_nodes_are_counted(lock, tmp_path):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize(
-    "lock", [["cna", "shuffle_reduction=0", "threshold_ns=2000"], ["cna-v1", "fairness_bits=3"]]
+    "lock", [["cna", "shuffle_reduction=0", "threshold_ns=2000"], ["cna_v1", "fairness_bits=3"]]
 )
 def test_cna_torture_with_secondary_queues(variant, lock, tmp_path):
     """test_torture.py runs unpinned threads, all on one node, so CNA never builds a secondary
@@ -162,7 +162,7 @@ def test_cna_params(tmp_path):
 def test_cna_v1_params(tmp_path):
     run = run_engine(
         [
-            "--lock", "cna-v1", "--nwriters", str(2 * CORES), "--pin", "compact",
+            "--lock", "cna_v1", "--nwriters", str(2 * CORES), "--pin", "compact",
             "--numa-nodes", str(CORES), "--ops", "20000", "--duration", "2",
         ],
         "opt",
@@ -176,9 +176,9 @@ def test_list_names_each_revision():
     """Each variant says which kernel or series revision it follows, in --list's summary."""
     summaries = {lock["name"]: lock["summary"] for lock in list_locks()}
     assert "6.1" in summaries["qspinlock"] and "x86" in summaries["qspinlock"]
-    assert "16K" in summaries["qspinlock-nr16k"]
+    assert "16K" in summaries["qspinlock_nr16k"]
     assert "v15" in summaries["cna"]
-    assert "v1 " in summaries["cna-v1"] and "Jan 2019" in summaries["cna-v1"]
+    assert "v1 " in summaries["cna_v1"] and "Jan 2019" in summaries["cna_v1"]
 
 
 # --- the instructions of the optimised x86 build -------------------------------------------------

@@ -15,7 +15,7 @@ LOCKS = list_locks()
 # seq_cst RMW, which TSAN follows, see kernel.h.)
 RACY_BY_DESIGN = {
     name: "plain load in mark_waiters, the race seed 000 fixes (see test_rtmutex.py)"
-    for name in ("rtmutex", "rtmutex-k0", "rtmutex-k1")
+    for name in ("rtmutex", "rtmutex_k0", "rtmutex_k1")
 }
 
 

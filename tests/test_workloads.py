@@ -142,7 +142,7 @@ def test_torture_delays_rtmutex_boost_is_reported(tmp_path):
 def test_torture_delays_clean_under_sanitizers(variant, tmp_path):
     """The drawn delays (and the boost) under the sanitizers: no report, no violation."""
     run = run_engine(
-        ["--lock", "rtmutex-k2", "--nwriters", str(2 * CORES), "--ops", "5000",
+        ["--lock", "rtmutex_k2", "--nwriters", str(2 * CORES), "--ops", "5000",
          "--duration", "30", "--torture-delays", "rtmutex_lock", "--watchdog", "20"],
         variant,
         tmp_path,

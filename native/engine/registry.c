@@ -31,8 +31,32 @@ const struct lock_ops *registry_at(size_t i)
 	return i < BUILTIN_COUNT ? builtin_locks[i] : plugin_locks[i - BUILTIN_COUNT];
 }
 
+/*
+ * One naming rule: lower-case words joined by '_'. Locks named before the rule keep their old
+ * name as an alias, so stored results and campaign files that use it still run.
+ */
+static const struct {
+	const char *alias, *name;
+} lock_aliases[] = {
+	{ "rtmutex-k0", "rtmutex_k0" },	 { "rtmutex-k1", "rtmutex_k1" },
+	{ "rtmutex-k2", "rtmutex_k2" },	 { "rtmutex-k3", "rtmutex_k3" },
+	{ "rtmutex-k4", "rtmutex_k4" },	 { "rtmutex-k5", "rtmutex_k5" },
+	{ "qspinlock-nr16k", "qspinlock_nr16k" }, { "cna-v1", "cna_v1" },
+};
+
+#define ALIAS_COUNT (sizeof(lock_aliases) / sizeof(lock_aliases[0]))
+
+static const char *canonical_name(const char *name)
+{
+	for (size_t i = 0; i < ALIAS_COUNT; i++)
+		if (strcmp(lock_aliases[i].alias, name) == 0)
+			return lock_aliases[i].name;
+	return name;
+}
+
 const struct lock_ops *registry_find(const char *name)
 {
+	name = canonical_name(name);
 	for (size_t i = 0; i < registry_count(); i++)
 		if (strcmp(registry_at(i)->name, name) == 0)
 			return registry_at(i);
@@ -112,6 +136,11 @@ void list_locks(const char *json_path)
 		json_string(j, "family", ops->family);
 		json_string(j, "summary", ops->summary);
 		json_string(j, "source", ops->source);
+		json_begin_array(j, "aliases");
+		for (size_t a = 0; a < ALIAS_COUNT; a++)
+			if (strcmp(lock_aliases[a].name, ops->name) == 0)
+				json_string(j, NULL, lock_aliases[a].alias);
+		json_end_array(j);
 		json_begin_array(j, "flags");
 		static const char *const flag_names[] = { "spins", "sleeps", "reader_writer",
 							  "priority_inheritance", "external",

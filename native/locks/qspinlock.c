@@ -17,7 +17,7 @@
  *
  * Variants (one slow path, specialised at compile time by constant arguments):
  *   qspinlock        the word as every x86 kernel builds it (NR_CPUS < 16K, Linux 6.1).
- *   qspinlock-nr16k  the same code with the layout the generic header selects for NR_CPUS >= 16K:
+ *   qspinlock_nr16k  the same code with the layout the generic header selects for NR_CPUS >= 16K:
  *                    one pending bit and a 23-bit tail, so clear_pending, the pending -> locked
  *                    move and xchg_tail become 32-bit RMWs (atomic_andnot, atomic_add, a cmpxchg
  *                    loop). Unlock, set_locked and the pending set stay as on x86 in both
@@ -30,7 +30,7 @@
  *                    "64k lock hold times seems like a giant number", PeterZ). v9 counted
  *                    consecutive same-node hand-overs; here the count starts with the secondary
  *                    queue, like v15's clock (with no secondary queue a flush moves nobody).
- *   cna-v1           CNA as in v1, what seed 002 measured: the new owner scans the whole queue
+ *   cna_v1           CNA as in v1, what seed 002 measured: the new owner scans the whole queue
  *                    after it has taken the lock (find_successor), fairness by chance (the scan is
  *                    skipped with probability 1/0x10000, INTRA_SOCKET_HANDOFF_PROB_ARG), no
  *                    shuffle reduction and no clock at all. v1's numbers are for all three
@@ -64,7 +64,7 @@
  * never relies on such a pair: the tail is only decoded from the value xchg_tail returned (same
  * half, same address), and the lock is only acquired through accesses at the word's address
  * (unlock's byte store, the CAS and loads of the word). The TSAN torture of qspinlock, cna and
- * cna-v1 is clean with the same code as the optimised build. qspinlock-nr16k needs one TSAN-only
+ * cna_v1 is clean with the same code as the optimised build. qspinlock_nr16k needs one TSAN-only
  * path, its unlock (see qspinlock_nr16k_unlock(): a byte store into a word that cmpxchg's publish
  * the tail through is beyond both C11 and TSAN). TSAN also found one real C11 gap on the way:
  * x86's relaxed reload after `lock btsl`, made ACQUIRE here (the same mov on x86).
@@ -224,7 +224,7 @@ struct qspinlock {
 	u64 threshold_ns;	/* cna: flush after the secondary queue is this old */
 	u32 threshold_handoffs; /* cna: if not 0, after this many hand-overs instead */
 	u32 shuffle_bits;       /* cna: with no secondary queue, sort once in 2^N */
-	u32 fairness_bits;      /* cna-v1: skip the scan once in 2^N hand-overs */
+	u32 fairness_bits;      /* cna_v1: skip the scan once in 2^N hand-overs */
 };
 
 _Static_assert(offsetof(struct qspinlock, locked) == (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? 0 : 3),
@@ -831,7 +831,7 @@ const struct lock_ops qspinlock_ops = {
 
 const struct lock_ops qspinlock_nr16k_ops = {
 	.abi_version = LOCKLAB_ABI_VERSION,
-	.name = "qspinlock-nr16k",
+	.name = "qspinlock_nr16k",
 	.family = "spin-kernel",
 	.summary = "Linux 6.1 qspinlock, NR_CPUS >= 16K layout: 1-bit pending, tail by cmpxchg loop",
 	.source = "Linux 6.1 kernel/locking/qspinlock.c, include/asm-generic/qspinlock_types.h "
@@ -864,7 +864,7 @@ const struct lock_ops cna_ops = {
 
 const struct lock_ops cna_v1_ops = {
 	.abi_version = LOCKLAB_ABI_VERSION,
-	.name = "cna-v1",
+	.name = "cna_v1",
 	.family = "spin-kernel",
 	.summary = "CNA series v1 (Jan 2019, seed 002): owner scans at hand-over, 1/2^16 fairness, "
 		   "no shuffle reduction",

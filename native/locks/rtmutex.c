@@ -49,7 +49,7 @@
  * On x86 the kernel compiles these to: k0/k1/k2/k4 a `lock cmpxchg` loop, k3/k5 one `lock orq
  * $1`, smp_mb__after_atomic() to nothing, xchg_acquire to `xchg`, the plain store to `mov`.
  * Each variant here is compiled separately, as each was a separate kernel: the named locks
- * rtmutex-k0 .. rtmutex-k5 each have their own try_to_take_kN() (out of line, as the kernel's
+ * rtmutex_k0 .. rtmutex_k5 each have their own try_to_take_kN() (out of line, as the kernel's
  * try_to_take_rt_mutex() is, and named so that tests can read its instructions) and slow path.
  * `rtmutex --param variant=N` reaches the same code through a pointer set at init.
  *
@@ -640,19 +640,19 @@ static const struct lock_tunable adaptive_tunables[] = {
 
 RTMUTEX_OPS(rtmutex_ops, "rtmutex", "priority-inheritance mutex; seed 000 variant by param",
 	    SEED_000_SOURCE, RTMUTEX_SPINS, rtmutex_init, rtmutex_lock_by_param, rtmutex_tunables);
-RTMUTEX_OPS(rtmutex_k0_ops, "rtmutex-k0",
+RTMUTEX_OPS(rtmutex_k0_ops, "rtmutex_k0",
 	    "rtmutex k0 stock: plain load + relaxed CAS loop + barrier, xchg_acquire",
 	    SEED_000_SOURCE, RTMUTEX_SPINS, rtmutex_k0_init, rtmutex_lock_k0, no_tunables);
-RTMUTEX_OPS(rtmutex_k1_ops, "rtmutex-k1", "rtmutex k1 rmacq: set_owner is a plain store",
+RTMUTEX_OPS(rtmutex_k1_ops, "rtmutex_k1", "rtmutex k1 rmacq: set_owner is a plain store",
 	    SEED_000_SOURCE, RTMUTEX_SPINS, rtmutex_k1_init, rtmutex_lock_k1, no_tunables);
-RTMUTEX_OPS(rtmutex_k2_ops, "rtmutex-k2", "rtmutex k2 readonce: mark_waiters loads READ_ONCE",
+RTMUTEX_OPS(rtmutex_k2_ops, "rtmutex_k2", "rtmutex k2 readonce: mark_waiters loads READ_ONCE",
 	    SEED_000_SOURCE, RTMUTEX_SPINS, rtmutex_k2_init, rtmutex_lock_k2, no_tunables);
-RTMUTEX_OPS(rtmutex_k3_ops, "rtmutex-k3",
+RTMUTEX_OPS(rtmutex_k3_ops, "rtmutex_k3",
 	    "rtmutex k3 alongor: mark_waiters is one relaxed OR + barrier", SEED_000_SOURCE,
 	    RTMUTEX_SPINS, rtmutex_k3_init, rtmutex_lock_k3, no_tunables);
-RTMUTEX_OPS(rtmutex_k4_ops, "rtmutex-k4", "rtmutex k4: rmacq + readonce", SEED_000_SOURCE,
+RTMUTEX_OPS(rtmutex_k4_ops, "rtmutex_k4", "rtmutex k4: rmacq + readonce", SEED_000_SOURCE,
 	    RTMUTEX_SPINS, rtmutex_k4_init, rtmutex_lock_k4, no_tunables);
-RTMUTEX_OPS(rtmutex_k5_ops, "rtmutex-k5", "rtmutex k5: rmacq + alongor", SEED_000_SOURCE,
+RTMUTEX_OPS(rtmutex_k5_ops, "rtmutex_k5", "rtmutex k5: rmacq + alongor", SEED_000_SOURCE,
 	    RTMUTEX_SPINS, rtmutex_k5_init, rtmutex_lock_k5, no_tunables);
 RTMUTEX_OPS(rtmutex_rt_2_6_24_ops, "rtmutex_rt_2_6_24",
 	    "seed 003's baseline: 2.6.24-rt rtmutex, a contended waiter sleeps at once",

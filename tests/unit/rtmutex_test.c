@@ -128,7 +128,7 @@ static void test_spinning_locks_spin(void)
 	long polls = owner_polls_before_sleeping(&rtmutex_adaptive_ops, params);
 	CHECK(polls >= 64, "rtmutex_adaptive spin_budget_ns=20000 polled only %ld times", polls);
 	polls = owner_polls_before_sleeping(&rtmutex_k0_ops, params);
-	CHECK(polls >= 64, "rtmutex-k0 polled a running owner only %ld times", polls);
+	CHECK(polls >= 64, "rtmutex_k0 polled a running owner only %ld times", polls);
 }
 
 int main(void)
