@@ -264,3 +264,23 @@ def test_a_bad_parameter_in_a_kernel_campaign_is_one_line(tmp_path):
     with pytest.raises(LocklabError) as error:
         kernel_campaign.load(bad)
     assert "'stuter'" in one_line(error)
+
+
+def test_cli_kernel_build_and_patch_errors_are_one_line(tmp_path, capsys):
+    """`locklab kernel build` and `locklab kernel --patch`: bad input before anything builds."""
+    from locklab.cli.main import main
+
+    bad = tmp_path / "bad.patch"
+    bad.write_text("--- a/nowhere.c\n+++ b/nowhere.c\n@@ -1 +1 @@\n-x\n+y\n")
+    cases = [
+        (["kernel", "build", "--patch", f"k={bad}"], "does not apply"),
+        (["kernel", "build", "--patch", f"k={tmp_path / 'missing.patch'}"], "missing.patch"),
+        (["kernel", "--patch", "k0", "--param", "no_such_param=1"], "no_such_param"),
+        (["kernel", "--kernel", "x", "--param", "stutter=0"], "only for kernels built"),
+        (["kernel", "--patch", "k0", "--param", "nwriters_stress=3"], "use --type, --nwriters"),
+    ]
+    for args, expected in cases:
+        code = main([*args, "--store", str(tmp_path / "s")] if args[1] != "build" else args)
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, (args, err)
+        assert expected in err, (args, err)

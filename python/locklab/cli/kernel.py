@@ -73,8 +73,34 @@ def register(commands: Commands) -> None:
     kernel.add_argument("--cpus", type=int, default=_sweep("cpus"), help="virtual CPUs")
     kernel.add_argument("--accel", choices=("auto", "kvm", "tcg"), default=_sweep("accel"))
     kernel.add_argument("--name", help="experiment name")
+    kernel.add_argument(
+        "--patch", action="append", default=[], metavar="LABEL=FILE[,FILE...]",
+        help="build (cached) and run this kernel, locktorture built in: its label and patches "
+        "(a label alone: the stock kernel); repeatable, instead of --kernel",
+    )  # fmt: skip
+    kernel.add_argument("--source", type=Path, help="--patch: kernel tree (default: 6.1's)")
+    kernel.add_argument("--config", type=Path, metavar="FRAGMENT", help="--patch: config lines")
+    kernel.add_argument(
+        "--param", action="append", default=[], metavar="NAME=VALUE",
+        help="--patch: any other locktorture parameter of that kernel (stutter=0, ...)",
+    )  # fmt: skip
     statistics_options(kernel)
     kernel.set_defaults(handler=cmd_kernel)  # fmt: skip
+
+    build = commands.add_parser(
+        "kernel-build", help="build kernels with locktorture built in (also: locklab kernel build)"
+    )
+    build.add_argument("--source", type=Path, help="kernel tree (default: linux-source-6.1)")
+    build.add_argument(
+        "--patch", action="append", default=[], metavar="LABEL=FILE[,FILE...]",
+        help="a kernel: its label and patches, applied in order (a label alone: the stock "
+        "kernel); repeat for more kernels (default: one stock kernel)",
+    )  # fmt: skip
+    build.add_argument(
+        "--config", type=Path, metavar="FRAGMENT",
+        help="config lines (CONFIG_X=y, # CONFIG_X is not set) over locklab's guest options",
+    )  # fmt: skip
+    build.set_defaults(handler=cmd_kernel_build)
 
 
 def cmd_import_locktorture(args: argparse.Namespace) -> int:
@@ -106,8 +132,15 @@ def cmd_kernel(args: argparse.Namespace) -> int:
         args.warmup_reports, args.cpus, args.accel,
     )  # fmt: skip
     sweep.check()
+    if args.param and not args.patch:
+        raise LocklabError("--param: only for kernels built with locktorture in (--patch)")
     if args.host:
         targets, machine, name = sweep.host_targets(args.label, args.pin_cpus), host, "host"
+    elif args.patch:
+        if args.kernel:
+            raise LocklabError("kernel: give --kernel IMAGE,... or --patch LABEL=..., not both")
+        targets = sweep.built_targets(args.patch, args.source, args.config, args.param)
+        machine, name = sweep.qemu_machine, "kernel"
     else:
         targets, machine, name = (
             sweep.qemu_targets(args.kernel, args.label),
@@ -123,4 +156,24 @@ def cmd_kernel(args: argparse.Namespace) -> int:
     listing.print_analysis(analyse_experiment(experiment, store.runs(experiment), chosen),
                            args.plain)  # fmt: skip
     print(f"console logs: {logs}")
+    for log, outcome in sweep.failed_runs.items():
+        print(f"locklab: failed run: {printable(Path(log).stem)}: {printable(outcome)}",
+              file=sys.stderr)  # fmt: skip
+    return 1 if sweep.failed_runs else 0
+
+
+def cmd_kernel_build(args: argparse.Namespace) -> int:
+    from locklab.kernel import build
+
+    patches: dict[str, list[Path]] = {}
+    for text in args.patch or ["stock"]:
+        label, files = build.parse_patch_option(text)
+        if label in patches:
+            raise LocklabError(f"--patch: label {label!r} given twice")
+        patches[label] = files
+    for label, built in build.build(patches, args.source, args.config).items():
+        how = "cached" if built.cached else f"built in {built.seconds:.0f} s"
+        names = ", ".join(patch["name"] for patch in built.patches) or "none (stock)"
+        print(f"{printable(label)}: {built.image} (Linux {built.version}, {how}; patches: "
+              f"{printable(names)}; config sha256 {built.config_sha256[:12]})")  # fmt: skip
     return 0

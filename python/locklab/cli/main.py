@@ -47,6 +47,9 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminate)
     try:
+        argv = list(sys.argv[1:] if argv is None else argv)
+        if argv[:2] == ["kernel", "build"]:  # `locklab kernel build` is `kernel-build`
+            argv = ["kernel-build", *argv[2:]]
         args = build_parser().parse_args(argv)
         return args.handler(args)
     except LocklabError as error:

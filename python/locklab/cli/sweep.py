@@ -22,6 +22,8 @@ from locklab.cli.common import (
     statistics_options,
 )
 from locklab.errors import LocklabError
+from locklab.kernel import campaign as kernel_campaign
+from locklab.kernel.campaign import KernelCampaign
 from locklab.model.campaign import load_campaign, locate_error
 from locklab.model.spec import AutoRepeat, ExperimentSpec, default
 from locklab.model.targeting import spec_for_locks
@@ -193,6 +195,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_campaign(args: argparse.Namespace) -> int:
     chosen = settings(args)
+    if kernel_campaign.is_kernel_campaign(args.file):
+        return _kernel_campaign(args, chosen, kernel_campaign.load(args.file, args.full))
     spec = load_campaign(args.file, args.full)
     if args.repeat is not None:
         spec.repeat, spec.repeat_auto = args.repeat, False
@@ -283,3 +287,29 @@ def execute(
     for line in outcome.failures:
         print(f"locklab: error: {printable(line)}", file=sys.stderr)
     return (EXIT_RUN_FAILED if outcome.failures else 0), (runs, analysis)
+
+
+def _kernel_campaign(args: argparse.Namespace, chosen: Settings, campaign: KernelCampaign) -> int:
+    """A kind = "kernel" campaign: `locklab kernel --patch ...` over the file's kernels."""
+    sweep, patches, params = kernel_campaign.sweep_of(campaign)
+    sweep.check()
+    if args.dry_run:
+        print(f"{args.file}: \"{printable(campaign.name)}\": {len(patches)} kernels x "
+              f"{len(campaign.nwriters)} writer counts x {campaign.repeat} repeats, "
+              f"{campaign.duration:g} s each")  # fmt: skip
+        return 0
+    targets = sweep.built_targets(patches, campaign.source, campaign.config, params)
+    store = Store(Path(args.store))
+    experiment, problems, logs = sweep.run(store, campaign.name, targets, sweep.qemu_machine)
+    for line in problems:
+        print(f"locklab: warning: {printable(line)}", file=sys.stderr)
+    runs = store.runs(experiment)
+    analysis = analyse_experiment(experiment, runs, chosen)
+    listing.print_analysis(analysis, args.plain)
+    print(f"console logs: {logs}")
+    page = args.report or store.path.parent / f"{file_stem(campaign.name)}.html"
+    figures.write_report([(experiment, runs, analysis)], chosen, page)
+    for log, outcome in sweep.failed_runs.items():
+        print(f"locklab: failed run: {printable(Path(log).stem)}: {printable(outcome)}",
+              file=sys.stderr)  # fmt: skip
+    return 1 if sweep.failed_runs else 0

@@ -10,18 +10,14 @@ listed with its outcome.
 
 from __future__ import annotations
 
-import json
-import sys
-import time
 import tomllib
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from locklab.errors import LocklabError
-from locklab.kernel import build as kernel_build
 from locklab.kernel import params as kernel_params
 from locklab.kernel import qemu as kernel
+from locklab.kernel.sweep import LocktortureSweep
 
 TOP_KEYS = {"name", "kind", "baseline", "source", "config", "torture_type", "repeat", "duration",
             "stat_interval", "warmup_reports", "cpus", "accel", "params", "sweep", "kernel",
@@ -47,6 +43,15 @@ class KernelCampaign:
     cpus: int = 2
     accel: str = "auto"
     params: dict[str, str] = field(default_factory=dict)
+
+
+def is_kernel_campaign(path: Path) -> bool:
+    """A campaign file that says kind = "kernel" (anything unreadable is left to the
+    ordinary reader, whose errors are one line)."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8")).get("kind") == "kernel"
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
 
 
 def load(path: Path, full: bool = False) -> KernelCampaign:
@@ -119,48 +124,17 @@ def run_params(campaign: KernelCampaign, writers: int) -> dict[str, str]:
     return kernel_params.check(params)
 
 
-@dataclass
-class RunRecord:
-    label: str
-    nwriters: int
-    repeat: int
-    outcome: str
-    log: Path
-    seconds: float
-    accel: str
-
-
-def run(
-    campaign: KernelCampaign, logs: Path,
-    progress: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
-) -> tuple[dict[str, kernel_build.Built], list[RunRecord]]:  # fmt: skip
-    """Build every kernel (cached), then every repeat x kernel x writer count, each run's
-    console in `logs` with the kernel's provenance next to it."""
-    built = kernel_build.build(campaign.kernels, campaign.source, campaign.config)
-    logs.mkdir(parents=True, exist_ok=True)
-    (logs / "kernels.json").write_text(
-        json.dumps({label: b.provenance() for label, b in built.items()}, indent=2) + "\n"
-    )
-    records = []
-    for repeat in range(1, campaign.repeat + 1):
-        for label, image in built.items():
-            for writers in campaign.nwriters:
-                params = run_params(campaign, writers)
-                start = time.monotonic()
-                booted = kernel.run_builtin(image.image, params, campaign.duration,
-                                            campaign.cpus, campaign.accel)  # fmt: skip
-                seconds = time.monotonic() - start
-                log = logs / f"{label}-{campaign.torture_type}-n{writers}-r{repeat}.log"
-                log.write_text(booted.console)
-                records.append(RunRecord(label, writers, repeat, booted.outcome, log,
-                                         round(seconds, 1), booted.accel))  # fmt: skip
-                progress(f"{label}: nwriters_stress={writers} #{repeat}: {booted.outcome} "
-                         f"({seconds:.0f} s, {booted.accel})")  # fmt: skip
-    return built, records
-
-
-def machine_line(records: list[RunRecord]) -> str:
-    accels = {record.accel for record in records}
-    if accels == {"kvm"}:
-        return "qemu-kvm"
-    return "qemu-tcg (emulated: timing not representative)"
+def sweep_of(campaign: KernelCampaign) -> tuple[LocktortureSweep, list[str], list[str]]:
+    """The campaign as `locklab kernel --patch` would run it: the sweep, its --patch and its
+    --param options."""
+    sweep = LocktortureSweep(
+        campaign.torture_type, ",".join(map(str, campaign.nwriters)), campaign.repeat,
+        campaign.duration, campaign.stat_interval, campaign.warmup_reports, campaign.cpus,
+        campaign.accel,
+    )  # fmt: skip
+    patches = [
+        label + ("=" + ",".join(map(str, files)) if files else "")
+        for label, files in campaign.kernels.items()
+    ]
+    params = [f"{name}={value}" for name, value in campaign.params.items()]
+    return sweep, patches, params

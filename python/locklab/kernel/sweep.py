@@ -4,6 +4,7 @@ all the logs are converted (kernel/locktorture.py) and stored as one experiment.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,6 +36,10 @@ class LocktortureSweep:
     accel: str = "auto"  # auto | kvm | tcg
     accels: set[str] = field(default_factory=set)  # what the boots used
     fallbacks: set[str] = field(default_factory=set)  # why KVM was left, when it was
+    # Runs whose kernel oopsed, panicked, hung or failed its test: log path -> how it ended.
+    failed_runs: dict[str, str] = field(default_factory=dict)
+    last_failure: str | None = None  # set by a target's run, read by run()
+    provenance: dict[str, dict] = field(default_factory=dict)  # label -> how it was built
 
     def check(self) -> None:
         """Every locktorture option, checked before any module is built or kernel booted."""
@@ -97,6 +102,48 @@ class LocktortureSweep:
         return [(name, boot(image, version)) for image, version, name in zip(
             images, versions, names, strict=True)]  # fmt: skip
 
+    def built_targets(
+        self, patch_options: list[str], source: Path | None, config: Path | None,
+        param_options: list[str],
+    ) -> list[Target]:  # fmt: skip
+        """Kernels built from a source tree with each label's patches (cached), locktorture
+        built in: its parameters go on the command line, and the console says how it ended."""
+        from locklab.kernel import build, params
+
+        extra = params.check(dict(_name_value(text) for text in param_options))
+        patches: dict[str, list[Path]] = {}
+        for text in patch_options:
+            label, files = build.parse_patch_option(text)
+            if label in patches:
+                raise LocklabError(f"--patch: label {label!r} given twice")
+            patches[label] = files
+        built = build.build(patches, source, config)
+        self.provenance = {label: b.provenance() for label, b in built.items()}
+
+        def boot(image: Path) -> Callable[[dict[str, str]], str]:
+            def run(run_params: dict[str, str]) -> str:
+                booted = qemu.run_builtin(
+                    image, {**run_params, **extra}, self.duration_s, self.cpus, self.accel
+                )
+                self.accels.add(booted.accel)
+                if booted.fallback:
+                    self.fallbacks.add(booted.fallback)
+                self.last_failure = booted.outcome if booted.failed else None
+                return booted.console
+
+            return run
+
+        return [(label, boot(b.image)) for label, b in built.items()]
+
+    def provenance_line(self) -> str:
+        """What each built kernel is: version, patches (with their hashes) and config."""
+        return "; ".join(
+            f"{label}=Linux {p['version']} + "
+            + (", ".join(f"{x['name']}@{x['sha256'][:12]}" for x in p["patches"]) or "no patch")
+            + f" (config {str(p['config_sha256'])[:12]})"
+            for label, p in self.provenance.items()
+        )
+
     def qemu_machine(self) -> str:
         """The machine line of QEMU runs: emulation is said so, with why KVM was left."""
         if self.accels == {"kvm"}:
@@ -127,9 +174,31 @@ class LocktortureSweep:
                         f"#{repeat + 1}"
                     )
                     log = logs / f"{label}-{self.torture_type}-n{writers}-r{repeat + 1}.log"
+                    self.last_failure = None
                     log.write_text(run(params))
                     labelled.append((label, log))
+                    if self.last_failure:
+                        self.failed_runs[str(log)] = self.last_failure
         host = machine()
+        if self.provenance:
+            (logs / "kernels.json").write_text(json.dumps(self.provenance, indent=2) + "\n")
+            host += "; kernels: " + self.provenance_line()
         imported = locktorture.convert(labelled, name, host, self.warmup_reports)
+        for stored in imported.runs:  # a kernel that broke is a failed run, whatever it printed
+            outcome = self.failed_runs.get(str((stored.result or {}).get("log")))
+            if outcome:
+                stored.status, stored.exit_code = "error", 1
+                stored.throughput_ops_per_s, stored.error = None, f"kernel: {outcome}"
+                if stored.result is not None:
+                    stored.result["status"] = "error"
         experiment, problems = locktorture.store_imported(store, imported, host)
         return experiment, problems, logs
+
+
+def _name_value(text: str) -> tuple[str, str]:
+    name, equals, value = text.partition("=")
+    if not equals or not name:
+        raise LocklabError(f"--param {text!r}: give NAME=VALUE")
+    if name in ("torture_type", "nwriters_stress", "stat_interval", "shutdown_secs"):
+        raise LocklabError(f"--param {name}: use --type, --nwriters, --stat-interval, --duration")
+    return name, value
