@@ -16,8 +16,8 @@ import pytest
 from conftest import ROOT
 from locklab.errors import LocklabError
 from locklab.kernel import build as kernel_build
+from locklab.kernel import build_inputs, locktorture
 from locklab.kernel import campaign as kernel_campaign
-from locklab.kernel import locktorture
 from locklab.kernel import params as kernel_params
 from locklab.kernel import qemu as kernel
 
@@ -129,13 +129,13 @@ def test_config_fragment_syntax_is_one_line(tmp_path):
 
 
 def test_config_check_names_the_missing_option():
-    final = kernel_build.parse_fragment("CONFIG_64BIT=y\n")
+    final = build_inputs.parse_fragment("CONFIG_64BIT=y\n")
     with pytest.raises(LocklabError) as error:
-        kernel_build.check_config(final, {})
+        build_inputs.check_config(final, {})
     assert "CONFIG_LOCK_TORTURE_TEST is not set" in one_line(error)
-    everything = {name: "y" for name in kernel_build.NEEDED}
+    everything = {name: "y" for name in build_inputs.NEEDED}
     with pytest.raises(LocklabError) as error:
-        kernel_build.check_config(everything, {"NO_SUCH_OPTION": "y"})
+        build_inputs.check_config(everything, {"NO_SUCH_OPTION": "y"})
     assert "CONFIG_NO_SUCH_OPTION=y was asked for" in one_line(error)
 
 
@@ -158,7 +158,7 @@ def test_the_seed_patches_apply_alone_and_combined(tmp_path):
     needs("patch", "tar")
     tree = extract(tmp_path, "kernel/locking/rtmutex.c")
     assert len(SEED_PATCHES) == 3
-    kernel_build.check_patches(tree, [*SEED_PATCHES, BROKEN_PATCH, TEST_PATCH])
+    build_inputs.check_patches(tree, [*SEED_PATCHES, BROKEN_PATCH, TEST_PATCH])
     for combination in ([SEED_PATCHES[0], SEED_PATCHES[1]], [SEED_PATCHES[0], SEED_PATCHES[2]]):
         work = tmp_path / f"work-{combination[-1].name[:4]}"
         shutil.copytree(tree, work)

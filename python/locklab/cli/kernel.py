@@ -163,11 +163,11 @@ def cmd_kernel(args: argparse.Namespace) -> int:
 
 
 def cmd_kernel_build(args: argparse.Namespace) -> int:
-    from locklab.kernel import build
+    from locklab.kernel import build, build_inputs
 
     patches: dict[str, list[Path]] = {}
     for text in args.patch or ["stock"]:
-        label, files = build.parse_patch_option(text)
+        label, files = build_inputs.parse_patch_option(text)
         if label in patches:
             raise LocklabError(f"--patch: label {label!r} given twice")
         patches[label] = files

@@ -33,6 +33,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from locklab.errors import LocklabError
+from locklab.kernel.build_inputs import (
+    BASE_OPTIONS,
+    apply_patch,
+    check_config,
+    check_patches,
+    parse_fragment,
+    patch_failure,
+    patched_files,
+    read_config,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 BUILD = ROOT / "build" / "kernel"
@@ -43,37 +53,6 @@ IMAGES = BUILD / "images"
 # Bumped whenever the way a kernel is configured or built changes, so old images are not reused.
 RECIPE = "locklab-kernel-build-1"
 
-# Options, in the order they are applied after `make tinyconfig`, and why each is there.
-BASE_OPTIONS: dict[str, str] = {
-    "64BIT": "y",  # qemu-system-x86_64 guests; tinyconfig alone would build i386
-    "SMP": "y",  # LOCK01..07
-    "NR_CPUS": "256",  # room for the seed's 95 writers on as many vCPUs
-    "HOTPLUG_CPU": "y",  # LOCK01..07 (and onoff_interval needs it)
-    "PREEMPT": "y",  # LOCK01..07: PREEMPT=y, PREEMPT_NONE/VOLUNTARY=n
-    "DEBUG_KERNEL": "y",  # LOCK_TORTURE_TEST depends on it
-    "LOCK_TORTURE_TEST": "y",  # CFcommon: locktorture built in, run at boot
-    "PRINTK": "y",  # the console is the only output
-    "PRINTK_TIME": "y",  # CFcommon
-    "BUG": "y",  # BUG()/WARN() report instead of silently looping
-    # In 6.1 RT_MUTEXES has no prompt: only I2C and PSTORE_ZONE select it (FUTEX_PI merely
-    # depends on it). I2C's core is the smaller of the two.
-    "I2C": "y",
-    "RT_MUTEXES": "y",
-    "TTY": "y",  # serial console
-    "SERIAL_8250": "y",
-    "SERIAL_8250_CONSOLE": "y",
-    "BLK_DEV_INITRD": "y",  # the tiny init comes as an initramfs ...
-    "RD_GZIP": "y",  # ... compressed with gzip
-    "BINFMT_ELF": "y",  # busybox
-    "BINFMT_SCRIPT": "y",  # /init is a script
-    "PROC_FS": "y",
-    # The seed measured distribution kernels, built for speed; tinyconfig builds for size.
-    "CC_OPTIMIZE_FOR_PERFORMANCE": "y",
-}
-# What a locklab guest cannot do without: a fragment may change anything else.
-NEEDED = ("64BIT", "LOCK_TORTURE_TEST", "RT_MUTEXES", "TTY", "SERIAL_8250", "SERIAL_8250_CONSOLE",
-          "PRINTK", "BLK_DEV_INITRD", "RD_GZIP", "BINFMT_ELF", "BINFMT_SCRIPT")  # fmt: skip
-_FRAGMENT_LINE = re.compile(r"^(?:CONFIG_(\w+)=(\S.*)|# CONFIG_(\w+) is not set)$")
 _MAKE_STEP = re.compile(r"^\s+([A-Z][A-Z0-9_]*)\s+(\S+)")
 
 
@@ -97,47 +76,6 @@ class Built:
 
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def parse_fragment(text: str, name: str = "config fragment") -> dict[str, str]:
-    """CONFIG_X=value and `# CONFIG_X is not set` lines (blank lines and other comments are
-    skipped); anything else is one error naming the line."""
-    options: dict[str, str] = {}
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or (line.startswith("#") and " is not set" not in line):
-            continue
-        match = _FRAGMENT_LINE.match(line)
-        if not match:
-            raise LocklabError(f"{name}:{number}: not a config line: {line[:80]!r}")
-        if match.group(3):
-            options[match.group(3)] = "n"
-        else:
-            options[match.group(1)] = match.group(2)
-    return options
-
-
-def read_config(path: Path) -> dict[str, str]:
-    return parse_fragment(path.read_text(), str(path))
-
-
-def check_config(final: dict[str, str], wanted: dict[str, str]) -> None:
-    """Every option asked for has the value asked for (n = absent or not set), and locklab's
-    own needs are met; the first one missing is named."""
-    for option in NEEDED:
-        if final.get(option, "n") == "n":
-            raise LocklabError(
-                f"kernel config: CONFIG_{option} is not set in the final .config, and a "
-                "locklab guest needs it (did the fragment turn it off, or a dependency?)"
-            )
-    for option, value in wanted.items():
-        have = final.get(option, "n")
-        if have.strip('"') != value.strip('"'):
-            raise LocklabError(
-                f"kernel config: CONFIG_{option}={value} was asked for but the final .config "
-                f"has {'it unset' if have == 'n' else f'CONFIG_{option}={have}'} "
-                "(unknown option, or a dependency is not met)"
-            )
 
 
 def unpack_default_source() -> Path:
@@ -196,52 +134,6 @@ def _progress(text: str) -> None:
     print(f"locklab: {text}", end=end, file=sys.stderr, flush=True)
 
 
-def _patched_files(patch: Path) -> list[str]:
-    """The files a unified diff touches, as paths relative to the tree (after -p1)."""
-    names = []
-    for line in patch.read_text(errors="replace").splitlines():
-        if line.startswith("+++ "):
-            name = line[4:].split("\t")[0].strip()
-            if name != "/dev/null":
-                names.append(name.split("/", 1)[1] if "/" in name else name)
-    return names
-
-
-def _patch(tree: Path, patch: Path, dry_run: bool) -> subprocess.CompletedProcess[str]:
-    command = ["patch", "-p1", "--batch", "--forward", "--no-backup-if-mismatch", "-i",
-               str(patch.resolve())]  # fmt: skip
-    if dry_run:
-        command.append("--dry-run")
-    return subprocess.run(command, cwd=tree, capture_output=True, text=True, check=False)
-
-
-def _patch_failure(patch: Path, output: str) -> str:
-    """patch's own words for the first hunk that failed, as one line."""
-    hunk = re.search(r"Hunk #(\d+) FAILED at (\d+)", output)
-    target = re.findall(r"^(?:checking|patching) file (\S+)", output, re.M)
-    where = target[-1] if target else "?"
-    if hunk:
-        return (f"patch {patch} does not apply: hunk #{hunk.group(1)} of {where} failed "
-                f"at line {hunk.group(2)}")  # fmt: skip
-    for marker in ("Reversed (or previously applied) patch detected", "can't find file to patch",
-                   "Only garbage was found", "malformed patch"):  # fmt: skip
-        if marker.lower() in output.lower():
-            return f"patch {patch} does not apply to {where}: {marker.lower()}"
-    last = (output.strip().splitlines() or ["patch failed"])[-1]
-    return f"patch {patch} does not apply: {last}"
-
-
-def check_patches(tree: Path, patches: list[Path]) -> None:
-    """Each patch applies to the pristine tree on its own (a dry run). Patches of one label
-    are meant to stack; that is checked again, for real, in the work tree."""
-    for patch in patches:
-        if not patch.is_file():
-            raise LocklabError(f"patch {patch}: no such file")
-        proc = _patch(tree, patch, dry_run=True)
-        if proc.returncode != 0:
-            raise LocklabError(_patch_failure(patch, proc.stdout + proc.stderr))
-
-
 class _Lock:
     """An exclusive lock on a work tree, so two locklab processes never build in it at once."""
 
@@ -292,7 +184,7 @@ def _restore(work: Path, source: Path) -> None:
 
 def _apply(work: Path, patches: list[Path]) -> None:
     ledger = work / ".locklab-patched"
-    touched = sorted({name for patch in patches for name in _patched_files(patch)})
+    touched = sorted({name for patch in patches for name in patched_files(patch)})
     ledger.write_text("".join(f"{name}\n" for name in touched))  # before any file changes
     for name in touched:  # break the hard link to the pristine source
         target = work / name
@@ -301,9 +193,9 @@ def _apply(work: Path, patches: list[Path]) -> None:
             target.unlink()
             target.write_bytes(data)
     for patch in patches:
-        proc = _patch(work, patch, dry_run=False)
+        proc = apply_patch(work, patch, dry_run=False)
         if proc.returncode != 0:
-            raise LocklabError(_patch_failure(patch, proc.stdout + proc.stderr))
+            raise LocklabError(patch_failure(patch, proc.stdout + proc.stderr))
 
 
 def _make_env() -> dict[str, str]:
@@ -477,11 +369,3 @@ def _build_one(label: str, key: str, source: Path, source_key: str, origin: str,
     (target / "bzImage.partial").rename(target / "bzImage")  # last: the image marks it done
     _progress(f"built {label} ({version}) in {built.seconds:.0f} s: {built.image}")
     return built
-
-
-def parse_patch_option(text: str) -> tuple[str, list[Path]]:
-    """`LABEL=FILE[,FILE...]` or `LABEL` (the stock kernel)."""
-    label, equals, files = text.partition("=")
-    if not label:
-        raise LocklabError(f"--patch {text!r}: give LABEL=FILE[,FILE...] or LABEL")
-    return label, [Path(name) for name in files.split(",") if name] if equals else []

@@ -108,12 +108,12 @@ class LocktortureSweep:
     ) -> list[Target]:  # fmt: skip
         """Kernels built from a source tree with each label's patches (cached), locktorture
         built in: its parameters go on the command line, and the console says how it ended."""
-        from locklab.kernel import build, params
+        from locklab.kernel import build, build_inputs, params
 
         extra = params.check(dict(_name_value(text) for text in param_options))
         patches: dict[str, list[Path]] = {}
         for text in patch_options:
-            label, files = build.parse_patch_option(text)
+            label, files = build_inputs.parse_patch_option(text)
             if label in patches:
                 raise LocklabError(f"--patch: label {label!r} given twice")
             patches[label] = files
