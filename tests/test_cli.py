@@ -200,7 +200,7 @@ def test_broken_lock_fails_the_sweep_but_keeps_the_others(tmp_path):
     plugin = ROOT / "build" / "opt" / "plugins" / "broken_tts.so"
     proc = locklab(
         "run", "--plugin", str(plugin), "--lock", "ticket,broken_tts", "--nwriters", "4",
-        "--repeat", "2", "--duration", "0.3", "--warmup", "0", "--plain", store=store,
+        "--repeat", "3", "--duration", "1", "--warmup", "0", "--plain", store=store,
     )  # fmt: skip
     assert proc.returncode == 1, proc.stderr
     errors = [line for line in proc.stderr.splitlines() if line.startswith("locklab: error:")]
