@@ -28,6 +28,17 @@ def experiment_line(experiment: Experiment) -> str:
             f'experiment #{experiment.id} "{experiment.name}": kernel locktorture logs, '
             f"up to {spec.repeat} runs per cell, throughput after the dropped warm-up reports"
         )
+    if spec.source == "program":
+        how = (
+            f"({spec.program_work} work) / wall time"
+            if spec.program_metric == "time"
+            else f"its output /{spec.program_metric}/"
+        )
+        return (
+            f'experiment #{experiment.id} "{experiment.name}": {" ".join(spec.program)} under '
+            f"each lock (LD_PRELOAD), {spec.repeat} runs per cell, throughput from {how}; "
+            "nwriters = {threads}"
+        )
     return (
         f'experiment #{experiment.id} "{experiment.name}": {_repeats(spec)} runs per cell, '
         f"{spec.duration_s:g} s measured after {spec.warmup_s:g} s warm-up, pin {spec.pin}, "

@@ -207,6 +207,10 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     engine = Engine(find_engine(args.engine))
     try:
         engine.check(spec)
+        if spec.program:
+            from locklab.run.program import check_program
+
+            check_program(spec)
     except LocklabError as error:
         raise locate_error(args.file, error) from None
     if args.dry_run:
@@ -242,7 +246,12 @@ def _print_plan(path: Path, spec: ExperimentSpec) -> None:
         f"{len(configs) * spec.repeat * spec.expected_run_s() / 60:.1f} min"
     )
     for config, repeat in spec.schedule()[: len(configs)]:
-        print(f"  {repeat + 1}: {' '.join(spec.engine_args(config, repeat))}")
+        if spec.program:
+            threads = config.axis("nwriters")
+            argv = [arg.replace("{threads}", str(threads)) for arg in spec.program]
+            print(f"  {repeat + 1}: LOCKLAB_LOCK={config.variant.lock} {' '.join(argv)}")
+        else:
+            print(f"  {repeat + 1}: {' '.join(spec.engine_args(config, repeat))}")
 
 
 def execute(

@@ -25,6 +25,10 @@ TOP_KEYS = {
     "numa_nodes",
     "torture_delays",
     "numa_remote_ns",
+    "program",
+    "metric_regex",
+    "work",
+    "program_timeout",
     "sweep",
     "variant",
     "workload",
@@ -138,6 +142,20 @@ class _CampaignReader:
             numa_remote_ns=self.typed(data, "numa_remote_ns", int, _default("numa_remote_ns")),
             workloads=self.workloads(data.get("workload", [])),
         )
+        if "program" in data:  # a real program under each lock, as `locklab exec` runs it
+            program = data["program"]
+            if (
+                not isinstance(program, list)
+                or not program
+                or not all(isinstance(arg, str) for arg in program)
+            ):
+                raise self.fail("'program' must be a list of strings, like [\"kccachetest\"]")
+            spec.source, spec.program = "program", list(program)
+            spec.program_metric = self.typed(data, "metric_regex", str, "time")
+            spec.program_work = self.typed(data, "work", str, _default("program_work"))
+            spec.program_timeout_s = self.number(
+                data, "program_timeout", _default("program_timeout_s")
+            )
         return spec
 
     def variants(self, raw: object) -> list[Variant]:

@@ -140,6 +140,14 @@ class ExperimentSpec:
     precision: float = AutoRepeat.precision
     # Where the runs come from: "locklab-bench", or "locktorture" for imported kernel logs.
     source: str = "locklab-bench"
+    # A real program instead of the engine (`locklab exec`, source "program"): its argv, with
+    # {threads} standing for the nwriters axis; its throughput is the number the last match
+    # of `program_metric` captures, or with `program_metric` = "time", `program_work` (a
+    # product like "{threads}*400000") divided by its wall time.
+    program: list[str] = field(default_factory=list)
+    program_metric: str = "time"
+    program_work: str = "1"
+    program_timeout_s: float = 600.0
 
     def __post_init__(self) -> None:
         for axis in AXES:
@@ -224,6 +232,8 @@ class ExperimentSpec:
         return args
 
     def run_timeout_s(self) -> float:
+        if self.program:
+            return self.program_timeout_s
         return self.warmup_s + self.duration_s + RUN_WATCHDOG_S + RUN_TIMEOUT_MARGIN_S
 
     # -- storage -------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from locklab.errors import LocklabError
 from locklab.model.catalogue import Catalogue, lock_info
 
 if TYPE_CHECKING:
-    from locklab.model.spec import ExperimentSpec
+    from locklab.model.spec import Configuration, ExperimentSpec
 
 ENGINE_NAME = "locklab-bench"
 # Engine exit statuses (native/engine/engine.h).
@@ -128,6 +128,15 @@ class Engine:
             last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
             raise LocklabError(last.removeprefix("locklab-bench: error: "))
         return proc.stdout
+
+    def measure(self, spec: ExperimentSpec, config: Configuration, repeat: int) -> EngineOutcome:
+        """One run of `spec`'s configuration: the engine, or the spec's program under the
+        interposed lock (run/program.py)."""
+        if spec.program:
+            from locklab.run.program import run_program
+
+            return run_program(spec, config, repeat, self)
+        return self.run(spec.engine_args(config, repeat), spec.run_timeout_s())
 
     def run(self, args: list[str], timeout_s: float) -> EngineOutcome:
         """One measurement: the engine with ``args`` and ``--json -``, waited for at most

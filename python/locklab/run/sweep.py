@@ -24,8 +24,8 @@ from locklab.store import Experiment, Run, Store
 STATUS_WORDS = {
     "violation": "correctness violation",
     "watchdog": f"deadlock (watchdog: no acquisition for {RUN_WATCHDOG_S:g} s)",
-    "timeout": "engine hung",
-    "error": "engine failed",
+    "timeout": "hung (killed at its time limit)",
+    "error": "failed",
 }
 
 
@@ -107,7 +107,7 @@ def _run_sweep(
                 outcome.taken += 1
                 progress.update(task, advance=per_run_s, refresh=True)
                 continue
-            result = engine.run(spec.engine_args(config, repeat), spec.run_timeout_s())
+            result = engine.measure(spec, config, repeat)
             store.add_run(experiment, stored_run(config, repeat, result), result.command,
                           version, commit)  # fmt: skip
             outcome.ran += 1
