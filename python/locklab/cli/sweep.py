@@ -299,7 +299,12 @@ def execute(
 
 
 def _kernel_campaign(args: argparse.Namespace, chosen: Settings, campaign: KernelCampaign) -> int:
-    """A kind = "kernel" campaign: `locklab kernel --patch ...` over the file's kernels."""
+    """A kind = "kernel" campaign: `locklab kernel --patch ...` over the file's kernels, with
+    --repeat and --duration overriding the file as for any campaign."""
+    if args.repeat is not None:
+        campaign.repeat = args.repeat
+    if args.duration is not None:
+        campaign.duration = args.duration
     sweep, patches, params = kernel_campaign.sweep_of(campaign)
     sweep.check()
     if args.dry_run:
