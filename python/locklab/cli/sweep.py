@@ -298,6 +298,10 @@ def execute(
     return (EXIT_RUN_FAILED if outcome.failures else 0), (runs, analysis)
 
 
+# A guest's boot and power-off around each locktorture run, under emulation, for the estimate.
+KERNEL_BOOT_S = 5.0
+
+
 def _kernel_campaign(args: argparse.Namespace, chosen: Settings, campaign: KernelCampaign) -> int:
     """A kind = "kernel" campaign: `locklab kernel --patch ...` over the file's kernels, with
     --repeat and --duration overriding the file as for any campaign."""
@@ -308,9 +312,11 @@ def _kernel_campaign(args: argparse.Namespace, chosen: Settings, campaign: Kerne
     sweep, patches, params = kernel_campaign.sweep_of(campaign)
     sweep.check()
     if args.dry_run:
+        runs = len(patches) * len(campaign.nwriters) * campaign.repeat
+        minutes = runs * (campaign.duration + KERNEL_BOOT_S) / 60
         print(f"{args.file}: \"{printable(campaign.name)}\": {len(patches)} kernels x "
-              f"{len(campaign.nwriters)} writer counts x {campaign.repeat} repeats, "
-              f"{campaign.duration:g} s each")  # fmt: skip
+              f"{len(campaign.nwriters)} points x {campaign.repeat} repeats = {runs} runs, "
+              f"about {minutes:.1f} min, builds not counted")  # fmt: skip
         return 0
     targets = sweep.built_targets(patches, campaign.source, campaign.config, params)
     store = Store(Path(args.store))
