@@ -55,7 +55,7 @@ $(BUILD)/$(1)/interpose-torture: tests/interpose/torture.c Makefile
 	@mkdir -p $$(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS_$(1)) -o $$@ $$<
 
-$(BUILD)/$(1)/unit/%: tests/unit/%.c tests/unit/check.h $(LOCK_SRC) $(ENGINE_SRC) $(HEADERS) Makefile
+$(BUILD)/$(1)/unit/%: tests/unit/%.c tests/unit/check.h tests/unit/access_hooks.h $(LOCK_SRC) $(ENGINE_SRC) $(HEADERS) Makefile
 	@mkdir -p $$(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS_$(1)) -o $$@ $$< -lm
 endef

@@ -47,7 +47,8 @@ def unit_against_mutant(tmp_path, old: str, new: str) -> subprocess.CompletedPro
     binary = tmp_path / "torture_delays_test"
     subprocess.run(
         ["cc", "-std=c11", "-D_GNU_SOURCE", "-O2", "-pthread",
-         f"-I{ROOT / 'native' / 'include'}", "-o", str(binary), str(test_source), "-lm"],
+         f"-I{ROOT / 'native' / 'include'}", f"-I{ROOT / 'tests' / 'unit'}",
+         "-o", str(binary), str(test_source), "-lm"],
         check=True,
         timeout=120,
     )  # fmt: skip

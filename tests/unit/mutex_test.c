@@ -18,22 +18,7 @@
 
 #include <stdio.h>
 
-static void after_read(const void *addr);
-static void after_write(const void *addr);
-
-#undef READ_ONCE
-#undef WRITE_ONCE
-#define READ_ONCE(x)                                                                           \
-	({                                                                                     \
-		__typeof__(x) read_value_ = __atomic_load_n(&(x), __ATOMIC_RELAXED);           \
-		after_read((const void *)&(x));                                                \
-		read_value_;                                                                   \
-	})
-#define WRITE_ONCE(x, val)                                                                     \
-	({                                                                                     \
-		__atomic_store_n(&(x), (val), __ATOMIC_RELAXED);                               \
-		after_write((const void *)&(x));                                               \
-	})
+#include "access_hooks.h"
 
 #include "../../native/locks/mutex.c"
 
