@@ -19,7 +19,12 @@ VARIANTS := opt tsan asan
 
 ENGINE_SRC := $(wildcard native/engine/*.c)
 LOCK_SRC := $(wildcard native/locks/*.c)
-HEADERS := $(wildcard native/include/locklab/*.h native/engine/*.h native/locks/*.h) native/locks/registry.def
+# The engine compiles a lock family with a writer loop of its own (native/engine/loops/, listed
+# in loops.def) from that loop's file, which includes the lock's source, instead of the source.
+LOOP_SRC := $(wildcard native/engine/loops/*.c)
+ENGINE_LOCK_SRC := $(LOOP_SRC) $(filter-out $(patsubst native/engine/loops/%,native/locks/%,$(LOOP_SRC)),$(LOCK_SRC))
+HEADERS := $(wildcard native/include/locklab/*.h native/engine/*.h native/locks/*.h) native/locks/registry.def \
+	native/engine/loops/loops.def
 # The LD_PRELOAD library that puts a lock of the catalogue under an unmodified program's
 # pthread mutexes, and the program that tortures it (opt and tsan: a sanitizer runtime has to
 # come first in a process, so asan is left out).
@@ -37,9 +42,9 @@ deps:
 	@scripts/install-deps.sh
 
 define variant_rules
-$(BUILD)/$(1)/locklab-bench: $(ENGINE_SRC) $(LOCK_SRC) $(HEADERS) Makefile
+$(BUILD)/$(1)/locklab-bench: $(ENGINE_SRC) $(LOCK_SRC) $(LOOP_SRC) $(HEADERS) Makefile
 	@mkdir -p $$(@D)
-	$(CC) $(BASE_CFLAGS) $(CFLAGS_$(1)) -o $$@ $(ENGINE_SRC) $(LOCK_SRC) -ldl -lm
+	$(CC) $(BASE_CFLAGS) $(CFLAGS_$(1)) -o $$@ $(ENGINE_SRC) $(ENGINE_LOCK_SRC) -ldl -lm
 
 $(BUILD)/$(1)/plugins/%.so: %.c $(HEADERS) Makefile
 	@mkdir -p $$(@D)
@@ -91,10 +96,10 @@ arm64:
 			"arm64 build skipped"; \
 	fi
 
-$(BUILD)/arm64/locklab-bench: $(ENGINE_SRC) $(LOCK_SRC) $(HEADERS) native/cross/aarch64/ck_md.h Makefile
+$(BUILD)/arm64/locklab-bench: $(ENGINE_SRC) $(LOCK_SRC) $(LOOP_SRC) $(HEADERS) native/cross/aarch64/ck_md.h Makefile
 	@mkdir -p $(@D)
 	$(ARM64_CC) $(BASE_CFLAGS) -O2 -march=$(ARM64_MARCH) -mno-outline-atomics \
-		-Inative/cross/aarch64 -o $@ $(ENGINE_SRC) $(LOCK_SRC) -ldl -lm
+		-Inative/cross/aarch64 -o $@ $(ENGINE_SRC) $(ENGINE_LOCK_SRC) -ldl -lm
 
 $(VENV)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
