@@ -34,7 +34,7 @@ INTERPOSE_VARIANTS := opt tsan
 PLUGIN_SRC := examples/plugin/example_ticket.c $(wildcard tests/plugins/*.c)
 vpath %.c examples/plugin tests/plugins
 
-.PHONY: all build build-all arm64 deps venv demo test test-c test-python lint bench clean
+.PHONY: all build build-all arm64 deps venv demo test test-c test-python lint bench bench-loops clean
 
 all: build
 
@@ -118,11 +118,27 @@ test: deps build-all venv
 	$(VENV)/bin/ruff format --check python tests bench
 	$(VENV)/bin/python -m pytest -q tests
 
-$(BUILD)/opt/inline_%: bench/inline_loop.c native/locks/%.c $(HEADERS)
-	$(CC) $(BASE_CFLAGS) $(CFLAGS_opt) -Inative/locks -DLOCK_SOURCE='"$*.c"' -DLOCK_OPS=$*_ops \
-		-o $@ bench/inline_loop.c
+# P1's bare loops (bench/engine_overhead.py): each lock's own source in a loop of nothing else,
+# and Concurrency Kit's and glibc's locks in the same loop.
+INLINE_LOCKS := tas:tas ttas:tas ticket:ticket mcs:mcs clh:clh qspinlock:qspinlock \
+	cna:qspinlock futex_mutex:futex_mutex pthread_mutex:pthread_locks
+inline_source = $(word 2,$(subst :, ,$(filter $(1):%,$(INLINE_LOCKS))))
+.SECONDEXPANSION:
+$(BUILD)/opt/inline_%: bench/inline_loop.c bench/bare_loop.h native/locks/$$(call inline_source,$$*).c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS_opt) -Inative/locks -DLOCK_SOURCE='"$(call inline_source,$*).c"' \
+		-DLOCK_OPS=$*_ops -o $@ bench/inline_loop.c
 
-bench: deps build venv $(BUILD)/opt/inline_tas $(BUILD)/opt/inline_ticket
+$(BUILD)/opt/ck_loop: bench/ck_loop.c bench/bare_loop.h
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS_opt) -o $@ bench/ck_loop.c
+
+BARE_LOOPS := $(foreach l,$(INLINE_LOCKS),$(BUILD)/opt/inline_$(firstword $(subst :, ,$(l)))) \
+	$(BUILD)/opt/ck_loop
+
+bench-loops: $(BARE_LOOPS)
+
+bench: deps build venv $(BARE_LOOPS)
 	$(VENV)/bin/python bench/engine_overhead.py
 	$(VENV)/bin/python bench/frontend.py
 	$(VENV)/bin/python bench/spinlocks.py
