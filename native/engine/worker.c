@@ -110,6 +110,11 @@ bool worker_handle_control(struct worker *w, uint32_t control, uint32_t *control
 	}
 }
 
+int64_t worker_control_changed(struct worker *w, uint32_t control, uint32_t control_seen)
+{
+	return worker_handle_control(w, control, &control_seen) ? (int64_t)control_seen : -1;
+}
+
 static uint64_t next_random(struct worker *w)
 {
 	w->random ^= w->random << 13;

@@ -22,6 +22,8 @@
 
 /* worker.c: the rare paths, kept out of line. */
 bool worker_handle_control(struct worker *w, uint32_t control, uint32_t *control_seen);
+/* worker_handle_control() for the loop: the new control_seen, or -1 when the thread leaves. */
+int64_t worker_control_changed(struct worker *w, uint32_t control, uint32_t control_seen);
 void worker_torture_before_lock(struct worker *w, unsigned int nwriters, bool measuring);
 void worker_torture_hold(struct worker *w, const struct torture_delay_spec *spec,
 			 unsigned int nthreads, bool measuring);

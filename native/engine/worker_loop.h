@@ -77,8 +77,10 @@ static inline __attribute__((always_inline)) void WORKER_LOOP_BODY(struct worker
 			w->sample_overtaken = READ_ONCE(cs->write_sequence) - sequence_before;
 		}
 
-		uint32_t control = READ_ONCE(run->control);
-		bool measuring = control_measuring(control);
+		const uint32_t control_at_lock = READ_ONCE(run->control);
+		uint32_t control = control_at_lock; /* --ops may set STOP below */
+		/* `measuring` is needed only on the rare paths: computed there. */
+#define measuring control_measuring(control_at_lock)
 
 		/* ---- critical section ---- */
 		bool owner_taken = READ_ONCE(cs->writer_inside) != 0;
@@ -122,13 +124,15 @@ static inline __attribute__((always_inline)) void WORKER_LOOP_BODY(struct worker
 				worker_window_change(&counted, total, measuring);
 			worker_publish(w, total, worker_window_now(&counted, total));
 			if (control != control_seen) {
-				uint32_t seen = control_seen;
-				if (!worker_handle_control(w, control, &seen))
+				/* Returned, not written through a pointer: it stays in a register. */
+				int64_t seen = worker_control_changed(w, control, control_seen);
+				if (seen < 0)
 					break;
-				control_seen = seen;
+				control_seen = (uint32_t)seen;
 				node = self->numa_node; /* --shuffle-interval may have moved us */
 			}
 		}
+#undef measuring
 		if (gap)
 			busy_loop(gap);
 	}
