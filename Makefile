@@ -19,7 +19,12 @@ VARIANTS := opt tsan asan
 
 ENGINE_SRC := $(wildcard native/engine/*.c)
 LOCK_SRC := $(wildcard native/locks/*.c)
-HEADERS := $(wildcard native/include/locklab/*.h native/engine/*.h native/locks/*.h) native/locks/registry.def
+# The engine compiles a lock family with a writer loop of its own (native/engine/loops/, listed
+# in loops.def) from that loop's file, which includes the lock's source, instead of the source.
+LOOP_SRC := $(wildcard native/engine/loops/*.c)
+ENGINE_LOCK_SRC := $(LOOP_SRC) $(filter-out $(patsubst native/engine/loops/%,native/locks/%,$(LOOP_SRC)),$(LOCK_SRC))
+HEADERS := $(wildcard native/include/locklab/*.h native/engine/*.h native/locks/*.h) native/locks/registry.def \
+	native/engine/loops/loops.def
 # The LD_PRELOAD library that puts a lock of the catalogue under an unmodified program's
 # pthread mutexes, and the program that tortures it (opt and tsan: a sanitizer runtime has to
 # come first in a process, so asan is left out).
@@ -29,7 +34,7 @@ INTERPOSE_VARIANTS := opt tsan
 PLUGIN_SRC := examples/plugin/example_ticket.c $(wildcard tests/plugins/*.c)
 vpath %.c examples/plugin tests/plugins
 
-.PHONY: all build build-all arm64 deps venv demo test test-c test-python lint bench clean
+.PHONY: all build build-all arm64 deps venv demo test test-c test-python lint bench bench-loops clean
 
 all: build
 
@@ -37,9 +42,9 @@ deps:
 	@scripts/install-deps.sh
 
 define variant_rules
-$(BUILD)/$(1)/locklab-bench: $(ENGINE_SRC) $(LOCK_SRC) $(HEADERS) Makefile
+$(BUILD)/$(1)/locklab-bench: $(ENGINE_SRC) $(LOCK_SRC) $(LOOP_SRC) $(HEADERS) Makefile
 	@mkdir -p $$(@D)
-	$(CC) $(BASE_CFLAGS) $(CFLAGS_$(1)) -o $$@ $(ENGINE_SRC) $(LOCK_SRC) -ldl -lm
+	$(CC) $(BASE_CFLAGS) $(CFLAGS_$(1)) -o $$@ $(ENGINE_SRC) $(ENGINE_LOCK_SRC) -ldl -lm
 
 $(BUILD)/$(1)/plugins/%.so: %.c $(HEADERS) Makefile
 	@mkdir -p $$(@D)
@@ -91,10 +96,10 @@ arm64:
 			"arm64 build skipped"; \
 	fi
 
-$(BUILD)/arm64/locklab-bench: $(ENGINE_SRC) $(LOCK_SRC) $(HEADERS) native/cross/aarch64/ck_md.h Makefile
+$(BUILD)/arm64/locklab-bench: $(ENGINE_SRC) $(LOCK_SRC) $(LOOP_SRC) $(HEADERS) native/cross/aarch64/ck_md.h Makefile
 	@mkdir -p $(@D)
 	$(ARM64_CC) $(BASE_CFLAGS) -O2 -march=$(ARM64_MARCH) -mno-outline-atomics \
-		-Inative/cross/aarch64 -o $@ $(ENGINE_SRC) $(LOCK_SRC) -ldl -lm
+		-Inative/cross/aarch64 -o $@ $(ENGINE_SRC) $(ENGINE_LOCK_SRC) -ldl -lm
 
 $(VENV)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -113,11 +118,27 @@ test: deps build-all venv
 	$(VENV)/bin/ruff format --check python tests bench
 	$(VENV)/bin/python -m pytest -q tests
 
-$(BUILD)/opt/inline_%: bench/inline_loop.c native/locks/%.c $(HEADERS)
-	$(CC) $(BASE_CFLAGS) $(CFLAGS_opt) -Inative/locks -DLOCK_SOURCE='"$*.c"' -DLOCK_OPS=$*_ops \
-		-o $@ bench/inline_loop.c
+# P1's bare loops (bench/engine_overhead.py): each lock's own source in a loop of nothing else,
+# and Concurrency Kit's and glibc's locks in the same loop.
+INLINE_LOCKS := tas:tas ttas:tas ticket:ticket mcs:mcs clh:clh qspinlock:qspinlock \
+	cna:qspinlock futex_mutex:futex_mutex pthread_mutex:pthread_locks
+inline_source = $(word 2,$(subst :, ,$(filter $(1):%,$(INLINE_LOCKS))))
+.SECONDEXPANSION:
+$(BUILD)/opt/inline_%: bench/inline_loop.c bench/bare_loop.h native/locks/$$(call inline_source,$$*).c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS_opt) -Inative/locks -DLOCK_SOURCE='"$(call inline_source,$*).c"' \
+		-DLOCK_OPS=$*_ops -o $@ bench/inline_loop.c
 
-bench: deps build venv $(BUILD)/opt/inline_tas $(BUILD)/opt/inline_ticket
+$(BUILD)/opt/ck_loop: bench/ck_loop.c bench/bare_loop.h
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS_opt) -o $@ bench/ck_loop.c
+
+BARE_LOOPS := $(foreach l,$(INLINE_LOCKS),$(BUILD)/opt/inline_$(firstword $(subst :, ,$(l)))) \
+	$(BUILD)/opt/ck_loop
+
+bench-loops: $(BARE_LOOPS)
+
+bench: deps build venv $(BARE_LOOPS)
 	$(VENV)/bin/python bench/engine_overhead.py
 	$(VENV)/bin/python bench/frontend.py
 	$(VENV)/bin/python bench/spinlocks.py

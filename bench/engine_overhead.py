@@ -1,26 +1,52 @@
 """Benchmarks P1 and P2 of the engine (not tests: they print figures, they assert nothing).
 
-P1: single-thread, uncontended lock+unlock throughput through the engine, divided by that of a
-    minimal inline loop over the same lock code (bench/inline_loop.c). Goal >= 0.95.
-P2: our ticket, MCS and CLH divided by Concurrency Kit's, at 1 and 2 threads. Goal >= 1.00.
+P1: lock+unlock throughput through the engine, divided by that of bare loops, at 1 and 2
+    threads, each thread pinned to its own CPU (0, 1) on both sides:
+    - same source: the lock's own source inlined into a loop of nothing else
+      (bench/inline_loop.c); goal >= 0.95;
+    - independent: Concurrency Kit's and glibc's locks in the same bare loop (bench/ck_loop.c),
+      for the locks that have a counterpart there.
+    The engine's critical section keeps its correctness checks; the bare loops' is one shared
+    counter increment. Also: the cost of the indirect call plugins keep (the same lock run in
+    the engine's generic loop, LOCKLAB_INDIRECT_LOOP=1, against its specialised loop).
+P2: our ticket, MCS and CLH divided by Concurrency Kit's, both through the engine, at 1 and 2
+    threads. Goal >= 1.00.
 
-Each figure is the median of interleaved repeats, so drift on a shared machine hits both sides
-of a ratio alike. Run with `make bench`.
+Every ratio is the median of interleaved repeats (engine, bare, independent, engine, ...), so
+drift on a shared machine hits both sides alike; sd is the spread of the per-repeat ratios.
+Run with `make bench`.
 """
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCH = ROOT / "build" / "opt" / "locklab-bench"
-INLINE = {lock: ROOT / "build" / "opt" / f"inline_{lock}" for lock in ("tas", "ticket")}
+OPT = ROOT / "build" / "opt"
+BENCH = OPT / "locklab-bench"
+CK_LOOP = OPT / "ck_loop"
+# engine lock -> its counterpart in bench/ck_loop.c (None: there is none)
+P1_LOCKS = {
+    "tas": "ck_fas",
+    "ttas": None,
+    "ticket": "ck_ticket",
+    "mcs": "ck_mcs",
+    "clh": "ck_clh",
+    "qspinlock": None,
+    "cna": None,
+    "pthread_mutex": "pthread_mutex",
+    "futex_mutex": None,
+}
 P2_PAIRS = (("ticket", "ck_ticket"), ("mcs", "ck_mcs"), ("clh", "ck_clh"))
 
 
-def engine_ops_per_s(lock: str, nwriters: int, seconds: float) -> float:
+def engine_ops_per_s(lock: str, nwriters: int, seconds: float, indirect: bool = False) -> float:
+    env = dict(os.environ)
+    if indirect:
+        env["LOCKLAB_INDIRECT_LOOP"] = "1"
     proc = subprocess.run(
         [
             str(BENCH),
@@ -28,10 +54,12 @@ def engine_ops_per_s(lock: str, nwriters: int, seconds: float) -> float:
             lock,
             "--nwriters",
             str(nwriters),
+            "--pin",
+            ",".join(str(cpu) for cpu in range(nwriters)),
             "--duration",
             str(seconds),
             "--warmup",
-            "0.2",
+            "0.1",
             "--json",
             "-",
         ],
@@ -39,13 +67,18 @@ def engine_ops_per_s(lock: str, nwriters: int, seconds: float) -> float:
         text=True,
         check=True,
         timeout=120,
+        env=env,
     )
     return float(json.loads(proc.stdout)["throughput_ops_per_s"])
 
 
-def inline_ops_per_s(lock: str, ops: int) -> float:
+def bare_ops_per_s(program: Path, lock: str, nthreads: int, seconds: float) -> float:
     proc = subprocess.run(
-        [str(INLINE[lock]), str(ops)], capture_output=True, text=True, check=True, timeout=120
+        [str(program), lock, str(seconds), str(nthreads)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
     )
     return float(proc.stdout)
 
@@ -56,27 +89,55 @@ def median_ratio(numerators: list[float], denominators: list[float]) -> tuple[fl
     return statistics.median(ratios), spread
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--seconds", type=float, default=1.0, help="per engine run")
-    args = parser.parse_args()
+def p1(repeats: int, seconds: float) -> None:
+    print(f"P1: engine vs bare loops, each thread pinned, {repeats} interleaved repeats")
+    print(
+        f"{'lock':<14} {'thr':>3} {'engine ops/s':>13} {'same-src ops/s':>14} {'ratio':>6}"
+        f" {'sd':>5}  {'goal':<12} {'independent':<14} {'ratio':>6} {'sd':>5}"
+    )
+    for nthreads in (1, 2):
+        for lock, peer in P1_LOCKS.items():
+            engine, same, indep = [], [], []
+            for _ in range(repeats):
+                engine.append(engine_ops_per_s(lock, nthreads, seconds))
+                same.append(bare_ops_per_s(OPT / f"inline_{lock}", lock, nthreads, seconds))
+                if peer:
+                    indep.append(bare_ops_per_s(CK_LOOP, peer, nthreads, seconds))
+            ratio, spread = median_ratio(engine, same)
+            goal = f">=0.95 {'met' if ratio >= 0.95 else 'MISSED'}"
+            line = (
+                f"{lock:<14} {nthreads:>3} {statistics.median(engine):>13,.0f}"
+                f" {statistics.median(same):>14,.0f} {ratio:>6.3f} {spread:>5.3f}  {goal:<12}"
+            )
+            if peer:
+                iratio, ispread = median_ratio(engine, indep)
+                line += f" {peer:<14} {iratio:>6.3f} {ispread:>5.3f}"
+            else:
+                line += f" {'-':<14}"
+            print(line, flush=True)
 
-    print(f"P1: engine vs minimal inline loop, 1 thread, {args.repeats} interleaved repeats")
-    print(f"{'lock':<8} {'engine ops/s':>14} {'inline ops/s':>14} {'ratio':>7} {'sd':>6}  goal")
-    for lock in INLINE:
-        engine, inline = [], []
-        for _ in range(args.repeats):
-            engine.append(engine_ops_per_s(lock, 1, args.seconds))
-            inline.append(inline_ops_per_s(lock, int(engine[-1] * args.seconds)))
-        ratio, spread = median_ratio(engine, inline)
+
+def plugin_cost(repeats: int, seconds: float) -> None:
+    print()
+    print("Plugin path: the same lock in the engine's indirect-call loop vs its own loop, 1 thread")
+    print(f"{'lock':<14} {'own loop':>13} {'indirect':>13} {'ratio':>6} {'sd':>5} {'ns/acq':>7}")
+    for lock in ("tas", "ticket", "mcs"):
+        own, indirect = [], []
+        for _ in range(repeats):
+            own.append(engine_ops_per_s(lock, 1, seconds))
+            indirect.append(engine_ops_per_s(lock, 1, seconds, indirect=True))
+        ratio, spread = median_ratio(indirect, own)
+        extra_ns = 1e9 / statistics.median(indirect) - 1e9 / statistics.median(own)
         print(
-            f"{lock:<8} {statistics.median(engine):>14,.0f} {statistics.median(inline):>14,.0f}"
-            f" {ratio:>7.3f} {spread:>6.3f}  >= 0.95 {'met' if ratio >= 0.95 else 'MISSED'}"
+            f"{lock:<14} {statistics.median(own):>13,.0f} {statistics.median(indirect):>13,.0f}"
+            f" {ratio:>6.3f} {spread:>5.3f} {extra_ns:>7.2f}",
+            flush=True,
         )
 
+
+def p2(repeats: int, seconds: float) -> None:
     print()
-    print(f"P2: ours vs Concurrency Kit through the engine, {args.repeats} interleaved repeats")
+    print(f"P2: ours vs Concurrency Kit through the engine, {repeats} interleaved repeats")
     print(
         f"{'pair':<20} {'threads':>7} {'ours ops/s':>14} {'ck ops/s':>14} {'ratio':>7} {'sd':>6}"
         "  goal"
@@ -84,15 +145,30 @@ def main() -> None:
     for ours, peer in P2_PAIRS:
         for nwriters in (1, 2):
             ours_runs, peer_runs = [], []
-            for _ in range(args.repeats):
-                ours_runs.append(engine_ops_per_s(ours, nwriters, args.seconds))
-                peer_runs.append(engine_ops_per_s(peer, nwriters, args.seconds))
+            for _ in range(repeats):
+                ours_runs.append(engine_ops_per_s(ours, nwriters, seconds))
+                peer_runs.append(engine_ops_per_s(peer, nwriters, seconds))
             ratio, spread = median_ratio(ours_runs, peer_runs)
             print(
                 f"{ours + ' / ' + peer:<20} {nwriters:>7} {statistics.median(ours_runs):>14,.0f}"
                 f" {statistics.median(peer_runs):>14,.0f} {ratio:>7.3f} {spread:>6.3f}"
-                f"  >= 1.00 {'met' if ratio >= 1.0 else 'MISSED'}"
+                f"  >= 1.00 {'met' if ratio >= 1.0 else 'MISSED'}",
+                flush=True,
             )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--seconds", type=float, default=0.5, help="per run")
+    parser.add_argument("--only", choices=("p1", "plugin", "p2"), help="one part only")
+    args = parser.parse_args()
+    if args.only in (None, "p1"):
+        p1(args.repeats, args.seconds)
+    if args.only in (None, "plugin"):
+        plugin_cost(args.repeats, args.seconds)
+    if args.only in (None, "p2"):
+        p2(args.repeats, args.seconds)
 
 
 if __name__ == "__main__":

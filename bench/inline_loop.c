@@ -1,35 +1,36 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * inline_loop - the P1 reference: the tightest possible single-thread lock+unlock loop, with
- * the lock's own code compiled into it (so the compiler may inline it) and a plain counter in
- * the critical section, as the engine has. Built once per lock:
- *   -DLOCK_SOURCE='"../native/locks/tas.c"' -DLOCK_OPS=tas_ops
- * Usage: inline_loop OPS   -> prints acquisitions per second
+ * inline_loop - the P1 same-source reference: the lock's own source compiled into a bare loop
+ * (bare_loop.h), so the compiler inlines lock() and unlock() as it does in the engine's
+ * specialised loops, and nothing else: no checks, no counts, no sampling. Built once per lock:
+ *   -DLOCK_SOURCE='"tas.c"' -DLOCK_OPS=tas_ops
+ * Usage: inline_loop LOCK SECONDS NTHREADS  (LOCK: the lock's name, checked)
  */
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-
 #include LOCK_SOURCE
 
-int main(int argc, char **argv)
-{
-	static struct lock_thread self;
-	static _Alignas(LOCKLAB_CACHELINE) unsigned char lock[LOCKLAB_CACHELINE];
-	static volatile unsigned long long protected_counter;
-	unsigned long long ops = argc > 1 ? strtoull(argv[1], NULL, 10) : 50000000ull;
-	struct timespec start, end;
+#include "bare_loop.h"
 
-	if (LOCK_OPS.init)
-		LOCK_OPS.init(lock, &(struct lock_init_args){ NULL, 1 });
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	for (unsigned long long i = 0; i < ops; i++) {
-		LOCK_OPS.lock(lock, &self);
-		protected_counter = protected_counter + 1;
-		LOCK_OPS.unlock(lock, &self);
+static _Alignas(LOCKLAB_CACHELINE) unsigned char lock_memory[4096];
+static struct lock_thread selves[BARE_MAX_THREADS];
+
+static bool bare_lock_setup(const char *name)
+{
+	if (strcmp(name, LOCK_OPS.name) != 0)
+		return false;
+	for (unsigned int i = 0; i < BARE_MAX_THREADS; i++) {
+		selves[i].index = i;
+		selves[i].cpu = (int)i;
+		selves[i].numa_node = 0;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &end);
-	double seconds = (double)(end.tv_sec - start.tv_sec) + (double)(end.tv_nsec - start.tv_nsec) * 1e-9;
-	printf("%.0f\n", (double)ops / seconds);
-	return protected_counter == ops ? 0 : 1;
+	long params[16] = { 0 };
+	for (unsigned int i = 0; LOCK_OPS.tunables && LOCK_OPS.tunables[i].name; i++)
+		params[i] = LOCK_OPS.tunables[i].default_value;
+	return !LOCK_OPS.init || LOCK_OPS.init(lock_memory, &(struct lock_init_args){ params, BARE_MAX_THREADS }) == 0;
+}
+
+static void bare_iteration(unsigned int thread)
+{
+	LOCK_OPS.lock(lock_memory, &selves[thread]);
+	shared_counter = shared_counter + 1;
+	LOCK_OPS.unlock(lock_memory, &selves[thread]);
 }

@@ -234,6 +234,9 @@ struct worker {
 	uint64_t handoffs;           /* the previous holder was another writer */
 	uint64_t handoffs_same_node; /* ... on my NUMA node */
 	uint64_t reacquisitions;     /* the previous holder was me */
+	uint64_t handoff_checks;     /* acquisitions that took the hand-over path (worker_loop.h) */
+	uint64_t sample_wait;        /* the sampled acquisition's wait, cycles */
+	uint64_t sample_overtaken;   /* and how many acquisitions overtook it */
 	uint64_t overtaken_max;      /* sampled: most acquisitions by others during one wait */
 	uint64_t overtaken_sum;
 	uint64_t overtaken_samples;

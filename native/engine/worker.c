@@ -42,6 +42,7 @@
 #include <locklab/kernel.h>
 
 #include "engine.h"
+#include "worker_hot.h"
 
 static void usage_snapshot_take(struct usage_snapshot *snap)
 {
@@ -83,7 +84,7 @@ static void shuffle(struct worker *w, uint32_t control)
  * open and when it sees the stop, so no other thread reads its counters mid-run. A thread that
  * is asleep inside a sleeping lock when the window opens starts its window late, by that wait.
  */
-static bool handle_control(struct worker *w, uint32_t control, uint32_t *control_seen)
+bool worker_handle_control(struct worker *w, uint32_t control, uint32_t *control_seen)
 {
 	struct run_state *run = w->run;
 	for (;;) {
@@ -109,6 +110,11 @@ static bool handle_control(struct worker *w, uint32_t control, uint32_t *control
 	}
 }
 
+int64_t worker_control_changed(struct worker *w, uint32_t control, uint32_t control_seen)
+{
+	return worker_handle_control(w, control, &control_seen) ? (int64_t)control_seen : -1;
+}
+
 static uint64_t next_random(struct worker *w)
 {
 	w->random ^= w->random << 13;
@@ -118,7 +124,7 @@ static uint64_t next_random(struct worker *w)
 }
 
 /* locktorture's long hold: about once per (nwriters * 2000 * long_hold_ms) acquisitions. */
-static void maybe_long_hold(struct worker *w)
+void worker_maybe_long_hold(struct worker *w)
 {
 	const struct bench_config *config = w->run->config;
 	uint64_t one_in = (uint64_t)config->nwriters * 2000u * config->long_hold_ms;
@@ -153,7 +159,7 @@ static void set_fifo(struct worker *w, bool fifo)
 }
 
 /* lock_torture_writer()/reader() before the lock: the rare one-jiffy sleep, then the boost. */
-static void torture_before_lock(struct worker *w, unsigned int nwriters, bool measuring)
+void worker_torture_before_lock(struct worker *w, unsigned int nwriters, bool measuring)
 {
 	if (unlikely(torture_draw_sleep(&w->torture_rng))) {
 		struct timespec jiffy = { 0, 4 * 1000 * 1000 }; /* HZ=250 */
@@ -176,7 +182,7 @@ static void torture_before_lock(struct worker *w, unsigned int nwriters, bool me
 }
 
 /* The critical section's delay, drawn as write_delay()/read_delay() draw it. */
-static void torture_hold(struct worker *w, const struct torture_delay_spec *spec,
+void worker_torture_hold(struct worker *w, const struct torture_delay_spec *spec,
 			 unsigned int nthreads, bool measuring)
 {
 	struct torture_draw d = torture_draw_delay(spec, &w->torture_rng, nthreads);
@@ -196,7 +202,7 @@ static void torture_hold(struct worker *w, const struct torture_delay_spec *spec
  * The first writer to reach --ops stops the run; it holds the lock, so the count is exact.
  * Returns the new control word, so the caller leaves after this acquisition.
  */
-static uint32_t stop_at_target(struct run_state *run)
+uint32_t worker_stop_at_target(struct run_state *run)
 {
 	double now = monotonic_s();
 	uint32_t before = __atomic_fetch_or(&run->control, CONTROL_STOP, __ATOMIC_ACQ_REL);
@@ -213,25 +219,25 @@ static void count_acquisition(struct worker *w, bool measuring)
 				 __ATOMIC_RELAXED);
 }
 
-/*
- * One acquisition in latency_every is sampled: for writers, read the write sequence (to count
- * who overtakes us), then start the cycle count, last, just before lock().
- */
-static inline bool sample_begin(struct worker *w, uint64_t *started, const uint64_t *sequence,
-				uint64_t *sequence_before)
+void worker_record_sample(struct worker *w)
 {
-	bool timed = --w->sample_countdown == 0;
-	if (unlikely(timed)) {
-		if (sequence)
-			*sequence_before = READ_ONCE(*sequence);
-		*started = arch_cycles();
-	}
-	return timed;
+	histogram_record(w->latency, w->sample_wait);
+	uint64_t overtaken = w->sample_overtaken;
+	w->overtaken_samples++;
+	w->overtaken_sum += overtaken;
+	if (overtaken > w->overtaken_max)
+		w->overtaken_max = overtaken;
+}
+
+void worker_note_violations(struct worker *w, unsigned int owner, unsigned int readers)
+{
+	w->violations_owner += owner;
+	w->violations_readers += readers;
 }
 
 /*
- * Bookkeeping after unlock, the same for writers and readers: count, record the sampled wait,
- * and act on a changed control word. Returns false when the thread must leave.
+ * The reader loop's bookkeeping after unlock: count, record the sampled wait, and act on a
+ * changed control word. Returns false when the thread must leave.
  */
 static inline bool acquisition_done(struct worker *w, bool measuring, bool timed,
 				    uint64_t waited, uint32_t control, uint32_t *control_seen)
@@ -242,20 +248,21 @@ static inline bool acquisition_done(struct worker *w, bool measuring, bool timed
 		if (measuring)
 			histogram_record(w->latency, waited);
 	}
-	return likely(control == *control_seen) || handle_control(w, control, control_seen);
+	return likely(control == *control_seen) || worker_handle_control(w, control, control_seen);
 }
 
 /*
- * In the critical section: count the hand-over from the previous holder (in the window), and
- * pay --numa-remote-ns when that holder ran on another node.
+ * In the critical section, when the previous holder was not this writer on this node: count
+ * the hand-over (in the window), and pay --numa-remote-ns when that holder ran on another node.
  */
-static inline void note_handoff(struct worker *w, struct critical_section *cs, uint32_t me,
-				bool measuring)
+void worker_note_handoff(struct worker *w, struct critical_section *cs, uint32_t me,
+			 bool measuring)
 {
 	uint32_t previous = cs->last_writer;
 	bool same_node = cs->last_writer_node == w->ctx.numa_node;
+	w->handoff_checks += measuring;
 	if (previous == me) {
-		w->reacquisitions += measuring;
+		w->reacquisitions += measuring; /* moved by --shuffle-interval since */
 	} else if (previous != 0) {
 		if (measuring) {
 			w->handoffs++;
@@ -271,77 +278,40 @@ static inline void note_handoff(struct worker *w, struct critical_section *cs, u
 	cs->last_writer_node = w->ctx.numa_node;
 }
 
-static inline void note_overtaken(struct worker *w, uint64_t before, uint64_t after)
+/* The generic writer loop: the lock through struct lock_ops (plugins, and the locks without a
+ * loop of their own in native/engine/loops/). */
+#define WORKER_LOOP_NAME writer_loop_indirect
+#define WORKER_LOCK(lock, self) ops->lock(lock, self)
+#define WORKER_UNLOCK(lock, self) ops->unlock(lock, self)
+#define WORKER_LOOP_SETUP const struct lock_ops *ops = config->lock
+#include "worker_loop.h"
+#undef WORKER_LOOP_NAME
+#undef WORKER_LOCK
+#undef WORKER_UNLOCK
+#undef WORKER_LOOP_SETUP
+
+/* The built-in locks compiled into a loop of their own (native/engine/loops/). */
+#define LOOP(ops, loop) extern const struct lock_ops ops; void loop(struct worker *w, uint32_t control_seen);
+#include "loops/loops.def"
+#undef LOOP
+
+static const struct {
+	const struct lock_ops *ops;
+	void (*writer_loop)(struct worker *w, uint32_t control_seen);
+} specialised_loops[] = {
+#define LOOP(ops, loop) { &ops, loop },
+#include "loops/loops.def"
+#undef LOOP
+};
+
+typedef void writer_loop_fn(struct worker *w, uint32_t control_seen);
+
+static writer_loop_fn *writer_loop_of(const struct lock_ops *ops)
 {
-	uint64_t overtaken = after - before;
-	w->overtaken_samples++;
-	w->overtaken_sum += overtaken;
-	if (overtaken > w->overtaken_max)
-		w->overtaken_max = overtaken;
-}
-
-static void writer_loop(struct worker *w, uint32_t control_seen)
-{
-	struct run_state *run = w->run;
-	const struct bench_config *config = run->config;
-	const struct lock_ops *ops = config->lock;
-	void *lock = run->lock;
-	struct critical_section *cs = &run->cs;
-	struct lock_thread *self = &w->ctx;
-	const uint32_t me = self->index + 1;
-	const uint64_t hold = run->calibration->hold_iterations;
-	const uint64_t gap = run->calibration->gap_iterations;
-	const unsigned int cs_lines = config->cs_lines;
-	const uint64_t target = config->ops;
-	const struct torture_profile *torture = config->torture;
-
-	for (;;) {
-		uint64_t started = 0, sequence_before = 0;
-		if (unlikely(torture))
-			torture_before_lock(w, config->nwriters, control_measuring(control_seen));
-		bool timed = sample_begin(w, &started, &cs->write_sequence, &sequence_before);
-
-		ops->lock(lock, self);
-
-		uint64_t waited = timed ? arch_cycles() - started : 0;
-		uint32_t control = READ_ONCE(run->control);
-		bool measuring = control_measuring(control);
-
-		/* ---- critical section ---- */
-		if (unlikely(READ_ONCE(cs->writer_inside) != 0))
-			w->violations_owner++;
-		WRITE_ONCE(cs->writer_inside, me);
-		if (unlikely(READ_ONCE(cs->readers_inside) != 0))
-			w->violations_readers++;
-		cs->writes++;
-		WRITE_ONCE(cs->write_sequence, cs->writes);
-		note_handoff(w, cs, me, measuring);
-		if (measuring) {
-			if (unlikely(timed))
-				note_overtaken(w, sequence_before, cs->writes - 1);
-		}
-		if (measuring && target && ++cs->window_writes == target)
-			control = stop_at_target(run);
-		for (unsigned int i = 0; i < cs_lines; i++)
-			cs->lines[i].value++;
-		if (hold)
-			busy_loop(hold);
-		if (unlikely(config->long_hold_ms))
-			maybe_long_hold(w);
-		if (unlikely(torture))
-			torture_hold(w, torture->writer, config->nwriters, measuring);
-		if (unlikely(READ_ONCE(cs->writer_inside) != me))
-			w->violations_owner++;
-		WRITE_ONCE(cs->writer_inside, 0);
-		/* ---- end of critical section ---- */
-
-		ops->unlock(lock, self);
-
-		if (!acquisition_done(w, measuring, timed, waited, control, &control_seen))
-			return;
-		if (gap)
-			busy_loop(gap);
-	}
+	for (size_t i = 0; i < sizeof(specialised_loops) / sizeof(specialised_loops[0]); i++)
+		if (specialised_loops[i].ops == ops)
+			return specialised_loops[i].writer_loop;
+	return writer_loop_indirect;
 }
 
 static void reader_loop(struct worker *w, uint32_t control_seen)
@@ -361,8 +331,10 @@ static void reader_loop(struct worker *w, uint32_t control_seen)
 	for (;;) {
 		uint64_t started = 0;
 		if (unlikely(torture))
-			torture_before_lock(w, config->nwriters, control_measuring(control_seen));
-		bool timed = sample_begin(w, &started, NULL, NULL);
+			worker_torture_before_lock(w, config->nwriters, control_measuring(control_seen));
+		bool timed = --w->sample_countdown == 0;
+		if (unlikely(timed))
+			started = arch_cycles();
 
 		ops->read_lock(lock, self);
 
@@ -380,7 +352,7 @@ static void reader_loop(struct worker *w, uint32_t control_seen)
 		if (hold)
 			busy_loop(hold);
 		if (unlikely(torture))
-			torture_hold(w, torture->reader, config->nreaders, measuring);
+			worker_torture_hold(w, torture->reader, config->nreaders, measuring);
 		if (unlikely(cs->writes != writes_seen))
 			w->violations_read_data++;
 		__atomic_fetch_sub(&cs->readers_inside, 1, __ATOMIC_RELAXED);
@@ -410,11 +382,13 @@ void *worker_main(void *arg)
 	pthread_barrier_wait(&run->start_barrier);
 	uint32_t control = __atomic_load_n(&run->control, __ATOMIC_ACQUIRE);
 	uint32_t control_seen = control;
-	if (handle_control(w, control, &control_seen)) {
+	if (worker_handle_control(w, control, &control_seen)) {
 		if (w->is_reader)
 			reader_loop(w, control_seen);
+		else if (getenv("LOCKLAB_INDIRECT_LOOP") != NULL)
+			writer_loop_indirect(w, control_seen);
 		else
-			writer_loop(w, control_seen);
+			writer_loop_of(run->config->lock)(w, control_seen);
 	}
 	if (w->torture_boosted)
 		set_fifo(w, false); /* torture_rtmutex_boost(NULL): reset prio */

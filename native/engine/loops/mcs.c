@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: MIT */
+/* The engine's build of native/locks/mcs.c, with writer loops that inline its locks (loops.def). */
+#include "../../locks/mcs.c"
+#include "../worker_hot.h"
+
+#define WORKER_LOOP_NAME writer_loop_mcs
+#define WORKER_LOCK(lock, self) mcs_lock(lock, self)
+#define WORKER_UNLOCK(lock, self) mcs_unlock(lock, self)
+#include "../worker_loop.h"
+#undef WORKER_LOOP_NAME
+#undef WORKER_LOCK
+#undef WORKER_UNLOCK
