@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from locklab.errors import LocklabError
+from locklab.kernel.params import TORTURE_TYPES_6_1
 
 ROOT = Path(__file__).resolve().parents[3]
 BUILD = ROOT / "build" / "kernel"
@@ -31,10 +32,7 @@ BUSYBOX = Path("/bin/busybox")
 KVM_SIGN_OF_LIFE_S = 15.0
 KERNEL_STARTED = b"Linux version"  # the kernel's first console line
 # The torture types of Linux 6.1's kernel/locking/locktorture.c (its lock_torture_ops names).
-TORTURE_TYPES = (
-    "lock_busted", "spin_lock", "spin_lock_irq", "rw_lock", "rw_lock_irq", "mutex_lock",
-    "ww_mutex_lock", "rtmutex_lock", "rwsem_lock", "percpu_rwsem_lock",
-)  # fmt: skip
+TORTURE_TYPES = TORTURE_TYPES_6_1
 # QEMU's x86 "pc" machine takes at most 255 vCPUs without an interrupt-remapping IOMMU.
 MAX_GUEST_CPUS = 255
 

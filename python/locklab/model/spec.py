@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from locklab.errors import LocklabError
+from locklab.kernel.params import TORTURE_TYPES_6_1
 from locklab.model.catalogue import LockInfo
 from locklab.model.values import (
     AXES,
@@ -30,10 +31,7 @@ Point = tuple[tuple[str, int], ...]  # a value of every axis, in AXES order
 # The engine's deadlock watchdog for every run: no acquisition for this long ends the run.
 RUN_WATCHDOG_S = 10.0
 # The torture types whose delays the engine draws (--torture-delays), Linux 6.1's.
-TORTURE_DELAY_TYPES = (
-    "lock_busted", "spin_lock", "spin_lock_irq", "rw_lock", "rw_lock_irq", "mutex_lock",
-    "ww_mutex_lock", "rtmutex_lock", "rwsem_lock", "percpu_rwsem_lock",
-)  # fmt: skip
+TORTURE_DELAY_TYPES = TORTURE_TYPES_6_1
 # Beyond warm-up + duration + watchdog: thread start, calibration and the JSON, with room to spare
 # on a loaded machine. Past it the run is killed and recorded as a timeout.
 RUN_TIMEOUT_MARGIN_S = 60.0
