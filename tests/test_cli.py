@@ -237,7 +237,7 @@ def test_resume_after_killed_sweep(tmp_path, how):
     store = tmp_path / "store"
     args = [
         "run", "--lock", "tas,ticket", "--nwriters", "1,2", "--repeat", "3",
-        "--duration", "0.2", "--warmup", "0", "--store", str(store),
+        "--duration", "0.6", "--warmup", "0", "--store", str(store),
     ]  # fmt: skip
     sweep = subprocess.Popen(
         [sys.executable, "-m", "locklab.cli", *args],
