@@ -89,29 +89,32 @@ def run_unit(variant: str, name: str) -> subprocess.CompletedProcess:
 
 
 def run_unit_against_mutant(
-    tmp_path: Path, unit: str, lock_file: str, old: str, new: str
+    tmp_path: Path, unit: str, source_file: str, old: str, new: str
 ) -> subprocess.CompletedProcess:
-    """Compile tests/unit/UNIT.c against a copy of native/locks/LOCK_FILE with `old` replaced
-    by `new` (the mistake the unit test must catch), and run it."""
-    source = (ROOT / "native" / "locks" / lock_file).read_text()
+    """Compile tests/unit/UNIT.c against a copy of native/SOURCE_FILE (a lock file name means
+    native/locks/) with `old` replaced by `new` (the mistake the unit test must catch), and
+    run it. The folder's headers come along, so the copy includes what the original does."""
+    relative = source_file if "/" in source_file else f"locks/{source_file}"
+    original = ROOT / "native" / relative
+    source = original.read_text()
     mutant = source.replace(old, new)
-    assert mutant != source, f"{old!r} is not in {lock_file}"
-    locks = tmp_path / "native" / "locks"
-    locks.mkdir(parents=True)
-    for header in (ROOT / "native" / "locks").glob("*.h"):
-        (locks / header.name).write_text(header.read_text())
-    (locks / lock_file).write_text(mutant)
+    assert mutant != source, f"{old!r} is not in {relative}"
+    folder = tmp_path / "native" / Path(relative).parent
+    folder.mkdir(parents=True)
+    for header in original.parent.glob("*.h"):
+        (folder / header.name).write_text(header.read_text())
+    (folder / original.name).write_text(mutant)
     (tmp_path / "tests" / "unit").mkdir(parents=True)
     test_source = tmp_path / "tests" / "unit" / f"{unit}.c"
     test_source.write_text((ROOT / "tests" / "unit" / f"{unit}.c").read_text())
     binary = tmp_path / unit
     subprocess.run(
         [
-            "cc", "-std=c11", "-D_GNU_SOURCE", "-O1", "-pthread",
+            "cc", "-std=c11", "-D_GNU_SOURCE", "-O2", "-pthread",
             f"-I{ROOT / 'native' / 'include'}", f"-I{ROOT / 'tests' / 'unit'}",
-            "-o", str(binary), str(test_source),
+            "-o", str(binary), str(test_source), "-lm",
         ],
         check=True,
         timeout=120,
     )  # fmt: skip
-    return subprocess.run([str(binary)], capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run([str(binary)], capture_output=True, text=True, timeout=120, check=False)

@@ -42,25 +42,13 @@ def test_qspinlock_unit_tests(variant):
 def test_unit_tests_can_fail(tmp_path):
     """The unit test must catch a CNA that hands over FIFO: compile it against a copy of the
     lock whose scans (v1's and v15's) never find a local waiter."""
-    source = (BUILD.parent / "native" / "locks" / "qspinlock.c").read_text()
-    broken = source.replace("->numa_node == node->numa_node", "->numa_node == -12345")
-    assert broken != source
-    (tmp_path / "native" / "locks").mkdir(parents=True)
-    (tmp_path / "native" / "locks" / "qspinlock.c").write_text(broken)
-    (tmp_path / "tests" / "unit").mkdir(parents=True)
-    test_source = (BUILD.parent / "tests" / "unit" / "qspinlock_test.c").read_text()
-    (tmp_path / "tests" / "unit" / "qspinlock_test.c").write_text(test_source)
-    binary = tmp_path / "qspinlock_test"
-    subprocess.run(
-        [
-            "cc", "-std=c11", "-D_GNU_SOURCE", "-O1", "-pthread",
-            f"-I{BUILD.parent / 'native' / 'include'}", f"-I{BUILD.parent / 'tests' / 'unit'}",
-            "-o", str(binary), str(tmp_path / "tests" / "unit" / "qspinlock_test.c"),
-        ],
-        check=True,
-        timeout=120,
-    )  # fmt: skip
-    proc = subprocess.run([str(binary)], capture_output=True, text=True, timeout=60, check=False)
+    proc = run_unit_against_mutant(
+        tmp_path,
+        "qspinlock_test",
+        "qspinlock.c",
+        "->numa_node == node->numa_node",
+        "->numa_node == -12345",
+    )
     assert proc.returncode == 1
     assert "CNA keeps the lock on one node" in proc.stdout
 

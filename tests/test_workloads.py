@@ -10,7 +10,7 @@ import math
 import subprocess
 
 import pytest
-from conftest import CORES, ROOT, run_engine, run_unit
+from conftest import CORES, run_engine, run_unit, run_unit_against_mutant
 
 SIGMAS = 6
 
@@ -33,26 +33,9 @@ def test_torture_delays_unit(variant):
 
 def unit_against_mutant(tmp_path, old: str, new: str) -> subprocess.CompletedProcess:
     """The unit test compiled against torture_delays.c with `old` replaced by `new`."""
-    engine = ROOT / "native" / "engine"
-    source = (engine / "torture_delays.c").read_text()
-    mutant = source.replace(old, new)
-    assert mutant != source, f"{old!r} is not in torture_delays.c"
-    copy = tmp_path / "native" / "engine"
-    copy.mkdir(parents=True)
-    (copy / "engine.h").write_text((engine / "engine.h").read_text())
-    (copy / "torture_delays.c").write_text(mutant)
-    (tmp_path / "tests" / "unit").mkdir(parents=True)
-    test_source = tmp_path / "tests" / "unit" / "torture_delays_test.c"
-    test_source.write_text((ROOT / "tests" / "unit" / "torture_delays_test.c").read_text())
-    binary = tmp_path / "torture_delays_test"
-    subprocess.run(
-        ["cc", "-std=c11", "-D_GNU_SOURCE", "-O2", "-pthread",
-         f"-I{ROOT / 'native' / 'include'}", f"-I{ROOT / 'tests' / 'unit'}",
-         "-o", str(binary), str(test_source), "-lm"],
-        check=True,
-        timeout=120,
-    )  # fmt: skip
-    return subprocess.run([str(binary)], capture_output=True, text=True, timeout=120, check=False)
+    return run_unit_against_mutant(
+        tmp_path, "torture_delays_test", "engine/torture_delays.c", old, new
+    )
 
 
 @pytest.mark.parametrize(
