@@ -167,16 +167,30 @@ def initramfs(modules: Path, params: dict[str, str], seconds: float, path: Path)
         "echo LOCKLAB-DONE\n"
         "/bin/busybox poweroff -f\n"
     )
+    modules_in = [
+        ("torture.ko", 0o100644, (modules / "torture.ko").read_bytes()),
+        ("locktorture.ko", 0o100644, (modules / "locktorture.ko").read_bytes()),
+    ]
+    return _busybox_initramfs(init, modules_in, path, compresslevel=1)
+
+
+def _busybox_initramfs(
+    init: str, files: list[tuple[str, int, bytes]], path: Path, compresslevel: int
+) -> Path:
+    """busybox, /proc and /dev, `files`, and `init`, as a gzipped newc archive at `path`
+    (written beside it, then renamed: a reader never sees half of one)."""
     entries = [
         ("bin", 0o40755, b""),
         ("proc", 0o40755, b""),
         ("dev", 0o40755, b""),
         ("bin/busybox", 0o100755, BUSYBOX.read_bytes()),
-        ("torture.ko", 0o100644, (modules / "torture.ko").read_bytes()),
-        ("locktorture.ko", 0o100644, (modules / "locktorture.ko").read_bytes()),
+        *files,
         ("init", 0o100755, init.encode()),
     ]
-    path.write_bytes(gzip.compress(_cpio_newc(entries), compresslevel=1))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_bytes(gzip.compress(_cpio_newc(entries), compresslevel=compresslevel))
+    partial.rename(path)
     return path
 
 
@@ -296,18 +310,7 @@ def static_initramfs(path: Path) -> Path:
         "/bin/busybox mount -t proc proc /proc\n"
         "while :; do /bin/busybox sleep 3600; done\n"
     )
-    entries = [
-        ("bin", 0o40755, b""),
-        ("proc", 0o40755, b""),
-        ("dev", 0o40755, b""),
-        ("bin/busybox", 0o100755, BUSYBOX.read_bytes()),
-        ("init", 0o100755, init.encode()),
-    ]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_bytes(gzip.compress(_cpio_newc(entries), compresslevel=6))
-    partial.rename(path)
-    return path
+    return _busybox_initramfs(init, [], path, compresslevel=6)
 
 
 def run_builtin(
