@@ -337,3 +337,30 @@ def test_workloads_pair_axes_instead_of_crossing_them(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "1 variants x 4 points" in out  # 2 workloads x 2 writer counts, not 2 x 2 x 2
     assert "--hold-ns 2000 --gap-ns 2000" in out and "--hold-ns 2000 --gap-ns 0" not in out
+
+
+# What a `locklab run` must not pay for at start-up: plotting, and numpy and scipy (which the
+# statistics no longer need; Mann-Whitney and the figures import them when asked for).
+HEAVY_MODULES = ("numpy", "scipy", "matplotlib", "plotly")
+
+
+def test_run_imports_no_plotting_numpy_or_scipy(tmp_path):
+    program = (
+        "import sys\n"
+        "from locklab.cli.main import main\n"
+        "status = main(sys.argv[1:])\n"
+        f"heavy = sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY_MODULES!r}))\n"
+        "print('heavy modules:', ','.join(heavy) or 'none')\n"
+        "sys.exit(status)\n"
+    )
+    proc = subprocess.run(
+        [
+            sys.executable, "-c", program, "run", "--lock", "tas", "--nwriters", "1",
+            "--duration", "0.05", "--warmup", "0", "--repeat", "2",
+            "--store", str(tmp_path / "store"),
+        ],
+        capture_output=True, text=True, timeout=SWEEP_TIMEOUT_S, check=False, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "tas" in proc.stdout  # the table was printed: statistics ran
+    assert proc.stdout.strip().splitlines()[-1] == "heavy modules: none"

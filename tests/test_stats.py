@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from locklab.analysis import stats
+from locklab.analysis import stats, student_t
 from locklab.analysis.verdicts import _where
 from scipy import stats as scipy_stats
 
@@ -107,3 +107,32 @@ def test_holm_matches_hand_computation():
     assert stats.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
     assert stats.holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])  # capped at 1
     assert stats.holm([]) == []
+
+
+# Degrees of freedom as Welch makes them (fractional, from 1 up) and as summaries use them.
+T_GRID_DF = [0.5, 1.0, 1.7, 2.0, 2.9, 3.0, 4.0, 5.882353, 9.0, 29.5, 100.0, 1e4]
+T_GRID_T = [0.0, 1e-6, 0.1, 0.7, 1.0, 1.96, 2.5, 4.0, 10.0, 60.0, 1e4]
+
+
+@pytest.mark.parametrize("df", T_GRID_DF)
+def test_student_t_tail_matches_scipy(df):
+    for t in T_GRID_T:
+        for signed in (t, -t):
+            expected = scipy_stats.t.sf(signed, df)
+            got = student_t.upper_tail(signed, df)
+            assert got == pytest.approx(expected, rel=1e-9, abs=1e-300), (signed, df)
+
+
+@pytest.mark.parametrize("df", T_GRID_DF)
+def test_student_t_quantile_matches_scipy(df):
+    for probability in (1e-6, 0.01, 0.025, 0.3, 0.5, 0.8, 0.95, 0.975, 0.995, 1 - 1e-6):
+        expected = scipy_stats.t.ppf(probability, df)
+        assert student_t.quantile(probability, df) == pytest.approx(
+            expected, rel=1e-9, abs=1e-12
+        ), (probability, df)
+
+
+def test_student_t_quantile_refuses_a_probability_outside_zero_one():
+    for probability in (0.0, 1.0, -0.1, math.nan):
+        with pytest.raises(ValueError):
+            student_t.quantile(probability, 3.0)

@@ -5,18 +5,19 @@ under contention is often far noisier than its baseline), and it still works wit
 where Mann-Whitney U cannot reach p < 0.05 at all (its smallest two-sided p for 3 vs 3 is 0.1).
 Mann-Whitney U is offered for those who prefer a rank test with 5 or more repeats.
 
-The t distribution comes from scipy.special, not scipy.stats, which takes half a second to
-import; tests check these functions against scipy.stats.
+The t distribution comes from ``student_t`` and the rest from the standard library, so that a
+`locklab run` does not pay for importing numpy and scipy; tests check these functions against
+scipy.stats, which Mann-Whitney alone still imports, when it is asked for.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-from scipy import special
+from locklab.analysis import student_t
 
 TESTS = ("welch", "mann-whitney")
 TEST_NAMES = {"welch": "Welch's t-test", "mann-whitney": "Mann-Whitney U test"}
@@ -62,31 +63,30 @@ class Drift:
 
 
 def t_quantile(probability: float, df: float) -> float:
-    return float(special.stdtrit(df, probability))
+    return student_t.quantile(probability, df)
 
 
 def summarize(values: Sequence[float]) -> Summary:
     n = len(values)
     if n == 0:
         return Summary(0, math.nan, math.nan, None)
-    data = np.asarray(values, dtype=float)
-    mean = float(data.mean())
+    mean = statistics.fmean(values)
     if n < 2:
         return Summary(1, mean, 0.0, None)
-    std = float(data.std(ddof=1))
+    std = statistics.stdev(values, mean)
     return Summary(n, mean, std, t_quantile(0.975, n - 1) * std / math.sqrt(n))
 
 
 def welch_p_value(a: Sequence[float], b: Sequence[float]) -> float:
     """Two-sided p of Welch's unequal-variance t-test."""
-    va = float(np.var(a, ddof=1)) / len(a)
-    vb = float(np.var(b, ddof=1)) / len(b)
-    difference = float(np.mean(b) - np.mean(a))
+    va = statistics.variance(a) / len(a)
+    vb = statistics.variance(b) / len(b)
+    difference = statistics.fmean(b) - statistics.fmean(a)
     if va + vb == 0:  # both samples constant: equal means, or a certain difference
         return 1.0 if difference == 0 else 0.0
     t = difference / math.sqrt(va + vb)
     df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
-    return float(2 * special.stdtr(df, -abs(t)))
+    return 2 * student_t.upper_tail(abs(t), df)
 
 
 def mann_whitney_p_value(a: Sequence[float], b: Sequence[float]) -> float:
@@ -102,8 +102,8 @@ def compare(
     test: str = "welch",
     alpha: float = DEFAULT_ALPHA,
 ) -> Comparison:
-    base_mean = float(np.mean(base)) if len(base) else math.nan
-    other_mean = float(np.mean(other)) if len(other) else math.nan
+    base_mean = statistics.fmean(base) if len(base) else math.nan
+    other_mean = statistics.fmean(other) if len(other) else math.nan
     rel_pct = (other_mean - base_mean) / base_mean * 100 if base_mean else math.nan
     if len(base) < 2 or len(other) < 2:
         return Comparison(rel_pct, None, False)
@@ -138,19 +138,17 @@ def steady_state(
     n = len(times)
     if n < MIN_DRIFT_POINTS:
         return None
-    x = np.asarray(times, dtype=float)
-    y = np.asarray(rates, dtype=float)
-    mean_y = float(y.mean())
-    sxx = float(((x - x.mean()) ** 2).sum())
+    mean_x, mean_y = statistics.fmean(times), statistics.fmean(rates)
+    sxx = math.fsum((x - mean_x) ** 2 for x in times)
     if sxx == 0 or mean_y == 0:
         return None
-    slope = float(((x - x.mean()) * (y - mean_y)).sum()) / sxx
-    residuals = y - (mean_y + slope * (x - x.mean()))
-    sse = float((residuals**2).sum())
+    points = list(zip(times, rates, strict=True))
+    slope = math.fsum((x - mean_x) * (y - mean_y) for x, y in points) / sxx
+    sse = math.fsum((y - (mean_y + slope * (x - mean_x))) ** 2 for x, y in points)
     if sse == 0:
         p_value = 0.0 if slope != 0 else 1.0
     else:
         standard_error = math.sqrt(sse / (n - 2) / sxx)
-        p_value = float(2 * special.stdtr(n - 2, -abs(slope / standard_error)))
-    change = slope * float(x[-1] - x[0]) / mean_y
+        p_value = 2 * student_t.upper_tail(abs(slope / standard_error), n - 2)
+    change = slope * (times[-1] - times[0]) / mean_y
     return Drift(change, p_value, abs(change) > threshold and p_value < DRIFT_ALPHA)
