@@ -200,3 +200,32 @@ def test_example_plugin_runs_and_takes_params(tmp_path):
     assert run.result["config"]["lock"] == "example_ticket"
     assert run.result["config"]["params"] == {"spin_pause": 4}
     assert run.result["config"]["plugin"] == plugin
+
+
+def test_steal_and_cache_misses_are_figures_or_null_with_a_reason(tmp_path, result_schema):
+    """Every run says what the machine took (steal) and what the counters saw, or why not: on a
+    VM without a PMU, perf_event_open fails and the reason names it."""
+    run = run_engine(["--lock", "mcs", "--nwriters", "2", "--ops", "20000"], tmp_path=tmp_path)
+    assert run.returncode == 0, run.stderr
+    jsonschema.validate(run.result, result_schema)
+    steal, misses = run.result["steal"], run.result["cache_misses"]
+    assert (steal["fraction"] is None) == (steal["reason"] is not None)
+    if steal["fraction"] is not None:
+        assert 0 <= steal["fraction"] <= 1 and steal["cpus"] >= 1
+    assert (misses["total"] is None) == (misses["reason"] is not None)
+    if misses["reason"] is not None:
+        assert misses["reason"].startswith("perf_event_open: ")
+    else:
+        assert misses["per_acquisition"] == misses["total"] / 20000
+
+
+def test_schema_rejects_a_null_figure_without_its_reason(tmp_path, result_schema):
+    run = run_engine(["--lock", "tas", "--duration", "0.1"], tmp_path=tmp_path)
+    broken = dict(run.result)
+    broken["cache_misses"] = {"total": None, "per_acquisition": None, "reason": None}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, result_schema)
+    broken = dict(run.result)
+    broken["steal"] = {"fraction": None, "ticks": None, "cpus": 0, "reason": None}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, result_schema)

@@ -61,6 +61,8 @@ def test_report_is_self_contained_and_escaped(store, tmp_path, capsys):
     assert INJECTION not in text  # only its escaped form may appear
     assert "&lt;img src=x onerror=" in text
     assert not external_resources(text)  # opens with no network
+    # The header's one-line machine check, from what the sweep stored with each run.
+    assert "noisy machine: " in text or "quiet machine: " in text
 
 
 def test_report_renders_in_chromium(store, tmp_path):

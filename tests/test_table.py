@@ -27,8 +27,11 @@ def flat_intervals(ops: float, slope: float = 0.0) -> list[dict]:
     ]
 
 
-def fill(store: Store, spec: ExperimentSpec, kops: dict, drifting: frozenset = frozenset()):
-    """kops: {(label, nwriters): [kops/s per repeat]}; a None value is a failed run."""
+def fill(
+    store: Store, spec: ExperimentSpec, kops: dict, drifting: frozenset = frozenset(), extra=None
+):
+    """kops: {(label, nwriters): [kops/s per repeat]}; a None value is a failed run. extra(label,
+    nwriters, repeat): more keys for that run's result (the machine's under "machine")."""
     experiment = store.create_experiment(spec, "testbox", "0.1.0", "abc1234")
     for (label, nwriters), values in kops.items():
         config = next(
@@ -46,6 +49,8 @@ def fill(store: Store, spec: ExperimentSpec, kops: dict, drifting: frozenset = f
                 # a second metric: one context switch per 1000 acquisitions per 100 kops/s
                 "context_switches": {"voluntary_per_1000_acquisitions": (value or 0) / 100},
             }
+            if extra is not None:
+                result |= extra(label, nwriters, repeat)
             run = Run(
                 config.key,
                 repeat,
@@ -54,7 +59,7 @@ def fill(store: Store, spec: ExperimentSpec, kops: dict, drifting: frozenset = f
                 ops,
                 None if ok else "2 overlapping writers",
                 result,
-                MACHINE,
+                result["machine"],
                 1.0,
             )
             store.add_run(experiment, run, ["locklab-bench"], "0.1.0", "abc1234")

@@ -261,6 +261,12 @@ struct worker {
 	struct usage_snapshot usage_start;
 	struct usage_snapshot usage_end;
 	struct histogram *latency;
+	/* Hardware cache misses in the window (disturbance.c); fd -1: none, see cache_miss_reason. */
+	int cache_miss_fd;
+	bool cache_misses_counted; /* both ends of the window were read */
+	uint64_t cache_misses_start;
+	uint64_t cache_misses_end;
+	char cache_miss_reason[96];
 };
 
 /* Shared data the critical section works on, away from the lock's own cache line. */
@@ -282,6 +288,12 @@ struct critical_section {
 	 */
 	uint64_t write_sequence;
 	struct cs_line *lines;  /* --cs-lines */
+};
+
+/* Steal ticks (USER_HZ) summed over the CPUs a run uses, from /proc/stat (disturbance.c). */
+struct steal_sample {
+	unsigned long long ticks;
+	int cpus;
 };
 
 struct interval_sample {
@@ -314,6 +326,11 @@ struct run_state {
 	struct interval_sample *intervals;
 	size_t nintervals;
 	size_t intervals_cap;
+	/* Steal on the run's CPUs, read by the control loop at the window's open and close. */
+	struct steal_sample steal_start;
+	struct steal_sample steal_end;
+	bool steal_read_start;
+	bool steal_read_end;
 };
 
 void *worker_main(void *arg);
@@ -329,6 +346,15 @@ static inline uint64_t acquisitions_since_start(const struct run_state *run)
 int run_benchmark(const struct bench_config *config, const struct machine_facts *facts);
 /* --scenario pi-inversion (scenario_pi.c). */
 int run_pi_scenario(const struct bench_config *config, const struct machine_facts *facts);
+
+/* ---- disturbance (disturbance.c): steal time and cache misses, read outside the loop ---- */
+bool steal_read(const struct run_state *run, struct steal_sample *out);
+/* The share of the window's CPU time on the run's CPUs the hypervisor took; -1 if unknown. */
+double steal_fraction(const struct steal_sample *start, const struct steal_sample *end,
+		      double window_s);
+/* A counter of this thread's hardware cache misses, running; -1 with `reason` if none. */
+int cache_miss_counter_open(char *reason, size_t size);
+bool cache_miss_counter_read(int fd, uint64_t *value);
 
 /* ---- output (report.c, json.c) --------------------------------------------------------------- */
 struct json_writer;

@@ -373,6 +373,79 @@ static void describe_violations(const struct violation_summary *v, char *out, si
 		 (unsigned long long)v->cs_lines_mismatch);
 }
 
+/* What the machine did to the run besides the lock (disturbance.c). */
+struct disturbance {
+	double steal_fraction; /* -1: unknown */
+	int steal_cpus;
+	unsigned long long steal_ticks;
+	bool cache_misses_known;
+	uint64_t cache_misses;
+	char cache_miss_reason[128];
+};
+
+static void disturbance_of(const struct run_state *run, bool private_ok, double window,
+			   struct disturbance *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->steal_fraction = -1;
+	if (run->steal_read_start && run->steal_read_end) {
+		d->steal_fraction = steal_fraction(&run->steal_start, &run->steal_end, window);
+		d->steal_cpus = run->steal_start.cpus;
+		d->steal_ticks = run->steal_end.ticks - run->steal_start.ticks;
+	}
+	if (!private_ok) {
+		snprintf(d->cache_miss_reason, sizeof(d->cache_miss_reason),
+			 "not read: the watchdog fired");
+		return;
+	}
+	d->cache_misses_known = run->nthreads > 0;
+	for (unsigned int i = 0; i < run->nthreads && d->cache_misses_known; i++) {
+		const struct worker *w = run->workers[i];
+		if (w->cache_miss_fd < 0) {
+			snprintf(d->cache_miss_reason, sizeof(d->cache_miss_reason), "%s",
+				 w->cache_miss_reason);
+			d->cache_misses_known = false;
+		} else if (!w->cache_misses_counted || !w->window_ended) {
+			snprintf(d->cache_miss_reason, sizeof(d->cache_miss_reason),
+				 "thread %u: counter not read at both ends of the window", i);
+			d->cache_misses_known = false;
+		} else {
+			d->cache_misses += w->cache_misses_end - w->cache_misses_start;
+		}
+	}
+}
+
+static void json_disturbance(struct json_writer *j, const struct disturbance *d, uint64_t total)
+{
+	json_begin_object(j, "steal");
+	if (d->steal_fraction >= 0) {
+		json_double(j, "fraction", d->steal_fraction);
+		json_uint(j, "ticks", d->steal_ticks);
+		json_int(j, "cpus", d->steal_cpus);
+		json_null(j, "reason");
+	} else {
+		json_null(j, "fraction");
+		json_null(j, "ticks");
+		json_int(j, "cpus", 0);
+		json_string(j, "reason", "no steal column in /proc/stat for the run's CPUs");
+	}
+	json_end_object(j);
+	json_begin_object(j, "cache_misses");
+	if (d->cache_misses_known) {
+		json_uint(j, "total", d->cache_misses);
+		if (total)
+			json_double(j, "per_acquisition", (double)d->cache_misses / (double)total);
+		else
+			json_null(j, "per_acquisition");
+		json_null(j, "reason");
+	} else {
+		json_null(j, "total");
+		json_null(j, "per_acquisition");
+		json_string(j, "reason", d->cache_miss_reason);
+	}
+	json_end_object(j);
+}
+
 /* Everything a run measured, and its verdict: computed once, then printed and written. */
 struct run_result {
 	int status;
@@ -381,6 +454,7 @@ struct run_result {
 	struct role_summary writers, readers;
 	struct usage_totals usage;
 	struct handoff_summary handoffs;
+	struct disturbance disturbance;
 	uint64_t total, since_start;
 	double window, throughput;
 	char error_text[512];
@@ -417,6 +491,7 @@ static void run_result_compute(struct run_state *run, int status, struct run_res
 			    : run->window_end_s > 0  ? run->window_end_s - run->window_start_s
 						     : monotonic_s() - run->window_start_s;
 	r->throughput = r->window > 0 ? (double)r->total / r->window : NAN;
+	disturbance_of(run, r->private_ok, r->window, &r->disturbance);
 	describe_violations(&r->violations, violation_text, sizeof(violation_text));
 	if (status == EXIT_WATCHDOG)
 		snprintf(r->error_text, sizeof(r->error_text),
@@ -467,6 +542,12 @@ static void run_result_print(const struct run_state *run, const struct run_resul
 			run->calibration->hold_error_pct, (unsigned long long)config->gap_ns,
 			run->calibration->gap_measured_ns, run->calibration->gap_error_pct);
 	print_workload_summary(human, run, r->private_ok);
+	if (r->disturbance.steal_fraction > 0)
+		fprintf(human, "  steal        %.1f%% of the run's CPU time (hypervisor)\n",
+			100.0 * r->disturbance.steal_fraction);
+	if (r->disturbance.cache_misses_known && r->total)
+		fprintf(human, "  cache misses %.2f per acquisition\n",
+			(double)r->disturbance.cache_misses / (double)r->total);
 	fflush(human);
 	if (r->status != EXIT_FINE)
 		fprintf(stderr, "locklab-bench: %s\n", r->error_text);
@@ -533,6 +614,7 @@ static int run_result_write_json(const struct run_state *run, const struct run_r
 	json_double(j, "utilisation",
 		    r->window > 0 ? (usage->user_s + usage->system_s) / r->window : NAN);
 	json_end_object(j);
+	json_disturbance(j, &r->disturbance, r->total);
 	json_threads(j, run, r->private_ok);
 	json_intervals(j, run);
 	json_calibration(j, run);

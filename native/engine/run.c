@@ -116,6 +116,7 @@ static void watchdog_fire(struct run_state *run, double idle_s)
 static void open_window(struct run_state *run, double now, double *next_interval)
 {
 	run->window_start_s = now;
+	run->steal_read_start = steal_read(run, &run->steal_start);
 	record_interval(run, 0);
 	*next_interval = now + run->config->interval_s;
 }
@@ -191,6 +192,7 @@ static void drive(struct run_state *run)
 			watchdog_fire(run, now - last_progress_time);
 		}
 	}
+	run->steal_read_end = steal_read(run, &run->steal_end); /* within a tick of the end */
 	/* join_workers() goes on counting from here, not from the window's end. */
 	run->progress_seen = last_progress;
 	run->progress_seen_s = last_progress_time;
@@ -285,6 +287,7 @@ int run_benchmark(const struct bench_config *config, const struct machine_facts 
 		w->ctx.index = i;
 		w->ctx.cpu = -1;
 		w->ctx.numa_node = -1;
+		w->cache_miss_fd = -1;
 		w->is_reader = i >= config->nwriters; /* writers first, then readers */
 		w->latency = calloc(1, sizeof(struct histogram));
 		if (w->latency == NULL)

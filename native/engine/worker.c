@@ -80,8 +80,9 @@ static void shuffle(struct worker *w, uint32_t control)
  * Called when the control word changed since the last acquisition. Returns false when the
  * thread must leave.
  *
- * Each thread snapshots its own rusage (context switches, CPU) when it first sees the window
- * open and when it sees the stop, so no other thread reads its counters mid-run. A thread that
+ * Each thread snapshots its own rusage (context switches, CPU) and cache-miss counter when it
+ * first sees the window open and when it sees the stop, so no other thread reads its counters
+ * mid-run. A thread that
  * is asleep inside a sleeping lock when the window opens starts its window late, by that wait.
  */
 bool worker_handle_control(struct worker *w, uint32_t control, uint32_t *control_seen)
@@ -90,11 +91,15 @@ bool worker_handle_control(struct worker *w, uint32_t control, uint32_t *control
 	for (;;) {
 		if (control_measuring(control) && !w->window_started) {
 			usage_snapshot_take(&w->usage_start);
+			w->cache_misses_counted =
+				cache_miss_counter_read(w->cache_miss_fd, &w->cache_misses_start);
 			w->window_started = true;
 		}
 		if (control & CONTROL_STOP) {
 			if (w->window_started && !w->window_ended) {
 				usage_snapshot_take(&w->usage_end);
+				w->cache_misses_counted &=
+					cache_miss_counter_read(w->cache_miss_fd, &w->cache_misses_end);
 				w->window_ended = true;
 			}
 			return false;
@@ -378,6 +383,7 @@ void *worker_main(void *arg)
 	w->random = (run->config->seed + 1) * 0x9e3779b97f4a7c15ull ^ (w->slot + 1);
 	w->sample_countdown = run->config->latency_every;
 	torture_random_init(&w->torture_rng, run->config->seed, w->slot);
+	w->cache_miss_fd = cache_miss_counter_open(w->cache_miss_reason, sizeof(w->cache_miss_reason));
 
 	pthread_barrier_wait(&run->start_barrier);
 	uint32_t control = __atomic_load_n(&run->control, __ATOMIC_ACQUIRE);
@@ -392,5 +398,7 @@ void *worker_main(void *arg)
 	}
 	if (w->torture_boosted)
 		set_fifo(w, false); /* torture_rtmutex_boost(NULL): reset prio */
+	if (w->cache_miss_fd >= 0)
+		close(w->cache_miss_fd);
 	return NULL;
 }

@@ -11,10 +11,10 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from locklab.analysis import stats
+from locklab.analysis import disturbance, stats
 from locklab.analysis.metrics import METRICS, Metric
 from locklab.analysis.titles import experiment_line, machine_lines, variant_lines
-from locklab.analysis.verdicts import legend_lines, verdict
+from locklab.analysis.verdicts import disturbed_line, legend_lines, verdict
 from locklab.errors import LocklabError
 from locklab.model.spec import ExperimentSpec, Point
 from locklab.model.values import AXES, AXIS_DEFAULTS
@@ -47,6 +47,7 @@ class Cell:
     drifting_runs: int
     failed_runs: int
     runs: list[Run]  # the successful runs, for figures of other per-run measures
+    disturbed: list[disturbance.RunDisturbance] = field(default_factory=list)
 
     def flags(self) -> str:
         marks = ""
@@ -61,6 +62,8 @@ class Cell:
             marks += "^"
         if self.failed_runs:
             marks += "x"
+        if self.disturbed:
+            marks += disturbance.MARKER
         return marks
 
 
@@ -78,6 +81,7 @@ class Section:
     label: str = ""  # what to print above the section: its workload and fixed axes
     cells: dict[tuple[int, int], Cell | None] = field(default_factory=dict)  # (column, row)
     verdicts: dict[int, str] = field(default_factory=dict)  # column -> verdict line
+    disturbed: dict[int, str] = field(default_factory=dict)  # column -> its disturbed runs
 
 
 @dataclass
@@ -131,7 +135,12 @@ def analyse_experiment(experiment: Experiment, runs: list[Run], settings: Settin
     for column in columns:
         if column.compared_to is not None:
             column.compared_to = 0
-    title = [experiment_line(experiment), *machine_lines(runs), *variant_lines(spec)]
+    title = [
+        experiment_line(experiment),
+        *machine_lines(runs),
+        disturbance.summary_line(runs),
+        *variant_lines(spec),
+    ]
     return _analyse(title, spec, columns, settings, spec.baseline)
 
 
@@ -153,8 +162,10 @@ def analyse_comparison(
         f"#{b.id} compared with #{a.id}",
         f"A: {experiment_line(a)}",
         *(f"   {line}" for line in machine_lines(runs_a)),
+        f"   {disturbance.summary_line(runs_a)}",
         f"B: {experiment_line(b)}",
         *(f"   {line}" for line in machine_lines(runs_b)),
+        f"   {disturbance.summary_line(runs_b)}",
     ]
     return _analyse(title, a.spec, columns, settings, f"#{a.id}")
 
@@ -211,6 +222,8 @@ def _analyse(
                 if settings.correction == "holm":
                     _adjust(section, index, settings.alpha)
                 section.verdicts[index] = verdict(section, index, row_axis, settings)
+            if text := disturbed_line(section, index, row_axis):
+                section.disturbed[index] = text
         sections.append(section)
     analysis = Analysis(title, row_axis, columns, sections, settings, baseline_name, unit, divisor)
     if settings.metric == "throughput" and analysis.has_reads:
@@ -253,6 +266,7 @@ def _cell(
         drifting,
         len(runs) - len(good),
         good,
+        [d for _, d in disturbance.disturbed_runs(good)],
     )
 
 

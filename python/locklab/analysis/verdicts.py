@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from locklab.analysis import stats
+from locklab.analysis import disturbance, stats
 
 if TYPE_CHECKING:
     from locklab.analysis.cells import Section, Settings
@@ -31,6 +31,7 @@ def legend_lines(settings: Settings) -> list[str]:
         f"! noisy: CV > {settings.noise_cv:.0%}",
         "^ a run still drifting after warm-up",
         "x failed runs",
+        f"{disturbance.MARKER} runs disturbed by the machine (listed under the verdicts)",
     ]
 
 
@@ -64,7 +65,30 @@ def verdict(section: Section, column: int, axis: str, settings: Settings) -> str
     if noisy:
         where = _where(noisy, section.rows)
         line += f"; noisy (CV > {settings.noise_cv:.0%}) at {where} {_unit(axis, where)}"
+        cells = [c for row in noisy if (c := section.cells.get((column, row))) is not None]
+        disturbed = sum(len(c.disturbed) for c in cells)
+        if disturbed:
+            runs = sum(len(c.runs) for c in cells)
+            line += f" ({disturbed} of {runs} runs disturbed)"
     return line
+
+
+def disturbed_line(section: Section, column: int, axis: str) -> str:
+    """Where this column's runs were disturbed and by what: '2 of 3 runs at 2 writers, 1 of 3
+    at 4 writers (steal up to 4.1%)'; '' when none were."""
+    parts, found = [], []
+    for row in section.rows:
+        cell = section.cells.get((column, row))
+        if cell is None or not cell.disturbed:
+            continue
+        found += cell.disturbed
+        runs = "runs " if not parts else ""
+        parts.append(
+            f"{len(cell.disturbed)} of {len(cell.runs)} {runs}at {row} {_unit(axis, str(row))}"
+        )
+    if not parts:
+        return ""
+    return f"{', '.join(parts)} {disturbance.describe_disturbed(found)}".rstrip()
 
 
 def _where(rows: list[int], all_rows: list[int]) -> str:

@@ -12,6 +12,7 @@ import math
 
 from rich.text import Text
 
+from locklab.analysis import disturbance
 from locklab.analysis.cells import Analysis, Cell, Section
 from locklab.printable import printable
 
@@ -49,7 +50,8 @@ def _cells_text(
             style = "bold green" if better else "bold red"
         segments.append((rel, style))
     flags = cell.flags()
-    segments.append((flags, "yellow" if "!" in flags or "^" in flags or "x" in flags else "dim"))
+    warned = any(mark in flags for mark in ("!", "^", "x", disturbance.MARKER))
+    segments.append((flags, "yellow" if warned else "dim"))
     return segments
 
 
@@ -149,10 +151,15 @@ def _lines(analysis: Analysis) -> list[Line]:
                 style = "green" if good in text and bad not in text else ""
                 style = "red" if bad in text and good not in text else style
                 out.append([(f"  {analysis.columns[index].header}: ", "bold"), (text, style)])
+        if section.disturbed:
+            out.append([])
+            out.append([(f"Disturbed runs ({disturbance.rule_text()}):", "bold")])
+            for index, text in section.disturbed.items():
+                out.append([(f"  {analysis.columns[index].header}: ", "bold"), (text, "yellow")])
     out.append([])
     legend = analysis.legend()
-    out.append([("   ".join(legend[:2]), "dim")])
-    out.append([("   ".join(legend[2:]), "dim")])
+    for first in range(0, len(legend), 3):
+        out.append([("   ".join(legend[first : first + 3]), "dim")])
     return out
 
 

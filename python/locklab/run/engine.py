@@ -129,6 +129,16 @@ class Engine:
             raise LocklabError(last.removeprefix("locklab-bench: error: "))
         return proc.stdout
 
+    def cache_miss_counter(self) -> str | None:
+        """None when the engine can count this machine's cache misses; else why not, as the
+        engine says it ("perf_event_open: No such file or directory" on a VM without a PMU)."""
+        outcome = self.run(["--lock", "tas", "--nwriters", "1", "--ops", "1000"], timeout_s=30.0)
+        misses = (outcome.result or {}).get("cache_misses")
+        if not isinstance(misses, dict):
+            return f"the engine did not say ({outcome.error_line()})"
+        reason = misses.get("reason")
+        return str(reason) if reason is not None else None
+
     def measure(self, spec: ExperimentSpec, config: Configuration, repeat: int) -> EngineOutcome:
         """One run of `spec`'s configuration: the engine, or the spec's program under the
         interposed lock (run/program.py)."""

@@ -17,7 +17,7 @@ from locklab import provenance
 from locklab.errors import LocklabError
 from locklab.model.spec import RUN_WATCHDOG_S, ConfigKey, Configuration
 from locklab.printable import printable
-from locklab.run import adaptive
+from locklab.run import adaptive, machine_check
 from locklab.run.engine import EXIT_USAGE, Engine, EngineOutcome
 from locklab.store import Experiment, Run, Store
 
@@ -71,6 +71,7 @@ def _run_sweep(
     open_keys: set[ConfigKey] | None = None  # None: every configuration still runs
     failed: set[str] = set()
     version, commit = provenance.version(), provenance.commit()
+    check = machine_check.stored_facts()  # kept with each run, for the table's summary line
     per_run_s = spec.expected_run_s()
     swept = {axis for axis, values in spec.sweep.items() if len(values) > 1} | {"nwriters"}
     columns = (
@@ -108,7 +109,7 @@ def _run_sweep(
                 progress.update(task, advance=per_run_s, refresh=True)
                 continue
             result = engine.measure(spec, config, repeat)
-            store.add_run(experiment, stored_run(config, repeat, result), result.command,
+            store.add_run(experiment, stored_run(config, repeat, result, check), result.command,
                           version, commit)  # fmt: skip
             outcome.ran += 1
             progress.update(task, runs=_runs_text(outcome), advance=per_run_s, refresh=True)
@@ -126,14 +127,20 @@ def _run_sweep(
     return outcome
 
 
-def stored_run(config: Configuration, repeat: int, result: EngineOutcome) -> Run:
-    """What the store keeps of one engine process."""
+def stored_run(
+    config: Configuration, repeat: int, result: EngineOutcome, check: dict | None = None
+) -> Run:
+    """What the store keeps of one engine process; ``check``: the machine check's facts, kept
+    with the engine's machine facts."""
     ok = result.status == "ok"
+    machine = (result.result or {}).get("machine")
+    if isinstance(machine, dict) and check is not None:
+        machine = {**machine, "check": check}
     return Run(
         config.key, repeat, result.status, result.exit_code,
         (result.result or {}).get("throughput_ops_per_s") if ok else None,
         None if ok else result.error_line(), result.result,
-        (result.result or {}).get("machine"), result.wall_s,
+        machine, result.wall_s,
     )  # fmt: skip
 
 
