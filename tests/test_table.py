@@ -251,3 +251,17 @@ def test_holm_correction_per_lock(store):
     assert holm_cell.comparison.p_adjusted == pytest.approx(2 * holm_cell.comparison.p_value)
     assert "Holm-adjusted per lock" in holm.legend()[0]
     assert "Holm" not in raw.legend()[0]
+
+
+def test_one_machine_line_whatever_each_run_measured_its_pause(store):
+    """Each run times cpu_relax itself; one machine still gives one line, with the median and
+    the range, not a line per value."""
+    pauses = iter([24.3, 24.5, 27.3, 24.4] * 10)
+    experiment = fill(
+        store, spec_two_locks(), KOPS,
+        extra=lambda *_: {"machine": MACHINE | {"cpu_relax_ns": next(pauses)}},
+    )  # fmt: skip
+    text = table.plain(analyse_experiment(experiment, store.runs(experiment), Settings()))
+    machines = [line for line in text.splitlines() if line.startswith("machine:")]
+    assert len(machines) == 1
+    assert machines[0].endswith("cpu_relax 24.4 ns (24.3-27.3 over 30 runs)")

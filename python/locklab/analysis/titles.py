@@ -3,6 +3,8 @@ label stands for."""
 
 from __future__ import annotations
 
+import statistics
+
 from locklab.model.spec import ExperimentSpec
 from locklab.store import Experiment, Run
 
@@ -52,8 +54,10 @@ def _first_word(text: object) -> str:
 
 
 def machine_lines(runs: list[Run]) -> list[str]:
-    """The machines the runs report (one line each; more than one only after a mistake)."""
-    seen: dict[str, None] = {}
+    """The machines the runs report (one line each; more than one only after a mistake). Each
+    run measures its own pause, which moves a little from run to run: one machine is one line,
+    with the median pause and its range."""
+    pauses: dict[str, list[float]] = {}
     for run in runs:
         m = run.machine
         if not m:
@@ -68,9 +72,21 @@ def machine_lines(runs: list[Run]) -> list[str]:
             m.get("governor") and f"governor {m.get('governor')}",
             m.get("kernel") and f"kernel {_first_word(m.get('kernel'))}",
             m.get("source") and f"from {m.get('source')}",
-            m.get("cpu_relax_ns") and f"cpu_relax {m.get('cpu_relax_ns'):.1f} ns",
             m.get("remote_node_cost"),
         ]
         line = "machine: " + ", ".join(str(fact) for fact in facts if fact)
-        seen.setdefault(line)
-    return list(seen) or ["machine: unknown (no finished run)"]
+        pause = m.get("cpu_relax_ns")
+        pauses.setdefault(line, []).extend([pause] if pause else [])
+    return [line + _pause_fact(values) for line, values in pauses.items()] or [
+        "machine: unknown (no finished run)"
+    ]
+
+
+def _pause_fact(values: list[float]) -> str:
+    if not values:
+        return ""
+    fact = f", cpu_relax {statistics.median(values):.1f} ns"
+    low, high = min(values), max(values)
+    if f"{low:.1f}" != f"{high:.1f}":
+        fact += f" ({low:.1f}-{high:.1f} over {len(values)} runs)"
+    return fact
