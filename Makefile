@@ -31,6 +31,9 @@ HEADERS := $(wildcard native/include/locklab/*.h native/engine/*.h native/locks/
 INTERPOSE_SRC := $(wildcard native/interpose/*.c)
 INTERPOSE_VARIANTS := opt tsan
 # Shared objects loaded with --plugin: the documented example and the test suite's locks.
+# Load generators of the real-program workloads (native/workloads/), run by campaigns as the
+# program beside the server they drive (campaigns/memcached.toml).
+WORKLOAD_PROGRAMS := $(BUILD)/opt/memcached-load
 PLUGIN_SRC := examples/plugin/example_ticket.c $(wildcard tests/plugins/*.c)
 vpath %.c examples/plugin tests/plugins
 
@@ -73,9 +76,13 @@ units_of = $(patsubst tests/unit/%.c,$(BUILD)/$(1)/unit/%,$(UNIT_SRC))
 
 interpose_of = $(BUILD)/$(1)/liblocklab-interpose.so $(BUILD)/$(1)/interpose-torture
 
-build: $(BUILD)/opt/locklab-bench $(call plugins_of,opt) $(call interpose_of,opt)
+build: $(BUILD)/opt/locklab-bench $(call plugins_of,opt) $(call interpose_of,opt) $(WORKLOAD_PROGRAMS)
 
-build-all: $(foreach v,$(VARIANTS),$(BUILD)/$(v)/locklab-bench $(call plugins_of,$(v)) \
+$(BUILD)/opt/memcached-load: native/workloads/memcached_load.c Makefile
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS_opt) -o $@ $<
+
+build-all: $(WORKLOAD_PROGRAMS) $(foreach v,$(VARIANTS),$(BUILD)/$(v)/locklab-bench $(call plugins_of,$(v)) \
 	$(call units_of,$(v))) $(foreach v,$(INTERPOSE_VARIANTS),$(call interpose_of,$(v))) \
 	arm64
 

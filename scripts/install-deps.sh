@@ -18,12 +18,16 @@
 #   kyotocabinet-utils  a real program for the interposition library (LD_PRELOAD
 #                     liblocklab-interpose.so): `kccachetest wicked -th N` uses pthread mutexes,
 #                     try and timed locks and condition variables, and checks its own results
+#   memcached         the second real program (campaigns/memcached.toml): locklab's load
+#                     generator (build/opt/memcached-load --spawn) starts its own instance on a
+#                     free loopback port; the package's system service is not used, so when this
+#                     script installs the package on a systemd machine it stops and disables it
 set -euo pipefail
 
 packages=(gcc make libc6-dev libck-dev python3-venv chromium chromium-driver
     qemu-system-x86 busybox-static linux-source-6.1 linux-headers-amd64
     gcc-aarch64-linux-gnu libc6-dev-arm64-cross binutils-aarch64-linux-gnu qemu-user-static
-    ccache flex bison bc libelf-dev xz-utils patch kyotocabinet-utils)
+    ccache flex bison bc libelf-dev xz-utils patch kyotocabinet-utils memcached)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
@@ -40,3 +44,6 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 "${as_root[@]}" apt-get update -qq
 "${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [[ " ${missing[*]} " == *" memcached "* && -d /run/systemd/system ]]; then
+    "${as_root[@]}" systemctl disable --now --quiet memcached.service || true
+fi

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -39,7 +40,14 @@ def find_interpose() -> Path:
 
 
 def argv_for(spec: ExperimentSpec, threads: int) -> list[str]:
-    return [arg.replace("{threads}", str(threads)) for arg in spec.program]
+    """The program's arguments for a thread count. A bare name not on PATH is looked up in the
+    build tree, where locklab's own load generators are (build/opt/memcached-load), so a
+    campaign can name them wherever it is run from."""
+    argv = [arg.replace("{threads}", str(threads)) for arg in spec.program]
+    built = ROOT / "build" / "opt" / argv[0]
+    if "/" not in argv[0] and shutil.which(argv[0]) is None and built.is_file():
+        argv[0] = str(built)
+    return argv
 
 
 def work_of(expression: str, threads: int) -> int:
@@ -130,14 +138,15 @@ def run_program(
         stats = [json.loads(p.read_text()) for p in Path(scratch).glob("stats-*.json")]
     code = proc.returncode
     throughput = _throughput(spec, output, wall_s, threads)
+    name = Path(argv[0]).name
     if timed_out:
-        status, error = "timeout", f"{argv[0]} did not finish in {spec.run_timeout_s():g} s"
+        status, error = "timeout", f"{name} did not finish in {spec.run_timeout_s():g} s"
     elif code != 0:
         how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
         last = (output.strip().splitlines() or [""])[-1][:200]
-        status, error = "error", f"{argv[0]} failed ({how}){': ' + last if last else ''}"
+        status, error = "error", f"{name} failed ({how}){': ' + last if last else ''}"
     elif throughput is None:
-        status, error = "error", f"{argv[0]}: no throughput in its output ({spec.program_metric})"
+        status, error = "error", f"{name}: no throughput in its output ({spec.program_metric})"
     else:
         status, error = "ok", None
     machine = {"hostname": socket.gethostname(), "arch": os.uname().machine,
