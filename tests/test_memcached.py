@@ -246,7 +246,6 @@ def test_memcached_campaign_at_a_tiny_scale(tmp_path, capsys, monkeypatch):
     small.write_text(
         text.replace('"--duration", "1"', '"--ops", "1000"')
         .replace('"10000"', '"200"')
-        .replace("nwriters = [1, 2, 4]", "nwriters = [1, 2]")
         .replace("program_timeout = 30", "program_timeout = 20")
     )
     assert '"--ops", "1000"' in small.read_text() and "[1, 2]" in small.read_text()
