@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * liblocklab-interpose.so - run an unmodified program with any lock of the catalogue (or a
- * plugin) in place of its pthread mutexes, loaded with LD_PRELOAD.
+ * plugin) in place of its pthread mutexes (and reader-writer locks), loaded with LD_PRELOAD.
  *
  * The idea is LiTL's (Guiroux, Lachaize, Quema, "Multicore Locks: The Case Is Not Closed Yet",
  * USENIX ATC 2016): interpose pthread_mutex_* and pthread_cond_*, keep the program's
@@ -17,6 +17,13 @@
  *                           process that used at least one mutex
  *   LOCKLAB_MAX_THREADS=N   lock contexts at once (default 512): the `nthreads` locks are
  *                           initialised for (array and queue locks size their state by it)
+ *   LOCKLAB_RWLOCK=name     the lock behind pthread_rwlock_t. A reader-writer lock of the
+ *                           catalogue or plugin (rwsem, ...) serves readers shared; any other
+ *                           lock serves readers exclusively (one holder at a time); the name
+ *                           pthread_rwlock forwards to the C library. Unset: LOCKLAB_LOCK's lock
+ *                           (and LOCKLAB_PARAMS) when that is a reader-writer lock, otherwise
+ *                           the C library's rwlocks (counted in the statistics).
+ *   LOCKLAB_RWLOCK_PARAMS=n=v,...  its tunables (needs LOCKLAB_RWLOCK)
  * A bad value prints one line on stderr and the program exits with status 2.
  *
  * State:
@@ -40,6 +47,16 @@
  *     holding or in unlock()): trylock takes the lock only when the count goes 0 -> 1, when
  *     the lock is sure to be free. Timed locks poll trylock with a bounded sleeping backoff and
  *     return ETIMEDOUT only once the deadline has passed on the caller's clock.
+ *   - Reader-writer locks: a second side table, the same way (PTHREAD_RWLOCK_INITIALIZER found
+ *     on first use, the pthread_rwlock_t only read). The lab lock's policy replaces the
+ *     rwlock's kind (PTHREAD_RWLOCK_PREFER_*_NP); process-shared rwlocks stay the C library's.
+ *     Each thread keeps a list of the rwlocks it holds (mode and slot), so unlock knows a
+ *     writer from a reader and a reader's unlock gets the slot its read_lock used; a read lock
+ *     taken again by a thread that already reads is only counted (recursive readers, which
+ *     POSIX allows, never queue behind a waiting writer). struct lock_ops has no read trylock,
+ *     so every acquisition goes through a gate word (readers, writers, pending tries): a try
+ *     succeeds only when no conflicting holder is in the gate, and entrants that come after a
+ *     successful try wait for it to finish its lock call, so a try never waits in the lock.
  *   - Condition variables: a futex sequence word in the pthread_cond_t (not the mutex): a
  *     waiter reads the sequence before it unlocks, a signal bumps it, so a wake-up between
  *     unlock and sleep is never lost (the futex returns at once when the word moved).
@@ -117,6 +134,17 @@ static struct {
 	int (*old_cond_timedwait)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
 	int (*old_cond_signal)(pthread_cond_t *);
 	int (*old_cond_broadcast)(pthread_cond_t *);
+	int (*rwlock_init)(pthread_rwlock_t *, const pthread_rwlockattr_t *);
+	int (*rwlock_destroy)(pthread_rwlock_t *);
+	int (*rwlock_rdlock)(pthread_rwlock_t *);
+	int (*rwlock_tryrdlock)(pthread_rwlock_t *);
+	int (*rwlock_timedrdlock)(pthread_rwlock_t *, const struct timespec *);
+	int (*rwlock_clockrdlock)(pthread_rwlock_t *, clockid_t, const struct timespec *);
+	int (*rwlock_wrlock)(pthread_rwlock_t *);
+	int (*rwlock_trywrlock)(pthread_rwlock_t *);
+	int (*rwlock_timedwrlock)(pthread_rwlock_t *, const struct timespec *);
+	int (*rwlock_clockwrlock)(pthread_rwlock_t *, clockid_t, const struct timespec *);
+	int (*rwlock_unlock)(pthread_rwlock_t *);
 } real;
 
 /* ---- state ---------------------------------------------------------------------------------- */
@@ -126,9 +154,20 @@ struct slot {
 	u32 busy;              /* held by a lock (cleared by the unlocker, maybe another thread) */
 };
 
+struct rwlock_entry;
+
+/* A reader-writer lock the thread holds: slot NULL for a read lock taken again (nested). */
+struct rw_hold {
+	struct rwlock_entry *e;
+	struct slot *slot;
+	bool write;
+};
+
 struct thread_ctx {
 	struct slot *slots[MAX_DEPTH];
 	unsigned int nslots;
+	struct rw_hold rw_holds[MAX_DEPTH]; /* in acquisition order */
+	unsigned int n_rw_holds;
 	struct thread_ctx *next, *prev; /* all live contexts, for fork */
 };
 
@@ -152,6 +191,15 @@ static const struct lock_ops *ops;
 static long params[MAX_TUNABLES_HERE];
 static struct lock_init_args init_args;
 static pthread_key_t ctx_key;
+
+/* What serves pthread_rwlock_t: the C library, a reader-writer lock, or any lock exclusively. */
+enum rw_mode { RW_PASS = 1, RW_SHARED = 2, RW_EXCLUSIVE = 3 };
+static int rw_mode;
+static const struct lock_ops *rw_ops;
+static long rw_params[MAX_TUNABLES_HERE];
+static struct lock_init_args rw_init_args;
+/* The mutex lock is the C library's rwlock (pthread_rwlock): its calls must reach glibc. */
+static bool mutex_lock_is_libc_rwlock;
 
 static struct mutex_entry *table[1u << TABLE_BITS];
 static pthread_mutex_t table_mutex = PTHREAD_MUTEX_INITIALIZER; /* insertion and revival */
@@ -211,9 +259,23 @@ static void find_real_functions(void)
 	real.old_cond_timedwait = next_symbol("pthread_cond_timedwait", "GLIBC_2.2.5");
 	real.old_cond_signal = next_symbol("pthread_cond_signal", "GLIBC_2.2.5");
 	real.old_cond_broadcast = next_symbol("pthread_cond_broadcast", "GLIBC_2.2.5");
+	real.rwlock_init = next_symbol("pthread_rwlock_init", NULL);
+	real.rwlock_destroy = next_symbol("pthread_rwlock_destroy", NULL);
+	real.rwlock_rdlock = next_symbol("pthread_rwlock_rdlock", NULL);
+	real.rwlock_tryrdlock = next_symbol("pthread_rwlock_tryrdlock", NULL);
+	real.rwlock_timedrdlock = next_symbol("pthread_rwlock_timedrdlock", NULL);
+	real.rwlock_clockrdlock = next_symbol("pthread_rwlock_clockrdlock", NULL);
+	real.rwlock_wrlock = next_symbol("pthread_rwlock_wrlock", NULL);
+	real.rwlock_trywrlock = next_symbol("pthread_rwlock_trywrlock", NULL);
+	real.rwlock_timedwrlock = next_symbol("pthread_rwlock_timedwrlock", NULL);
+	real.rwlock_clockwrlock = next_symbol("pthread_rwlock_clockwrlock", NULL);
+	real.rwlock_unlock = next_symbol("pthread_rwlock_unlock", NULL);
 	if (!real.mutex_init || !real.mutex_destroy || !real.mutex_lock || !real.mutex_trylock ||
 	    !real.mutex_timedlock || !real.mutex_unlock || !real.cond_init || !real.cond_destroy ||
-	    !real.cond_wait || !real.cond_timedwait || !real.cond_signal || !real.cond_broadcast)
+	    !real.cond_wait || !real.cond_timedwait || !real.cond_signal || !real.cond_broadcast ||
+	    !real.rwlock_init || !real.rwlock_destroy || !real.rwlock_rdlock ||
+	    !real.rwlock_tryrdlock || !real.rwlock_timedrdlock || !real.rwlock_wrlock ||
+	    !real.rwlock_trywrlock || !real.rwlock_timedwrlock || !real.rwlock_unlock)
 		fatal("cannot find the C library's pthread functions: %s", dlerror());
 }
 
@@ -240,35 +302,104 @@ static const struct lock_ops *load_plugin(const char *path)
 	return p;
 }
 
-static void parse_params(const char *text)
+/* `text` (from the variable `var`) as o's tunables into `out`, defaults for the rest. */
+static void parse_params(const struct lock_ops *o, long *out, const char *text, const char *var)
 {
-	size_t n = tunable_count(ops);
+	char line[512];
+	size_t n = tunable_count(o);
 	if (n > MAX_TUNABLES_HERE)
-		fatal("lock '%s' has too many tunables", ops->name);
+		fatal("lock '%s' has too many tunables", o->name);
 	for (size_t i = 0; i < n; i++)
-		params[i] = ops->tunables[i].default_value;
+		out[i] = o->tunables[i].default_value;
 	if (text == NULL || *text == '\0')
 		return;
 	char *copy = strdup(text), *save = NULL;
 	for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(item, '=');
-		if (eq == NULL)
-			fatal("LOCKLAB_PARAMS: '%s' is not name=value", item);
+		if (eq == NULL) {
+			snprintf(line, sizeof(line), "%s: '%s' is not name=value", var, item);
+			fatal("%s", line);
+		}
 		*eq = '\0';
 		size_t i = 0;
-		while (i < n && strcmp(ops->tunables[i].name, item) != 0)
+		while (i < n && strcmp(o->tunables[i].name, item) != 0)
 			i++;
-		if (i == n)
-			fatal("LOCKLAB_PARAMS: the lock has no tunable '%s'", item);
+		if (i == n) {
+			snprintf(line, sizeof(line), "%s: the lock has no tunable '%s'", var, item);
+			fatal("%s", line);
+		}
 		char *end;
 		errno = 0;
 		long value = strtol(eq + 1, &end, 0);
-		if (errno || end == eq + 1 || *end != '\0' || value < ops->tunables[i].min_value ||
-		    value > ops->tunables[i].max_value)
-			fatal("LOCKLAB_PARAMS: bad or out-of-range value for '%s'", item);
-		params[i] = value;
+		if (errno || end == eq + 1 || *end != '\0' || value < o->tunables[i].min_value ||
+		    value > o->tunables[i].max_value) {
+			snprintf(line, sizeof(line), "%s: bad or out-of-range value for '%s'", var, item);
+			fatal("%s", line);
+		}
+		out[i] = value;
 	}
 	free(copy);
+}
+
+static const struct lock_ops *find_lock(const char *name, const struct lock_ops *from_plugin)
+{
+	if (from_plugin && strcmp(from_plugin->name, name) == 0)
+		return from_plugin;
+	for (size_t i = 0; i < sizeof(catalogue) / sizeof(catalogue[0]); i++)
+		if (strcmp(catalogue[i]->name, name) == 0)
+			return catalogue[i];
+	return NULL;
+}
+
+/* Initialise a lock once now, so a bad parameter fails before main, not in the middle. */
+static void probe_lock(const struct lock_ops *o, const struct lock_init_args *args)
+{
+	void *probe = aligned_alloc(LOCKLAB_CACHELINE,
+				    (o->lock_size + LOCKLAB_CACHELINE - 1) & ~(size_t)(LOCKLAB_CACHELINE - 1));
+	memset(probe, 0, o->lock_size);
+	int err = o->init ? o->init(probe, args) : 0;
+	if (err != 0)
+		fatal("lock '%s' refused its parameters or LOCKLAB_MAX_THREADS", o->name);
+	if (o->destroy)
+		o->destroy(probe);
+	free(probe);
+}
+
+static bool is_reader_writer(const struct lock_ops *o)
+{
+	return (o->flags & LOCK_READER_WRITER) && o->read_lock != NULL && o->read_unlock != NULL;
+}
+
+/* LOCKLAB_RWLOCK and its default (see the top of this file). */
+static void configure_rwlock(const struct lock_ops *from_plugin)
+{
+	const char *name = getenv("LOCKLAB_RWLOCK");
+	const char *text = getenv("LOCKLAB_RWLOCK_PARAMS");
+	rw_init_args.params = rw_params;
+	rw_init_args.nthreads = max_slots;
+	if (name == NULL || *name == '\0') {
+		if (text != NULL && *text != '\0')
+			fatal("%s", "LOCKLAB_RWLOCK_PARAMS needs LOCKLAB_RWLOCK");
+		if (!is_reader_writer(ops)) {
+			rw_mode = RW_PASS;
+			return;
+		}
+		rw_ops = ops;
+		memcpy(rw_params, params, sizeof(rw_params));
+	} else {
+		rw_ops = find_lock(name, from_plugin);
+		if (rw_ops == NULL)
+			fatal("unknown lock '%s' in LOCKLAB_RWLOCK (locklab-bench --list shows them)", name);
+		if (rw_ops->lock == NULL || rw_ops->unlock == NULL || rw_ops->lock_size == 0)
+			fatal("lock '%s' cannot stand in for a rwlock (needs lock, unlock, a size)", name);
+		parse_params(rw_ops, rw_params, text, "LOCKLAB_RWLOCK_PARAMS");
+	}
+	if (strcmp(rw_ops->name, "pthread_rwlock") == 0 && rw_ops != from_plugin) {
+		rw_mode = RW_PASS; /* the C library's own: forward (its ops would call us back) */
+		return;
+	}
+	probe_lock(rw_ops, &rw_init_args);
+	rw_mode = is_reader_writer(rw_ops) ? RW_SHARED : RW_EXCLUSIVE;
 }
 
 static void configure(void)
@@ -281,16 +412,12 @@ static void configure(void)
 	stats_wanted = stats_path != NULL && *stats_path != '\0';
 	if (name == NULL || *name == '\0')
 		name = from_plugin ? from_plugin->name : "pthread_mutex";
-	if (from_plugin && strcmp(from_plugin->name, name) == 0)
-		ops = from_plugin;
-	for (size_t i = 0; ops == NULL && i < sizeof(catalogue) / sizeof(catalogue[0]); i++)
-		if (strcmp(catalogue[i]->name, name) == 0)
-			ops = catalogue[i];
+	ops = find_lock(name, from_plugin);
 	if (ops == NULL)
 		fatal("unknown lock '%s' in LOCKLAB_LOCK (locklab-bench --list shows them)", name);
 	if (ops->lock == NULL || ops->unlock == NULL || ops->lock_size == 0)
 		fatal("lock '%s' cannot stand in for a mutex (needs lock, unlock, a size)", name);
-	parse_params(getenv("LOCKLAB_PARAMS"));
+	parse_params(ops, params, getenv("LOCKLAB_PARAMS"), "LOCKLAB_PARAMS");
 
 	const char *max_text = getenv("LOCKLAB_MAX_THREADS");
 	max_slots = DEFAULT_MAX_THREADS;
@@ -313,21 +440,14 @@ static void configure(void)
 		all_slots[i].lt.cpu = -1;
 		all_slots[i].lt.numa_node = -1;
 	}
+	configure_rwlock(from_plugin); /* before `mode` is set: other threads wait for that */
 
 	if (strcmp(ops->name, "pthread_mutex") == 0 && ops != from_plugin) {
 		mode = MODE_PASS; /* forward everything; the table only when statistics are asked */
 		return;
 	}
-	/* Try the lock once now, so a bad parameter fails before main, not in the middle. */
-	void *probe = aligned_alloc(LOCKLAB_CACHELINE,
-				    (ops->lock_size + LOCKLAB_CACHELINE - 1) & ~(size_t)(LOCKLAB_CACHELINE - 1));
-	memset(probe, 0, ops->lock_size);
-	int err = ops->init ? ops->init(probe, &init_args) : 0;
-	if (err != 0)
-		fatal("lock '%s' refused its parameters or LOCKLAB_MAX_THREADS", ops->name);
-	if (ops->destroy)
-		ops->destroy(probe);
-	free(probe);
+	probe_lock(ops, &init_args);
+	mutex_lock_is_libc_rwlock = strcmp(ops->name, "pthread_rwlock") == 0 && ops != from_plugin;
 	mode = MODE_LAB;
 }
 
@@ -585,15 +705,36 @@ static inline void count(struct mutex_entry *e, bool contended)
 
 /* ---- the lab lock as a mutex ---------------------------------------------------------------- */
 
+/*
+ * The catalogue's pthread_rwlock as the mutex lock calls pthread_rwlock_*, which are ours now:
+ * in_lab_setup sends those calls straight to the C library.
+ */
+static void libc_rwlock_call(void (*fn)(void *, struct lock_thread *), void *lab,
+			     struct lock_thread *self)
+{
+	in_lab_setup = true;
+	fn(lab, self);
+	in_lab_setup = false;
+}
+
 static inline void lab_lock(struct mutex_entry *e, struct lock_thread *self)
 {
 	if (ops->trylock == NULL)
 		__atomic_fetch_add(&e->occupancy, 1, __ATOMIC_SEQ_CST);
-	ops->lock(e->lab, self);
+	if (unlikely(mutex_lock_is_libc_rwlock))
+		libc_rwlock_call(ops->lock, e->lab, self);
+	else
+		ops->lock(e->lab, self);
 }
 
 static inline bool lab_trylock(struct mutex_entry *e, struct lock_thread *self)
 {
+	if (unlikely(mutex_lock_is_libc_rwlock)) {
+		in_lab_setup = true;
+		bool taken = ops->trylock(e->lab, self);
+		in_lab_setup = false;
+		return taken;
+	}
 	if (ops->trylock != NULL)
 		return ops->trylock(e->lab, self);
 	/* Nobody is in lock(), holds, or is in unlock(): the lock is free and lock() won't wait. */
@@ -607,7 +748,10 @@ static inline bool lab_trylock(struct mutex_entry *e, struct lock_thread *self)
 
 static inline void lab_unlock(struct mutex_entry *e, struct lock_thread *self)
 {
-	ops->unlock(e->lab, self);
+	if (unlikely(mutex_lock_is_libc_rwlock))
+		libc_rwlock_call(ops->unlock, e->lab, self);
+	else
+		ops->unlock(e->lab, self);
 	if (ops->trylock == NULL)
 		__atomic_fetch_sub(&e->occupancy, 1, __ATOMIC_SEQ_CST);
 }
@@ -630,6 +774,37 @@ static bool deadline_passed(clockid_t clock, const struct timespec *deadline, lo
 	return false;
 }
 
+/*
+ * Retry attempt(arg) with a bounded sleeping backoff until it succeeds (true) or the deadline
+ * has passed on `clock` (false; one last attempt once it has). The deadline must be valid.
+ */
+static bool poll_until(clockid_t clock, const struct timespec *deadline, bool (*attempt)(void *),
+		       void *arg)
+{
+	long left_ns = 0, backoff_ns = 1000;
+	for (;;) {
+		if (deadline_passed(clock, deadline, &left_ns))
+			return attempt(arg);
+		struct timespec nap = { 0, backoff_ns < left_ns ? backoff_ns : left_ns };
+		nanosleep(&nap, NULL);
+		if (backoff_ns < 1000000)
+			backoff_ns *= 2;
+		if (attempt(arg))
+			return true;
+	}
+}
+
+struct mutex_attempt {
+	struct mutex_entry *e;
+	struct lock_thread *self;
+};
+
+static bool mutex_attempt(void *arg)
+{
+	struct mutex_attempt *a = arg;
+	return lab_trylock(a->e, a->self);
+}
+
 /* Lock `m` (deadline NULL: wait for ever). Returns 0, ETIMEDOUT or EINVAL. */
 static int do_lock(pthread_mutex_t *m, clockid_t clock, const struct timespec *deadline)
 {
@@ -647,25 +822,15 @@ static int do_lock(pthread_mutex_t *m, clockid_t clock, const struct timespec *d
 	bool contended = false;
 	if (deadline != NULL) {
 		if (!lab_trylock(e, &s->lt)) {
-			long left_ns = 0, backoff_ns = 1000;
 			contended = true;
 			if (!timespec_valid(deadline)) {
 				slot_put(&s->lt);
 				return EINVAL;
 			}
-			for (;;) {
-				if (deadline_passed(clock, deadline, &left_ns)) {
-					if (lab_trylock(e, &s->lt))
-						break;
-					slot_put(&s->lt);
-					return ETIMEDOUT;
-				}
-				struct timespec nap = { 0, backoff_ns < left_ns ? backoff_ns : left_ns };
-				nanosleep(&nap, NULL);
-				if (backoff_ns < 1000000)
-					backoff_ns *= 2;
-				if (lab_trylock(e, &s->lt))
-					break;
+			struct mutex_attempt a = { e, &s->lt };
+			if (!poll_until(clock, deadline, mutex_attempt, &a)) {
+				slot_put(&s->lt);
+				return ETIMEDOUT;
 			}
 		}
 	} else if (stats_wanted) {
@@ -964,6 +1129,400 @@ static int ll_old_cond_broadcast(pthread_cond_t *c)
 						       : real.old_cond_broadcast(c);
 }
 
+/* ---- interposed: reader-writer locks -------------------------------------------------------- */
+
+struct rwlock_entry {
+	struct rwlock_entry *next; /* bucket chain; immutable once published */
+	const void *addr;
+	u32 live;                  /* 0 after pthread_rwlock_destroy, until reused */
+	u32 kind;                  /* enum entry_kind: ENTRY_PASS for process-shared ones */
+	int pshared;
+	/*
+	 * The gate: readers, writers and pending tries in (or waiting for) the lab lock. Readers
+	 * and writers count from entry to the end of their unlock; a try is pending from its
+	 * successful check until its lock call has returned.
+	 */
+	u64 gate;
+	u64 reads, writes, contended_reads, contended_writes; /* relaxed atomic adds */
+	void *lab; /* rw_ops->lock_size bytes, cache-line aligned */
+};
+
+#define GATE_FIELD_BITS 21
+#define GATE_READER 1ull
+#define GATE_WRITER (1ull << GATE_FIELD_BITS)
+#define GATE_TRY (1ull << (2 * GATE_FIELD_BITS))
+#define GATE_FIELD_MASK (GATE_WRITER - 1)
+
+static inline u64 gate_readers(u64 g) { return g & GATE_FIELD_MASK; }
+static inline u64 gate_writers(u64 g) { return (g >> GATE_FIELD_BITS) & GATE_FIELD_MASK; }
+static inline u64 gate_tries(u64 g) { return g >> (2 * GATE_FIELD_BITS); }
+
+/* Whether a holder counted in `g` keeps a reader (or writer) out. */
+static inline bool gate_conflicts(u64 g, bool write)
+{
+	if (write || rw_mode == RW_EXCLUSIVE)
+		return gate_readers(g) != 0 || gate_writers(g) != 0;
+	return gate_writers(g) != 0;
+}
+
+static struct rwlock_entry *rw_table[1u << TABLE_BITS];
+static bool rw_nodes_migrate; /* as nodes_migrate, for rw_ops */
+
+static inline struct rwlock_entry *rw_entry_lookup(const void *addr)
+{
+	for (struct rwlock_entry *e = __atomic_load_n(&rw_table[table_hash(addr)], __ATOMIC_ACQUIRE);
+	     e != NULL; e = e->next)
+		if (e->addr == addr)
+			return e;
+	return NULL;
+}
+
+static u32 rw_classify(const pthread_rwlock_t *rw, int *pshared)
+{
+	*pshared = rw->__data.__shared != 0;
+	return rw_mode == RW_PASS || *pshared ? ENTRY_PASS : ENTRY_LAB;
+}
+
+static void rw_lab_init(struct rwlock_entry *e)
+{
+	memset(e->lab, 0, rw_ops->lock_size);
+	e->gate = 0;
+	in_lab_setup = true;
+	int err = rw_ops->init ? rw_ops->init(e->lab, &rw_init_args) : 0;
+	in_lab_setup = false;
+	if (err != 0)
+		fatal("lock '%s' failed to initialise a rwlock", rw_ops->name);
+}
+
+static void rw_lab_destroy(struct rwlock_entry *e)
+{
+	if (rw_ops->destroy && !__atomic_load_n(&rw_nodes_migrate, __ATOMIC_RELAXED)) {
+		in_lab_setup = true;
+		rw_ops->destroy(e->lab);
+		in_lab_setup = false;
+	}
+}
+
+/* The entry of `rw`; (re)built when `fresh` (pthread_rwlock_init) or after a destroy. */
+static struct rwlock_entry *rw_entry_get(pthread_rwlock_t *rw, bool fresh)
+{
+	struct rwlock_entry *e = rw_entry_lookup(rw);
+	if (likely(e != NULL && !fresh && __atomic_load_n(&e->live, __ATOMIC_ACQUIRE)))
+		return e;
+	real.mutex_lock(&table_mutex);
+	e = rw_entry_lookup(rw);
+	if (e == NULL) {
+		size_t head = (sizeof(*e) + LOCKLAB_CACHELINE - 1) & ~(size_t)(LOCKLAB_CACHELINE - 1);
+		size_t body = rw_ops ? (rw_ops->lock_size + LOCKLAB_CACHELINE - 1) &
+					       ~(size_t)(LOCKLAB_CACHELINE - 1)
+				     : 0;
+		e = aligned_alloc(LOCKLAB_CACHELINE, head + body);
+		if (e == NULL)
+			fatal("%s", "out of memory for a rwlock");
+		memset(e, 0, head);
+		e->addr = rw;
+		e->lab = (char *)e + head;
+		e->kind = rw_classify(rw, &e->pshared);
+		if (e->kind == ENTRY_LAB)
+			rw_lab_init(e);
+		e->live = 1;
+		size_t b = table_hash(rw);
+		e->next = rw_table[b];
+		__atomic_store_n(&rw_table[b], e, __ATOMIC_RELEASE);
+	} else if (fresh || !e->live) {
+		if (e->kind == ENTRY_LAB && e->live)
+			rw_lab_destroy(e);
+		e->kind = rw_classify(rw, &e->pshared);
+		if (e->kind == ENTRY_LAB)
+			rw_lab_init(e);
+		__atomic_store_n(&e->live, 1, __ATOMIC_RELEASE);
+	}
+	real.mutex_unlock(&table_mutex);
+	return e;
+}
+
+static inline void rw_count(struct rwlock_entry *e, bool write, bool contended)
+{
+	if (!stats_wanted)
+		return;
+	__atomic_fetch_add(write ? &e->writes : &e->reads, 1, __ATOMIC_RELAXED);
+	if (contended)
+		__atomic_fetch_add(write ? &e->contended_writes : &e->contended_reads, 1,
+				   __ATOMIC_RELAXED);
+}
+
+/* The lab lock's own calls; in exclusive mode a reader takes the lock as a writer does. */
+static inline void rw_lab_acquire(struct rwlock_entry *e, struct lock_thread *self, bool write)
+{
+	if (write || rw_mode == RW_EXCLUSIVE)
+		rw_ops->lock(e->lab, self);
+	else
+		rw_ops->read_lock(e->lab, self);
+}
+
+static inline void rw_lab_release(struct rwlock_entry *e, struct lock_thread *self, bool write)
+{
+	if (write || rw_mode == RW_EXCLUSIVE)
+		rw_ops->unlock(e->lab, self);
+	else
+		rw_ops->read_unlock(e->lab, self);
+}
+
+/* Blocking entry. Returns whether a conflicting holder or waiter was there (contended). */
+static bool rw_enter(struct rwlock_entry *e, struct lock_thread *self, bool write)
+{
+	u64 g = __atomic_fetch_add(&e->gate, write ? GATE_WRITER : GATE_READER, __ATOMIC_SEQ_CST);
+	/*
+	 * A try that succeeded before us must not find us queued in the lab lock ahead of it
+	 * (a writer-preferring lock would make a try-reader wait for us): wait for it to be in.
+	 * A reader of a shared lock with no writer counted waits for nothing: only try-readers
+	 * can be pending then, and readers never keep readers out.
+	 */
+	if (gate_tries(g) != 0 && (write || rw_mode == RW_EXCLUSIVE || gate_writers(g) != 0)) {
+		unsigned int spins = 0;
+		while (gate_tries(__atomic_load_n(&e->gate, __ATOMIC_SEQ_CST)) != 0)
+			if (++spins % 64 == 0)
+				sched_yield();
+			else
+				cpu_relax();
+	}
+	rw_lab_acquire(e, self, write);
+	return gate_conflicts(g, write);
+}
+
+/* Never waits: the gate says whether the lab lock can be taken at once, and then takes it. */
+static bool rw_try(struct rwlock_entry *e, struct lock_thread *self, bool write)
+{
+	u64 g = __atomic_load_n(&e->gate, __ATOMIC_SEQ_CST);
+	do {
+		if (gate_conflicts(g, write))
+			return false;
+	} while (!__atomic_compare_exchange_n(&e->gate, &g,
+					      g + (write ? GATE_WRITER : GATE_READER) + GATE_TRY,
+					      false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
+	rw_lab_acquire(e, self, write);
+	__atomic_fetch_sub(&e->gate, GATE_TRY, __ATOMIC_SEQ_CST);
+	return true;
+}
+
+struct rw_attempt {
+	struct rwlock_entry *e;
+	struct lock_thread *self;
+	bool write;
+};
+
+static bool rw_attempt(void *arg)
+{
+	struct rw_attempt *a = arg;
+	return rw_try(a->e, a->self, a->write);
+}
+
+/* The calling thread's latest hold of `e`, or NULL. */
+static struct rw_hold *rw_held(struct thread_ctx *ctx, const struct rwlock_entry *e)
+{
+	for (unsigned int i = ctx->n_rw_holds; i-- > 0;)
+		if (ctx->rw_holds[i].e == e)
+			return &ctx->rw_holds[i];
+	return NULL;
+}
+
+static void rw_hold_push(struct thread_ctx *ctx, struct rwlock_entry *e, struct slot *s, bool write)
+{
+	if (ctx->n_rw_holds == MAX_DEPTH)
+		fatal("a thread holds more than %s rwlocks at once", "32");
+	ctx->rw_holds[ctx->n_rw_holds++] = (struct rw_hold){ e, s, write };
+}
+
+static int rw_pass_acquire(pthread_rwlock_t *rw, bool write, bool try, clockid_t clock,
+			   const struct timespec *deadline)
+{
+	if (try)
+		return write ? real.rwlock_trywrlock(rw) : real.rwlock_tryrdlock(rw);
+	if (deadline == NULL)
+		return write ? real.rwlock_wrlock(rw) : real.rwlock_rdlock(rw);
+	if (clock == CLOCK_REALTIME)
+		return write ? real.rwlock_timedwrlock(rw, deadline)
+			     : real.rwlock_timedrdlock(rw, deadline);
+	int (*clocked)(pthread_rwlock_t *, clockid_t, const struct timespec *) =
+		write ? real.rwlock_clockwrlock : real.rwlock_clockrdlock;
+	return clocked ? clocked(rw, clock, deadline) : EINVAL;
+}
+
+/*
+ * Take `rw` for reading or writing: blocking, `try` (EBUSY), or by a deadline on `clock`
+ * (ETIMEDOUT, EINVAL for a bad deadline when it has to wait). EDEADLK when the thread holds
+ * it for writing, or asks to write while it reads (glibc's and POSIX's answers).
+ */
+static int rw_acquire(pthread_rwlock_t *rw, bool write, bool try, clockid_t clock,
+		      const struct timespec *deadline)
+{
+	struct rwlock_entry *e = rw_entry_get(rw, false);
+	if (e->kind == ENTRY_PASS) {
+		int err = rw_pass_acquire(rw, write, try, clock, deadline);
+		if (err == 0)
+			rw_count(e, write, false);
+		return err;
+	}
+	struct thread_ctx *ctx = thread_ctx();
+	struct rw_hold *held = rw_held(ctx, e);
+	if (held != NULL && (held->write || write))
+		return try ? EBUSY : EDEADLK;
+	if (held != NULL) { /* a read lock taken again: the outer one already keeps writers out */
+		rw_hold_push(ctx, e, NULL, false);
+		rw_count(e, false, false);
+		return 0;
+	}
+	struct slot *s = slot_take();
+	bool contended = false;
+	if (try || deadline != NULL) {
+		if (!rw_try(e, &s->lt, write)) {
+			contended = true;
+			struct rw_attempt a = { e, &s->lt, write };
+			int err = try ? EBUSY
+				  : !timespec_valid(deadline) ? EINVAL
+				  : poll_until(clock, deadline, rw_attempt, &a) ? 0
+									  : ETIMEDOUT;
+			if (err != 0) {
+				slot_put(&s->lt);
+				return err;
+			}
+		}
+	} else {
+		contended = rw_enter(e, &s->lt, write);
+	}
+	rw_hold_push(ctx, e, s, write);
+	rw_count(e, write, contended);
+	return 0;
+}
+
+static int rw_release(pthread_rwlock_t *rw)
+{
+	struct rwlock_entry *e = rw_entry_lookup(rw);
+	if (e == NULL || e->kind == ENTRY_PASS)
+		return real.rwlock_unlock(rw);
+	struct thread_ctx *ctx = my_ctx;
+	struct rw_hold *held = ctx ? rw_held(ctx, e) : NULL;
+	if (held == NULL)
+		return EPERM; /* not held by this thread */
+	struct rw_hold h = *held;
+	for (struct rw_hold *next = held + 1; next < ctx->rw_holds + ctx->n_rw_holds; next++)
+		next[-1] = *next;
+	ctx->n_rw_holds--;
+	if (h.slot == NULL)
+		return 0; /* a nested read lock */
+	rw_lab_release(e, &h.slot->lt, h.write);
+	__atomic_fetch_sub(&e->gate, h.write ? GATE_WRITER : GATE_READER, __ATOMIC_SEQ_CST);
+	if (unlikely(h.slot->lt.lock_private != NULL) &&
+	    !__atomic_load_n(&rw_nodes_migrate, __ATOMIC_RELAXED))
+		__atomic_store_n(&rw_nodes_migrate, true, __ATOMIC_RELAXED);
+	slot_put(&h.slot->lt);
+	return 0;
+}
+
+/*
+ * True when the call goes straight to the C library: the lab's own calls (a lock built on
+ * glibc's rwlock), our start-up, or no lab lock and no statistics.
+ */
+static inline bool rw_forward(void)
+{
+	if (unlikely(in_lab_setup) || !ensure_ready())
+		return true;
+	return rw_mode == RW_PASS && !stats_wanted;
+}
+
+static int ll_rwlock_init(pthread_rwlock_t *rw, const pthread_rwlockattr_t *attr)
+{
+	bool forward = rw_forward();
+	int err = real.rwlock_init ? real.rwlock_init(rw, attr) : 0;
+	if (err == 0 && !forward)
+		rw_entry_get(rw, true);
+	return err;
+}
+
+static int ll_rwlock_destroy(pthread_rwlock_t *rw)
+{
+	if (rw_forward())
+		return real.rwlock_destroy ? real.rwlock_destroy(rw) : 0;
+	struct rwlock_entry *e = rw_entry_lookup(rw);
+	if (e != NULL && e->live) {
+		if (e->kind == ENTRY_LAB && __atomic_load_n(&e->gate, __ATOMIC_SEQ_CST) != 0)
+			return EBUSY;
+		real.mutex_lock(&table_mutex);
+		if (e->kind == ENTRY_LAB)
+			rw_lab_destroy(e);
+		__atomic_store_n(&e->live, 0, __ATOMIC_RELEASE);
+		real.mutex_unlock(&table_mutex);
+	}
+	return real.rwlock_destroy(rw);
+}
+
+static int ll_rwlock_rdlock(pthread_rwlock_t *rw)
+{
+	if (rw_forward())
+		return real.rwlock_rdlock ? real.rwlock_rdlock(rw) : 0;
+	return rw_acquire(rw, false, false, CLOCK_REALTIME, NULL);
+}
+
+static int ll_rwlock_wrlock(pthread_rwlock_t *rw)
+{
+	if (rw_forward())
+		return real.rwlock_wrlock ? real.rwlock_wrlock(rw) : 0;
+	return rw_acquire(rw, true, false, CLOCK_REALTIME, NULL);
+}
+
+static int ll_rwlock_tryrdlock(pthread_rwlock_t *rw)
+{
+	if (rw_forward())
+		return real.rwlock_tryrdlock ? real.rwlock_tryrdlock(rw) : 0;
+	return rw_acquire(rw, false, true, CLOCK_REALTIME, NULL);
+}
+
+static int ll_rwlock_trywrlock(pthread_rwlock_t *rw)
+{
+	if (rw_forward())
+		return real.rwlock_trywrlock ? real.rwlock_trywrlock(rw) : 0;
+	return rw_acquire(rw, true, true, CLOCK_REALTIME, NULL);
+}
+
+static int ll_rwlock_timedrdlock(pthread_rwlock_t *rw, const struct timespec *t)
+{
+	if (rw_forward())
+		return real.rwlock_timedrdlock ? real.rwlock_timedrdlock(rw, t) : 0;
+	return rw_acquire(rw, false, false, CLOCK_REALTIME, t);
+}
+
+static int ll_rwlock_timedwrlock(pthread_rwlock_t *rw, const struct timespec *t)
+{
+	if (rw_forward())
+		return real.rwlock_timedwrlock ? real.rwlock_timedwrlock(rw, t) : 0;
+	return rw_acquire(rw, true, false, CLOCK_REALTIME, t);
+}
+
+static int ll_rwlock_clockrdlock(pthread_rwlock_t *rw, clockid_t clock, const struct timespec *t)
+{
+	if (rw_forward())
+		return real.rwlock_clockrdlock ? real.rwlock_clockrdlock(rw, clock, t) : EINVAL;
+	if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)
+		return EINVAL;
+	return rw_acquire(rw, false, false, clock, t);
+}
+
+static int ll_rwlock_clockwrlock(pthread_rwlock_t *rw, clockid_t clock, const struct timespec *t)
+{
+	if (rw_forward())
+		return real.rwlock_clockwrlock ? real.rwlock_clockwrlock(rw, clock, t) : EINVAL;
+	if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)
+		return EINVAL;
+	return rw_acquire(rw, true, false, clock, t);
+}
+
+static int ll_rwlock_unlock(pthread_rwlock_t *rw)
+{
+	if (rw_forward())
+		return real.rwlock_unlock ? real.rwlock_unlock(rw) : 0;
+	return rw_release(rw);
+}
+
 /* ---- symbols, with glibc's versions (see interpose.map) ------------------------------------ */
 
 #define ALIAS(impl, name) \
@@ -1019,6 +1578,52 @@ VERSION(ll_cond_signal_v225, "pthread_cond_signal@GLIBC_2.2.5")
 ALIAS(ll_old_cond_broadcast, ll_cond_broadcast_v225)
 VERSION(ll_cond_broadcast_v225, "pthread_cond_broadcast@GLIBC_2.2.5")
 
+/* rwlocks: every one is @GLIBC_2.2.5 (clock ones @GLIBC_2.30) and @@GLIBC_2.34 */
+ALIAS(ll_rwlock_init, ll_rwlock_init_v225)
+VERSION(ll_rwlock_init_v225, "pthread_rwlock_init@GLIBC_2.2.5")
+ALIAS(ll_rwlock_init, ll_rwlock_init_v234)
+VERSION(ll_rwlock_init_v234, "pthread_rwlock_init@@GLIBC_2.34")
+ALIAS(ll_rwlock_destroy, ll_rwlock_destroy_v225)
+VERSION(ll_rwlock_destroy_v225, "pthread_rwlock_destroy@GLIBC_2.2.5")
+ALIAS(ll_rwlock_destroy, ll_rwlock_destroy_v234)
+VERSION(ll_rwlock_destroy_v234, "pthread_rwlock_destroy@@GLIBC_2.34")
+ALIAS(ll_rwlock_rdlock, ll_rwlock_rdlock_v225)
+VERSION(ll_rwlock_rdlock_v225, "pthread_rwlock_rdlock@GLIBC_2.2.5")
+ALIAS(ll_rwlock_rdlock, ll_rwlock_rdlock_v234)
+VERSION(ll_rwlock_rdlock_v234, "pthread_rwlock_rdlock@@GLIBC_2.34")
+ALIAS(ll_rwlock_tryrdlock, ll_rwlock_tryrdlock_v225)
+VERSION(ll_rwlock_tryrdlock_v225, "pthread_rwlock_tryrdlock@GLIBC_2.2.5")
+ALIAS(ll_rwlock_tryrdlock, ll_rwlock_tryrdlock_v234)
+VERSION(ll_rwlock_tryrdlock_v234, "pthread_rwlock_tryrdlock@@GLIBC_2.34")
+ALIAS(ll_rwlock_timedrdlock, ll_rwlock_timedrdlock_v225)
+VERSION(ll_rwlock_timedrdlock_v225, "pthread_rwlock_timedrdlock@GLIBC_2.2.5")
+ALIAS(ll_rwlock_timedrdlock, ll_rwlock_timedrdlock_v234)
+VERSION(ll_rwlock_timedrdlock_v234, "pthread_rwlock_timedrdlock@@GLIBC_2.34")
+ALIAS(ll_rwlock_wrlock, ll_rwlock_wrlock_v225)
+VERSION(ll_rwlock_wrlock_v225, "pthread_rwlock_wrlock@GLIBC_2.2.5")
+ALIAS(ll_rwlock_wrlock, ll_rwlock_wrlock_v234)
+VERSION(ll_rwlock_wrlock_v234, "pthread_rwlock_wrlock@@GLIBC_2.34")
+ALIAS(ll_rwlock_trywrlock, ll_rwlock_trywrlock_v225)
+VERSION(ll_rwlock_trywrlock_v225, "pthread_rwlock_trywrlock@GLIBC_2.2.5")
+ALIAS(ll_rwlock_trywrlock, ll_rwlock_trywrlock_v234)
+VERSION(ll_rwlock_trywrlock_v234, "pthread_rwlock_trywrlock@@GLIBC_2.34")
+ALIAS(ll_rwlock_timedwrlock, ll_rwlock_timedwrlock_v225)
+VERSION(ll_rwlock_timedwrlock_v225, "pthread_rwlock_timedwrlock@GLIBC_2.2.5")
+ALIAS(ll_rwlock_timedwrlock, ll_rwlock_timedwrlock_v234)
+VERSION(ll_rwlock_timedwrlock_v234, "pthread_rwlock_timedwrlock@@GLIBC_2.34")
+ALIAS(ll_rwlock_unlock, ll_rwlock_unlock_v225)
+VERSION(ll_rwlock_unlock_v225, "pthread_rwlock_unlock@GLIBC_2.2.5")
+ALIAS(ll_rwlock_unlock, ll_rwlock_unlock_v234)
+VERSION(ll_rwlock_unlock_v234, "pthread_rwlock_unlock@@GLIBC_2.34")
+ALIAS(ll_rwlock_clockrdlock, ll_rwlock_clockrdlock_v230)
+VERSION(ll_rwlock_clockrdlock_v230, "pthread_rwlock_clockrdlock@GLIBC_2.30")
+ALIAS(ll_rwlock_clockrdlock, ll_rwlock_clockrdlock_v234)
+VERSION(ll_rwlock_clockrdlock_v234, "pthread_rwlock_clockrdlock@@GLIBC_2.34")
+ALIAS(ll_rwlock_clockwrlock, ll_rwlock_clockwrlock_v230)
+VERSION(ll_rwlock_clockwrlock_v230, "pthread_rwlock_clockwrlock@GLIBC_2.30")
+ALIAS(ll_rwlock_clockwrlock, ll_rwlock_clockwrlock_v234)
+VERSION(ll_rwlock_clockwrlock_v234, "pthread_rwlock_clockwrlock@@GLIBC_2.34")
+
 /* ---- fork ----------------------------------------------------------------------------------- */
 
 static void atfork_prepare(void)
@@ -1042,18 +1647,30 @@ static bool slot_is_mine(const struct lock_thread *lt)
 	return false;
 }
 
+/* A rwlock this thread holds, rebuilt with only its own holds (see atfork_child). */
+static void rw_rebuild_for_child(struct rwlock_entry *e)
+{
+	rw_lab_destroy(e);
+	rw_lab_init(e);
+	for (unsigned int i = 0; i < my_ctx->n_rw_holds; i++) {
+		struct rw_hold *h = &my_ctx->rw_holds[i];
+		if (h->e != e || h->slot == NULL)
+			continue;
+		e->gate += h->write ? GATE_WRITER : GATE_READER;
+		rw_lab_acquire(e, &h->slot->lt, h->write);
+	}
+}
+
 static void atfork_child(void)
 {
 	real.mutex_init(&pool_mutex, NULL);
 	real.mutex_init(&table_mutex, NULL);
-	if (mode != MODE_LAB)
-		return;
 	/*
 	 * The other threads are gone. A lab lock this thread holds may have their queue nodes
 	 * behind it: rebuild it, held by us again, so unlocking it in the child cannot hand it to
 	 * a thread that does not exist. (A lock another thread held stays held, as glibc's does.)
 	 */
-	for (size_t b = 0; b < (1u << TABLE_BITS); b++)
+	for (size_t b = 0; mode == MODE_LAB && b < (1u << TABLE_BITS); b++)
 		for (struct mutex_entry *e = table[b]; e != NULL; e = e->next) {
 			struct lock_thread *owner = e->owner;
 			if (!e->live || e->kind != ENTRY_LAB || owner == NULL || !slot_is_mine(owner))
@@ -1063,6 +1680,13 @@ static void atfork_child(void)
 			lab_lock(e, owner);
 			e->owner = owner;
 		}
+	/* Rwlocks this thread holds: the other threads' read holds go with them. */
+	for (size_t b = 0; rw_mode != RW_PASS && my_ctx != NULL && b < (1u << TABLE_BITS); b++)
+		for (struct rwlock_entry *e = rw_table[b]; e != NULL; e = e->next)
+			if (e->live && e->kind == ENTRY_LAB && rw_held(my_ctx, e) != NULL)
+				rw_rebuild_for_child(e);
+	if (mode != MODE_LAB && rw_mode == RW_PASS)
+		return;
 	/* The other threads' contexts: their free slots return to the pool. */
 	for (struct thread_ctx *ctx = all_ctx, *next; ctx != NULL; ctx = next) {
 		next = ctx->next;
@@ -1101,6 +1725,53 @@ static const char *kind_name(const struct mutex_entry *e)
 	}
 }
 
+struct rw_totals {
+	u64 seen, reads, writes, contended_reads, contended_writes;
+	u64 pass_seen, pass_reads, pass_writes, pshared;
+};
+
+static struct rw_totals rw_totals(void)
+{
+	struct rw_totals t = { 0 };
+	for (size_t b = 0; b < (1u << TABLE_BITS); b++)
+		for (struct rwlock_entry *e = __atomic_load_n(&rw_table[b], __ATOMIC_ACQUIRE); e;
+		     e = e->next) {
+			u64 reads = __atomic_load_n(&e->reads, __ATOMIC_RELAXED);
+			u64 writes = __atomic_load_n(&e->writes, __ATOMIC_RELAXED);
+			if (e->kind == ENTRY_PASS) {
+				t.pass_seen++;
+				t.pass_reads += reads;
+				t.pass_writes += writes;
+				t.pshared += (u64)e->pshared;
+			} else {
+				t.seen++;
+				t.reads += reads;
+				t.writes += writes;
+				t.contended_reads += __atomic_load_n(&e->contended_reads, __ATOMIC_RELAXED);
+				t.contended_writes +=
+					__atomic_load_n(&e->contended_writes, __ATOMIC_RELAXED);
+			}
+		}
+	return t;
+}
+
+static void write_rw_stats(FILE *out, const struct rw_totals *t)
+{
+	static const char *const mode_names[] = { [RW_PASS] = "passthrough", [RW_SHARED] = "lab",
+						  [RW_EXCLUSIVE] = "exclusive" };
+	fprintf(out, "  \"rwlocks\": {\"lock\": \"%s\", \"mode\": \"%s\", \"seen\": %llu, "
+		     "\"read_acquisitions\": %llu, \"write_acquisitions\": %llu, "
+		     "\"contended_read_acquisitions\": %llu, \"contended_write_acquisitions\": %llu,\n"
+		     "    \"passthrough\": {\"rwlocks\": %llu, \"read_acquisitions\": %llu, "
+		     "\"write_acquisitions\": %llu, \"pshared\": %llu}},\n",
+		rw_mode == RW_PASS || rw_ops == NULL ? "pthread_rwlock" : rw_ops->name,
+		mode_names[rw_mode], (unsigned long long)t->seen, (unsigned long long)t->reads,
+		(unsigned long long)t->writes, (unsigned long long)t->contended_reads,
+		(unsigned long long)t->contended_writes, (unsigned long long)t->pass_seen,
+		(unsigned long long)t->pass_reads, (unsigned long long)t->pass_writes,
+		(unsigned long long)t->pshared);
+}
+
 __attribute__((destructor)) static void interpose_stats(void)
 {
 	if (!stats_wanted || __atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2)
@@ -1126,11 +1797,13 @@ __attribute__((destructor)) static void interpose_stats(void)
 				return;
 			all[n++] = e;
 		}
+	struct rw_totals rw = rw_totals();
 	/*
-	 * A process that used no mutex (a wrapper such as timeout(1), which inherits LD_PRELOAD)
-	 * writes nothing, so it cannot overwrite the program's file; "%p" in the path is the pid.
+	 * A process that used no mutex or rwlock (a wrapper such as timeout(1), which inherits
+	 * LD_PRELOAD) writes nothing, so it cannot overwrite the program's file; "%p" in the path
+	 * is the pid.
 	 */
-	if (n == 0) {
+	if (n == 0 && rw.seen == 0 && rw.pass_seen == 0) {
 		free(all);
 		return;
 	}
@@ -1157,6 +1830,7 @@ __attribute__((destructor)) static void interpose_stats(void)
 		     "\"recursive\": %llu, \"errorcheck\": %llu},\n",
 		(unsigned long long)pass_seen, (unsigned long long)pass_acq,
 		(unsigned long long)recursive, (unsigned long long)errorcheck);
+	write_rw_stats(out, &rw);
 	fprintf(out, "  \"lock_contexts\": %u,\n  \"hottest\": [", nslots_made);
 	for (size_t i = 0; i < n && i < HOTTEST; i++)
 		fprintf(out, "%s\n    {\"address\": \"%p\", \"kind\": \"%s\", \"acquisitions\": %llu, "

@@ -4,7 +4,7 @@
  * tests/test_interpose.py under liblocklab-interpose.so with every lock of the catalogue.
  * It knows nothing of locklab: whatever lock stands behind pthread_mutex_t must keep it right.
  *
- * Checks, each failing with one line "torture: FAIL <what>" and exit 1:
+ * Checks (rwlock ones too), each failing with one line "torture: FAIL <what>" and exit 1:
  *   counter    threads increment a plain counter under a PTHREAD_MUTEX_INITIALIZER mutex and
  *              one from pthread_mutex_init; an "inside" count catches two holders at once;
  *              the total catches lost updates
@@ -16,12 +16,21 @@
  *              cond_timedwait times out no earlier than its deadline and returns holding
  *   types      recursive and error-checking mutexes keep their semantics
  *   churn      many short-lived threads each lock once (per-thread contexts are recycled)
- *   fork       fork while other threads lock; the child locks the same mutexes
+ *   rwlock     readers check a pair of fields writers move one at a time (a static and an
+ *              initialised rwlock; rd/wr, try, timed and clock variants, nested reads);
+ *              trywrlock EBUSY and timedwrlock/clockwrlock ETIMEDOUT (no earlier than the
+ *              deadline) beside a reader, tryrdlock/timedrdlock beside a writer; EDEADLK;
+ *              destroy and re-init; process-shared rwlocks
+ *   fork       fork while other threads lock; the child locks the same mutexes and rwlocks
+ * Options: --threads N, --iterations N, --rwlock-only (only the rwlock checks),
+ * --exclusive-readers (the rwlocks' lock lets one reader in at a time: tryrdlock beside a
+ * reader is then EBUSY).
  * A watchdog (alarm) ends a hung run with "torture: FAIL hung" and exit 3.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +44,10 @@ static long iterations = 20000;
 static void fail(const char *what) __attribute__((noreturn));
 static void fail(const char *what)
 {
+	static int failing; /* one line: a second thread that fails waits for the first's exit */
+	if (__atomic_exchange_n(&failing, 1, __ATOMIC_RELAXED))
+		for (;;)
+			pause();
 	fprintf(stderr, "torture: FAIL %s\n", what);
 	fflush(stderr);
 	_exit(1);
@@ -318,6 +331,273 @@ static void test_try_and_timed(void)
 	pthread_condattr_destroy(&attr);
 }
 
+/* ---- rwlock: readers see writers' updates whole ---------------------------------------------- */
+
+/*
+ * Writers move `a` and `b` one at a time (non-atomically, a spin between); readers must always
+ * see them equal. An "inside" word counts writers (high half) and readers (low half) in the
+ * critical section: a writer with company, or a reader beside a writer, is a failure.
+ */
+struct rw_pair {
+	pthread_rwlock_t *lock;
+	const char *name;
+	long a, b;
+	long writes;
+	unsigned long inside;
+};
+
+#define RW_WRITER_INSIDE (1ul << 32)
+static pthread_rwlock_t static_rwlock = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_rwlock_t dynamic_rwlock;
+static struct rw_pair rw_pairs[2] = { { &static_rwlock, "static", 0, 0, 0, 0 },
+				      { &dynamic_rwlock, "initialised", 0, 0, 0, 0 } };
+static bool exclusive_readers; /* --exclusive-readers: the lock behind rwlocks shares nothing */
+
+static void rw_fail(const struct rw_pair *p, const char *what)
+{
+	char line[160];
+	snprintf(line, sizeof(line), "rwlock: %s (%s rwlock)", what, p->name);
+	fail(line);
+}
+
+static void rw_read_section(struct rw_pair *p)
+{
+	unsigned long in = __atomic_add_fetch(&p->inside, 1, __ATOMIC_RELAXED);
+	if (in >= RW_WRITER_INSIDE)
+		rw_fail(p, "a reader inside beside a writer");
+	long a = p->a;
+	for (volatile int spin = 0; spin < 30; spin++)
+		;
+	long b = p->b;
+	if (a != b)
+		rw_fail(p, "a reader saw a half-done write");
+	__atomic_sub_fetch(&p->inside, 1, __ATOMIC_RELAXED);
+}
+
+static void rw_write_section(struct rw_pair *p)
+{
+	if (__atomic_fetch_add(&p->inside, RW_WRITER_INSIDE, __ATOMIC_RELAXED) != 0)
+		rw_fail(p, "a writer inside with company");
+	p->a++;
+	for (volatile int spin = 0; spin < 20; spin++)
+		;
+	p->b++;
+	p->writes++;
+	__atomic_sub_fetch(&p->inside, RW_WRITER_INSIDE, __ATOMIC_RELAXED);
+}
+
+static void rw_read(struct rw_pair *p, long i)
+{
+	if (i % 16 == 1) { /* try, then block */
+		int err = pthread_rwlock_tryrdlock(p->lock);
+		if (err == EBUSY)
+			err = pthread_rwlock_rdlock(p->lock);
+		check(err, "pthread_rwlock_tryrdlock/rdlock");
+	} else if (i % 16 == 2) {
+		struct timespec t = deadline_in(CLOCK_REALTIME, 60000);
+		check(pthread_rwlock_timedrdlock(p->lock, &t), "pthread_rwlock_timedrdlock");
+	} else {
+		check(pthread_rwlock_rdlock(p->lock), "pthread_rwlock_rdlock");
+	}
+	rw_read_section(p);
+	/* A read lock taken again (the default kind allows it): only on the static one. */
+	if (i % 32 == 3 && p->lock == &static_rwlock) {
+		check(pthread_rwlock_rdlock(p->lock), "nested pthread_rwlock_rdlock");
+		rw_read_section(p);
+		check(pthread_rwlock_unlock(p->lock), "nested pthread_rwlock_unlock");
+	}
+	check(pthread_rwlock_unlock(p->lock), "pthread_rwlock_unlock (reader)");
+}
+
+static void rw_write(struct rw_pair *p, long i)
+{
+	if (i % 16 == 1) {
+		int err = pthread_rwlock_trywrlock(p->lock);
+		if (err == EBUSY)
+			err = pthread_rwlock_wrlock(p->lock);
+		check(err, "pthread_rwlock_trywrlock/wrlock");
+	} else if (i % 16 == 2) {
+#ifndef __SANITIZE_THREAD__
+		struct timespec t = deadline_in(CLOCK_MONOTONIC, 60000);
+		check(pthread_rwlock_clockwrlock(p->lock, CLOCK_MONOTONIC, &t),
+		      "pthread_rwlock_clockwrlock");
+#else /* GCC 12's TSAN does not intercept the clock variants: it would miss this lock */
+		struct timespec t = deadline_in(CLOCK_REALTIME, 60000);
+		check(pthread_rwlock_timedwrlock(p->lock, &t), "pthread_rwlock_timedwrlock");
+#endif
+	} else {
+		check(pthread_rwlock_wrlock(p->lock), "pthread_rwlock_wrlock");
+	}
+	rw_write_section(p);
+	check(pthread_rwlock_unlock(p->lock), "pthread_rwlock_unlock (writer)");
+}
+
+static void *rw_thread(void *arg)
+{
+	long id = (long)arg;
+	bool writer = id % 2 == 0; /* half the threads mostly write, half only read */
+	for (long i = 0; i < iterations; i++) {
+		struct rw_pair *p = &rw_pairs[(i + id) % 2];
+		if (writer && i % 4 == 0)
+			rw_write(p, i / 4);
+		else
+			rw_read(p, i);
+	}
+	return NULL;
+}
+
+static void test_rwlock_consistency(void)
+{
+	pthread_t threads[64];
+	int n = nthreads > 1 ? nthreads : 2;
+	pthread_rwlockattr_t attr;
+	check(pthread_rwlockattr_init(&attr), "rwlockattr_init");
+	/* The kind is glibc's; a lab lock's own policy replaces it. */
+	check(pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP),
+	      "rwlockattr_setkind_np");
+	check(pthread_rwlock_init(&dynamic_rwlock, &attr), "pthread_rwlock_init");
+	pthread_rwlockattr_destroy(&attr);
+	spawn(threads, n, rw_thread);
+	join(threads, n);
+	long writes = 0;
+	for (long id = 0; id < n; id += 2)
+		for (long i = 0; i < iterations; i += 4)
+			writes++;
+	for (int k = 0; k < 2; k++)
+		if (rw_pairs[k].a != rw_pairs[k].b)
+			rw_fail(&rw_pairs[k], "the pair differs at the end");
+	if (rw_pairs[0].writes + rw_pairs[1].writes != writes)
+		fail("rwlock: lost updates: the writes under the rwlocks are short");
+}
+
+/* ---- rwlock: try and timed acquisitions against a holder ------------------------------------ */
+
+static pthread_rwlock_t held_rwlock = PTHREAD_RWLOCK_INITIALIZER;
+static bool holder_writes;
+
+static void *rw_holder(void *arg)
+{
+	(void)arg;
+	if (holder_writes)
+		check(pthread_rwlock_wrlock(&held_rwlock), "holder wrlock");
+	else
+		check(pthread_rwlock_rdlock(&held_rwlock), "holder rdlock");
+	gate_set(1);
+	gate_wait(2);
+	check(pthread_rwlock_unlock(&held_rwlock), "holder rwlock unlock");
+	return NULL;
+}
+
+/* One timed acquisition that must time out: not before its deadline, not absurdly late. */
+static void expect_timeout(bool write, clockid_t clock, long ms, const char *what)
+{
+	double start = now_s(clock);
+	struct timespec deadline = deadline_in(clock, ms);
+	double deadline_s = (double)deadline.tv_sec + (double)deadline.tv_nsec * 1e-9;
+	int err;
+	if (clock == CLOCK_REALTIME)
+		err = write ? pthread_rwlock_timedwrlock(&held_rwlock, &deadline)
+			    : pthread_rwlock_timedrdlock(&held_rwlock, &deadline);
+	else
+		err = write ? pthread_rwlock_clockwrlock(&held_rwlock, clock, &deadline)
+			    : pthread_rwlock_clockrdlock(&held_rwlock, clock, &deadline);
+	double end = now_s(clock);
+	char line[160];
+	if (err != ETIMEDOUT) {
+		snprintf(line, sizeof(line), "rwlock: %s returned %s, not ETIMEDOUT", what,
+			 strerror(err));
+		fail(line);
+	}
+	if (end < deadline_s) {
+		snprintf(line, sizeof(line), "rwlock: %s timed out before its deadline", what);
+		fail(line);
+	}
+	if (end - start > 10.0) {
+		snprintf(line, sizeof(line), "rwlock: %s returned far (> 10 s) after it", what);
+		fail(line);
+	}
+}
+
+static void test_rwlock_try_and_timed(void)
+{
+	pthread_t t;
+
+	/* A reader holds it. */
+	holder_writes = false;
+	gate_state = 0;
+	spawn(&t, 1, rw_holder);
+	gate_wait(1);
+	if (pthread_rwlock_trywrlock(&held_rwlock) != EBUSY)
+		fail("rwlock: trywrlock did not return EBUSY while a reader holds it");
+	expect_timeout(true, CLOCK_REALTIME, 1, "timedwrlock (1 ms) against a reader");
+	expect_timeout(true, CLOCK_REALTIME, 30, "timedwrlock (30 ms) against a reader");
+	expect_timeout(true, CLOCK_MONOTONIC, 20, "clockwrlock (monotonic, 20 ms) against a reader");
+	struct timespec bad = { .tv_sec = 0, .tv_nsec = 2000000000L };
+	if (pthread_rwlock_timedwrlock(&held_rwlock, &bad) != EINVAL)
+		fail("rwlock: an invalid deadline on a held rwlock did not give EINVAL");
+	if (!exclusive_readers) { /* readers share it */
+		check(pthread_rwlock_tryrdlock(&held_rwlock), "tryrdlock beside a reader");
+		check(pthread_rwlock_unlock(&held_rwlock), "unlock after tryrdlock");
+		struct timespec later = deadline_in(CLOCK_REALTIME, 5000);
+		check(pthread_rwlock_timedrdlock(&held_rwlock, &later), "timedrdlock beside a reader");
+		check(pthread_rwlock_unlock(&held_rwlock), "unlock after timedrdlock");
+	} else if (pthread_rwlock_tryrdlock(&held_rwlock) != EBUSY) {
+		fail("rwlock: tryrdlock did not return EBUSY while a reader holds it (exclusive)");
+	}
+	gate_set(2);
+	join(&t, 1);
+
+	/* A writer holds it. */
+	holder_writes = true;
+	gate_state = 0;
+	spawn(&t, 1, rw_holder);
+	gate_wait(1);
+	if (pthread_rwlock_tryrdlock(&held_rwlock) != EBUSY)
+		fail("rwlock: tryrdlock did not return EBUSY while a writer holds it");
+	if (pthread_rwlock_trywrlock(&held_rwlock) != EBUSY)
+		fail("rwlock: trywrlock did not return EBUSY while a writer holds it");
+	expect_timeout(false, CLOCK_REALTIME, 20, "timedrdlock (20 ms) against a writer");
+	expect_timeout(false, CLOCK_MONOTONIC, 20, "clockrdlock (monotonic, 20 ms) against a writer");
+	gate_set(2);
+	join(&t, 1);
+
+	/* Free again. */
+	struct timespec later = deadline_in(CLOCK_REALTIME, 5000);
+	check(pthread_rwlock_timedwrlock(&held_rwlock, &later), "timedwrlock on a free rwlock");
+#ifndef __SANITIZE_THREAD__ /* TSAN reports the misuse itself */
+	if (pthread_rwlock_wrlock(&held_rwlock) != EDEADLK)
+		fail("rwlock: wrlock by its writer did not report EDEADLK");
+#endif
+	check(pthread_rwlock_unlock(&held_rwlock), "unlock after timedwrlock");
+	check(pthread_rwlock_trywrlock(&held_rwlock), "trywrlock on a free rwlock");
+	check(pthread_rwlock_unlock(&held_rwlock), "unlock after trywrlock");
+	check(pthread_rwlock_tryrdlock(&held_rwlock), "tryrdlock on a free rwlock");
+	check(pthread_rwlock_unlock(&held_rwlock), "unlock after tryrdlock");
+
+	/* Destroyed and initialised again at the same address: works as new. */
+	pthread_rwlock_t reused;
+	for (int i = 0; i < 3; i++) {
+		check(pthread_rwlock_init(&reused, NULL), "init reused rwlock");
+		check(pthread_rwlock_wrlock(&reused), "wrlock reused");
+		check(pthread_rwlock_unlock(&reused), "unlock reused");
+		check(pthread_rwlock_rdlock(&reused), "rdlock reused");
+		check(pthread_rwlock_unlock(&reused), "unlock reused");
+		check(pthread_rwlock_destroy(&reused), "destroy reused rwlock");
+	}
+	/* Process-shared: the C library's, and still a rwlock. */
+	pthread_rwlockattr_t attr;
+	pthread_rwlock_t shared;
+	check(pthread_rwlockattr_init(&attr), "rwlockattr_init");
+	check(pthread_rwlockattr_setpshared(&attr, PTHREAD_PROCESS_SHARED), "setpshared");
+	check(pthread_rwlock_init(&shared, &attr), "init pshared rwlock");
+	pthread_rwlockattr_destroy(&attr);
+	check(pthread_rwlock_wrlock(&shared), "wrlock pshared");
+	if (pthread_rwlock_tryrdlock(&shared) != EBUSY)
+		fail("rwlock: a process-shared rwlock let a reader in beside its writer");
+	check(pthread_rwlock_unlock(&shared), "unlock pshared");
+	check(pthread_rwlock_destroy(&shared), "destroy pshared rwlock");
+}
+
 /* ---- mutex types passed through ------------------------------------------------------------- */
 
 static void test_types(void)
@@ -407,6 +687,8 @@ static void test_fork(void)
 			for (int i = 0; i < 1000; i++) {
 				critical(&static_mutex, &inside_static, &counter_static, "static (child)");
 				critical(&dynamic_mutex, &inside_dynamic, &counter_dynamic, "child");
+				rw_write(&rw_pairs[i % 2], i);
+				rw_read(&rw_pairs[i % 2], i);
 			}
 			_exit(0);
 		}
@@ -422,18 +704,32 @@ static void test_fork(void)
 
 int main(int argc, char **argv)
 {
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (strcmp(argv[i], "--threads") == 0)
-			nthreads = atoi(argv[i + 1]);
-		else if (strcmp(argv[i], "--iterations") == 0)
-			iterations = atol(argv[i + 1]);
+	bool rwlock_only = false, usage = false;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--rwlock-only") == 0)
+			rwlock_only = true;
+		else if (strcmp(argv[i], "--exclusive-readers") == 0)
+			exclusive_readers = true;
+		else if (i + 1 < argc && strcmp(argv[i], "--threads") == 0)
+			nthreads = atoi(argv[++i]);
+		else if (i + 1 < argc && strcmp(argv[i], "--iterations") == 0)
+			iterations = atol(argv[++i]);
+		else
+			usage = true;
 	}
-	if (nthreads < 1 || nthreads > 64 || iterations < 1) {
-		fprintf(stderr, "usage: %s [--threads 1..64] [--iterations N]\n", argv[0]);
+	if (usage || nthreads < 1 || nthreads > 64 || iterations < 1) {
+		fprintf(stderr, "usage: %s [--threads 1..64] [--iterations N] [--rwlock-only] "
+				"[--exclusive-readers]\n", argv[0]);
 		return 2;
 	}
 	signal(SIGALRM, on_alarm);
 	alarm(100);
+	test_rwlock_consistency();
+	test_rwlock_try_and_timed();
+	if (rwlock_only) {
+		printf("torture: ok (rwlocks only, %d threads, %ld iterations)\n", nthreads, iterations);
+		return 0;
+	}
 	test_counter();
 	test_queue();
 	test_try_and_timed();
