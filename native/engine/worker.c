@@ -16,7 +16,7 @@
  * critical section's cache line, so no extra miss) and counts a hand-over from another writer,
  * and whether that writer was on its NUMA node. CNA's whole point shows up as that fraction.
  * On a sampled acquisition a writer also counts how many acquisitions overtook it while it
- * waited (write_sequence before and after): a FIFO lock bounds it by the number of writers.
+ * waited (cs.writes before and after): a FIFO lock bounds it by the number of writers.
  * The last holder is tracked from the first acquisition, warm-up included; hand-overs are
  * counted in the window only.
  *
