@@ -131,12 +131,13 @@ static inline __attribute__((always_inline)) void WORKER_LOOP_BODY(struct worker
 		bool bad_exit = READ_ONCE(cs->writer_inside) != me;
 		if (!lean)
 			WRITE_ONCE(cs->writer_inside, 0);
+		/* Noted before unlock(): no flag has to live across a call to an out-of-line lock. */
+		if (unlikely(owner_taken | readers_in | bad_exit))
+			worker_note_violations(w, owner_taken + bad_exit, readers_in);
 		/* ---- end of critical section ---- */
 
 		WORKER_UNLOCK(lock, self);
 
-		if (unlikely(owner_taken | readers_in | bad_exit))
-			worker_note_violations(w, owner_taken + bad_exit, readers_in);
 		total++;
 		if (unlikely(timed)) {
 			sample_countdown = config->latency_every;
