@@ -27,7 +27,8 @@ static unsigned long long bare_count[BARE_MAX_THREADS * 8];
 static bool bare_lock_setup(const char *name);
 static void bare_iteration(unsigned int thread);
 
-static void *bare_thread(void *arg)
+/* flatten: lock() and unlock() inline, as in the engine's writer loops (worker_loop.h). */
+__attribute__((flatten)) static void *bare_thread(void *arg)
 {
 	unsigned int thread = (unsigned int)(size_t)arg;
 	cpu_set_t set;

@@ -89,14 +89,15 @@ def median_ratio(numerators: list[float], denominators: list[float]) -> tuple[fl
     return statistics.median(ratios), spread
 
 
-def p1(repeats: int, seconds: float) -> None:
+def p1(repeats: int, seconds: float, threads: tuple[int, ...], locks: list[str]) -> None:
     print(f"P1: engine vs bare loops, each thread pinned, {repeats} interleaved repeats")
     print(
         f"{'lock':<14} {'thr':>3} {'engine ops/s':>13} {'same-src ops/s':>14} {'ratio':>6}"
         f" {'sd':>5}  {'goal':<12} {'independent':<14} {'ratio':>6} {'sd':>5}"
     )
-    for nthreads in (1, 2):
-        for lock, peer in P1_LOCKS.items():
+    for nthreads in threads:
+        for lock in locks:
+            peer = P1_LOCKS[lock]
             engine, same, indep = [], [], []
             for _ in range(repeats):
                 engine.append(engine_ops_per_s(lock, nthreads, seconds))
@@ -162,9 +163,15 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--seconds", type=float, default=0.5, help="per run")
     parser.add_argument("--only", choices=("p1", "plugin", "p2"), help="one part only")
+    parser.add_argument("--threads", type=int, choices=(1, 2), help="P1 at this count only")
+    parser.add_argument("--locks", help="P1 for these locks only, comma-separated")
     args = parser.parse_args()
     if args.only in (None, "p1"):
-        p1(args.repeats, args.seconds)
+        locks = args.locks.split(",") if args.locks else list(P1_LOCKS)
+        unknown = [lock for lock in locks if lock not in P1_LOCKS]
+        if unknown:
+            parser.error(f"--locks: not in P1: {', '.join(unknown)}")
+        p1(args.repeats, args.seconds, (args.threads,) if args.threads else (1, 2), locks)
     if args.only in (None, "plugin"):
         plugin_cost(args.repeats, args.seconds)
     if args.only in (None, "p2"):

@@ -277,16 +277,11 @@ struct cs_line {
 struct critical_section {
 	alignas(LOCKLAB_CACHELINE) uint32_t writer_inside; /* writer's index + 1, or 0 */
 	uint32_t readers_inside;
-	uint64_t writes;        /* plain: only ever touched under the write lock */
+	uint64_t writes;        /* plain, under the write lock (a sampled waiter peeks at it) */
 	uint64_t window_writes; /* plain: for --ops */
 	/* Who held the lock last, for hand-over counts: plain, under the write lock. */
 	uint32_t last_writer;     /* index + 1, 0 before the first */
 	int32_t last_writer_node;
-	/*
-	 * Write acquisitions so far, stored (relaxed) by the holder: a sampled waiter reads it
-	 * before and after its wait to count how many acquisitions overtook it.
-	 */
-	uint64_t write_sequence;
 	struct cs_line *lines;  /* --cs-lines */
 };
 

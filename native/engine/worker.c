@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * worker.c - the measuring loop, one per thread. It is kept small and separate from every
- * lock: per acquisition it costs one read of the shared control word, two plain stores to
- * the thread's own cache line, and the correctness checks below; one acquisition in
- * --latency-every is timed with the cycle counter.
+ * lock: per acquisition it costs one read of the shared control word and the correctness
+ * checks below (worker_loop.h lists what each costs); one acquisition in --latency-every is
+ * timed with the cycle counter.
  *
  * Correctness, always on:
- *   writers  find writer_inside == 0 and readers_inside == 0 on entry, own writer_inside until
- *            exit, and increment a plain counter (cs.writes) that must equal the sum of the
+ *   writers  find readers_inside == 0 on entry, own writer_inside until exit (with readers in
+ *            the run: find it 0 on entry and clear it on exit), and increment a plain counter (cs.writes) that must equal the sum of the
  *            writers' acquisitions at the end: a lost update means two writers overlapped.
  *   readers  find writer_inside == 0, and cs.writes unchanged from entry to exit.
  * Under ThreadSanitizer the plain accesses also make TSAN check the lock's memory ordering.
@@ -16,7 +16,7 @@
  * critical section's cache line, so no extra miss) and counts a hand-over from another writer,
  * and whether that writer was on its NUMA node. CNA's whole point shows up as that fraction.
  * On a sampled acquisition a writer also counts how many acquisitions overtook it while it
- * waited (write_sequence before and after): a FIFO lock bounds it by the number of writers.
+ * waited (cs.writes before and after): a FIFO lock bounds it by the number of writers.
  * The last holder is tracked from the first acquisition, warm-up included; hand-overs are
  * counted in the window only.
  *

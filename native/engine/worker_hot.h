@@ -36,6 +36,23 @@ void worker_note_violations(struct worker *w, unsigned int owner, unsigned int r
 /* A sampled acquisition in the window: its wait and overtakes (w->sample_wait, _overtaken). */
 void worker_record_sample(struct worker *w);
 
+/* The last holder and its node as one number: the hand-over test is one compare. */
+static inline uint64_t worker_holder_key(uint32_t writer, int32_t node)
+{
+	return (uint64_t)writer | (uint64_t)(uint32_t)node << 32;
+}
+
+/*
+ * A sampled writer's read of the shared counter before it waits: it races with the holder's
+ * plain increment, on purpose (an overtake count, not a correctness check). Hidden from
+ * ThreadSanitizer, which checks the lock's ordering through the holders' plain accesses.
+ */
+__attribute__((no_sanitize("thread"))) static inline uint64_t
+worker_peek_writes(const struct critical_section *cs)
+{
+	return *(const volatile uint64_t *)&cs->writes;
+}
+
 /* The window's acquisitions: `base` at the acquisition count `at`, plus those since if open. */
 struct worker_window_count {
 	uint64_t base;
