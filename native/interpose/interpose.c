@@ -595,6 +595,23 @@ static inline size_t table_hash(const void *addr)
 	return (size_t)((x * 0x9e3779b97f4a7c15ull) >> (64 - TABLE_BITS));
 }
 
+/*
+ * A side-table entry: its header zeroed, then the lab lock's own bytes, each part on its own
+ * cache lines (the lock's bytes are initialised by its init). Entries are never freed:
+ * the lock-free lookup may still be reading one (and a destroyed mutex may be initialised again).
+ */
+static void *side_entry_alloc(size_t header_size, size_t lock_size, const char *what, void **lab)
+{
+	size_t head = (header_size + LOCKLAB_CACHELINE - 1) & ~(size_t)(LOCKLAB_CACHELINE - 1);
+	size_t body = (lock_size + LOCKLAB_CACHELINE - 1) & ~(size_t)(LOCKLAB_CACHELINE - 1);
+	char *entry = aligned_alloc(LOCKLAB_CACHELINE, head + body);
+	if (entry == NULL)
+		fatal("out of memory for %s", what);
+	memset(entry, 0, head);
+	*lab = entry + head;
+	return entry;
+}
+
 static inline struct mutex_entry *entry_lookup(const void *addr)
 {
 	/* Acquire: pairs with the release that published the entry (entry_get). */
@@ -656,20 +673,15 @@ static void lab_init(struct mutex_entry *e)
 static struct mutex_entry *entry_get(pthread_mutex_t *m, bool fresh)
 {
 	struct mutex_entry *e = entry_lookup(m);
+	void *lab;
 	if (likely(e != NULL && !fresh && __atomic_load_n(&e->live, __ATOMIC_ACQUIRE)))
 		return e;
 	real.mutex_lock(&table_mutex);
 	e = entry_lookup(m);
 	if (e == NULL) {
-		size_t head = (sizeof(*e) + LOCKLAB_CACHELINE - 1) & ~(size_t)(LOCKLAB_CACHELINE - 1);
-		size_t body = (ops->lock_size + LOCKLAB_CACHELINE - 1) &
-			      ~(size_t)(LOCKLAB_CACHELINE - 1);
-		e = aligned_alloc(LOCKLAB_CACHELINE, head + body);
-		if (e == NULL)
-			fatal("%s", "out of memory for a mutex");
-		memset(e, 0, head);
+		e = side_entry_alloc(sizeof(*e), ops->lock_size, "a mutex", &lab);
 		e->addr = m;
-		e->lab = (char *)e + head;
+		e->lab = lab;
 		e->kind = classify(m, &e->glibc_kind);
 		if (e->kind == ENTRY_LAB)
 			lab_init(e);
@@ -1207,21 +1219,15 @@ static void rw_lab_destroy(struct rwlock_entry *e)
 static struct rwlock_entry *rw_entry_get(pthread_rwlock_t *rw, bool fresh)
 {
 	struct rwlock_entry *e = rw_entry_lookup(rw);
+	void *lab;
 	if (likely(e != NULL && !fresh && __atomic_load_n(&e->live, __ATOMIC_ACQUIRE)))
 		return e;
 	real.mutex_lock(&table_mutex);
 	e = rw_entry_lookup(rw);
 	if (e == NULL) {
-		size_t head = (sizeof(*e) + LOCKLAB_CACHELINE - 1) & ~(size_t)(LOCKLAB_CACHELINE - 1);
-		size_t body = rw_ops ? (rw_ops->lock_size + LOCKLAB_CACHELINE - 1) &
-					       ~(size_t)(LOCKLAB_CACHELINE - 1)
-				     : 0;
-		e = aligned_alloc(LOCKLAB_CACHELINE, head + body);
-		if (e == NULL)
-			fatal("%s", "out of memory for a rwlock");
-		memset(e, 0, head);
+		e = side_entry_alloc(sizeof(*e), rw_ops ? rw_ops->lock_size : 0, "a rwlock", &lab);
 		e->addr = rw;
-		e->lab = (char *)e + head;
+		e->lab = lab;
 		e->kind = rw_classify(rw, &e->pshared);
 		if (e->kind == ENTRY_LAB)
 			rw_lab_init(e);
