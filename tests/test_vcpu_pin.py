@@ -5,6 +5,7 @@ stand-in QEMU (tests/fakes/fake_qemu.py, real threads), and bad values before an
 import json
 import os
 import shutil
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -93,6 +94,20 @@ def test_a_qemu_that_never_opens_its_socket_is_one_line(tmp_path, monkeypatch):
     with pytest.raises(LocklabError, match="QEMU opened no QMP socket in 0 s"):
         Qmp(tmp_path / "none.sock", lambda: True)
     assert time.monotonic() - started < 10  # bounded, never a hang
+
+
+def test_a_qemu_that_never_answers_qmp_is_one_line(tmp_path, monkeypatch):
+    from locklab.kernel import vcpu_pin
+
+    monkeypatch.setattr(vcpu_pin, "QMP_REPLY_S", 0.3)
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # listens, never speaks
+    silent.bind(str(tmp_path / "silent.sock"))
+    silent.listen(1)
+    try:
+        with pytest.raises(LocklabError, match="QEMU did not answer QMP in 0 s"):
+            Qmp(tmp_path / "silent.sock", lambda: True)
+    finally:
+        silent.close()
 
 
 def test_cpu_lists_are_written_as_the_kernel_writes_them():

@@ -104,11 +104,18 @@ class Qmp:
     def _line(self) -> dict:
         try:
             line = self.reader.readline()
-        except (OSError, TimeoutError):
+        except TimeoutError:
+            raise LocklabError(
+                f"--pin-cpus: QEMU did not answer QMP in {QMP_REPLY_S:.0f} s"
+            ) from None
+        except OSError:
             raise QemuGone from None
         if not line:
             raise QemuGone
-        return json.loads(line)
+        try:
+            return json.loads(line)
+        except ValueError:
+            raise LocklabError(f"--pin-cpus: an unreadable QMP reply: {line[:80]!r}") from None
 
     def execute(self, command: str) -> object:
         try:
