@@ -7,6 +7,7 @@ fail but never hang. Nothing here asserts on time or throughput.
 import json
 import os
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,3 +119,26 @@ def run_unit_against_mutant(
         timeout=120,
     )  # fmt: skip
     return subprocess.run([str(binary)], capture_output=True, text=True, timeout=120, check=False)
+
+
+# A stand-in qemu-system-x86_64 (tests/fakes/fake_qemu.py): under -accel kvm it misbehaves as
+# $FAKE_QEMU_KVM says, under tcg it prints a real console log and exits, as a guest that powers
+# off does; with -qmp it serves the QMP that vCPU pinning needs, on real threads.
+FAKE_QEMU = ROOT / "tests" / "fakes" / "fake_qemu.py"
+FAKE_QEMU_CONSOLE = ROOT / "tests" / "data" / "locktorture" / "qemu_debian_6.1_spin_lock.log"
+
+
+@pytest.fixture
+def fake_qemu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    from locklab.kernel import qemu
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    program = bin_dir / "qemu-system-x86_64"
+    program.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_QEMU}" "$@"\n')
+    program.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_QEMU_CONSOLE", str(FAKE_QEMU_CONSOLE))
+    monkeypatch.setattr(qemu, "kvm_device_usable", lambda: True)  # whatever this host has
+    monkeypatch.setattr(qemu, "KVM_SIGN_OF_LIFE_S", 1.0)
+    return tmp_path

@@ -3,7 +3,6 @@ boots, emulation otherwise), the modules built out of tree from linux-source-6.1
 imported into the store. Skipped, with the reason, only where QEMU or the packages are missing
 (scripts/install-deps.sh installs them); the modules are cached in build/kernel/."""
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -67,38 +66,7 @@ def test_kernel_bad_input(tmp_path, capsys):
     assert code == 2 and "cannot tell its version" in capsys.readouterr().err
 
 
-# -- KVM that aborts or hangs falls back to emulation, on any machine ---------------------------
-
-FAKE_QEMU = """#!/bin/sh
-# A stand-in for qemu-system-x86_64: under -accel kvm it misbehaves as $FAKE_QEMU_KVM says,
-# under tcg it prints a real console log and exits, as a guest that powers off does.
-case " $* " in
-*" -accel kvm "*)
-    case "$FAKE_QEMU_KVM" in
-    abort) echo "qemu-system-x86_64: error: failed to set MSR 0x10a to 0x69"
-           kill -ABRT $$ ;;
-    hang) echo "Booting from ROM.."; exec sleep 60 ;;
-    exit) exit 1 ;;
-    works) exec cat "$FAKE_QEMU_CONSOLE" ;;
-    esac ;;
-*) exec cat "$FAKE_QEMU_CONSOLE" ;;
-esac
-"""
-CONSOLE = ROOT / "tests" / "data" / "locktorture" / "qemu_debian_6.1_spin_lock.log"
-
-
-@pytest.fixture
-def fake_qemu(tmp_path, monkeypatch):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    qemu = bin_dir / "qemu-system-x86_64"
-    qemu.write_text(FAKE_QEMU)
-    qemu.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
-    monkeypatch.setenv("FAKE_QEMU_CONSOLE", str(CONSOLE))
-    monkeypatch.setattr(kernel, "kvm_device_usable", lambda: True)  # whatever this host has
-    monkeypatch.setattr(kernel, "KVM_SIGN_OF_LIFE_S", 1.0)
-    return tmp_path
+# -- KVM that aborts or hangs falls back to emulation, on any machine (conftest's fake_qemu) ----
 
 
 @pytest.mark.parametrize(
@@ -140,3 +108,4 @@ def test_the_fallback_and_its_reason_are_in_the_machine_line(fake_qemu, monkeypa
         "machine: qemu-tcg (emulated: timing not representative; KVM fell back: QEMU exited "
         "with status -6 under KVM" in out
     )
+    assert "; vCPUs not pinned" in out  # no --pin-cpus: said so

@@ -7,6 +7,7 @@ a minute with ccache), and boot each under emulation. Images are cached in build
 by source, patches and config, so a second `make test` builds nothing. Skipped, with the
 reason, where the packages are missing (scripts/install-deps.sh installs them)."""
 
+import os
 import shutil
 import subprocess
 import time
@@ -204,8 +205,14 @@ def test_patched_kernel_builds_once_boots_and_measures():
 
     params = kernel_params.check({"torture_type": "rtmutex_lock", "nwriters_stress": "2",
                                   "stat_interval": "1", "stutter": "0"})  # fmt: skip
-    booted = kernel.run_builtin(built.image, params, seconds=6, cpus=2, accel="tcg")
+    # Each vCPU pinned to a CPU of its own (multi-threaded TCG), the second CPU first.
+    allowed = sorted(os.sched_getaffinity(0))
+    pin = [allowed[1], allowed[0]] if len(allowed) >= 2 else None
+    booted = kernel.run_builtin(built.image, params, seconds=6, cpus=2, accel="tcg", pin=pin)
     assert booted.outcome == "end-of-test", booted.console[-3000:]
+    if pin:  # read from /proc while QEMU ran, before the guest started
+        assert [(p.vcpu, p.cpus_allowed_list) for p in booted.pinned] == [
+            (0, str(pin[0])), (1, str(pin[1]))]  # fmt: skip
     assert "rtmutex_lock-torture:--- End of test: SUCCESS" in booted.console
     (run,), _problems = locktorture.parse(booted.console, "console")
     totals = [report.total for report in run.writes]

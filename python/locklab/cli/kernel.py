@@ -52,7 +52,11 @@ def register(commands: Commands) -> None:
         action="store_true",
         help="bare metal: modprobe the running kernel's locktorture and pin its " "kthreads",
     )
-    kernel.add_argument("--pin-cpus", help="--host: CPUs to pin the kthreads to, like 0-7")
+    kernel.add_argument(
+        "--pin-cpus", default=_sweep("pin_cpus"), metavar="LIST",
+        help="host CPUs, like 0-7: in QEMU vCPU i is pinned to the i-th (at least --cpus of "
+        "them; default: no pinning); with --host, the kthreads' CPUs",
+    )  # fmt: skip
     kernel.add_argument("--label", help="a label per kernel, comma-separated (default: version)")
     kernel.add_argument(
         "--type",
@@ -129,13 +133,13 @@ def cmd_kernel(args: argparse.Namespace) -> int:
     chosen = settings(args)
     sweep = LocktortureSweep(
         args.type, args.nwriters, args.repeat, args.duration, args.stat_interval,
-        args.warmup_reports, args.cpus, args.accel,
+        args.warmup_reports, args.cpus, args.accel, args.pin_cpus or "",
     )  # fmt: skip
-    sweep.check()
+    sweep.check(host=args.host)
     if args.param and not args.patch:
         raise LocklabError("--param: only for kernels built with locktorture in (--patch)")
     if args.host:
-        targets, machine, name = sweep.host_targets(args.label, args.pin_cpus), host, "host"
+        targets, machine, name = sweep.host_targets(args.label), host, "host"
     elif args.patch:
         if args.kernel:
             raise LocklabError("kernel: give --kernel IMAGE,... or --patch LABEL=..., not both")

@@ -21,9 +21,9 @@ from locklab.kernel.sweep import LocktortureSweep
 
 TOP_KEYS = {"name", "kind", "baseline", "source", "config", "torture_type", "repeat", "duration",
             "stat_interval", "warmup_reports", "cpus", "accel", "params", "sweep", "kernel",
-            "full"}  # fmt: skip
+            "full", "pin_cpus"}  # fmt: skip
 FULL_KEYS = {"repeat", "duration", "stat_interval", "warmup_reports", "cpus", "accel", "params",
-             "sweep"}  # fmt: skip
+             "sweep", "pin_cpus"}  # fmt: skip
 
 
 @dataclass
@@ -42,6 +42,7 @@ class KernelCampaign:
     warmup_reports: int = 1
     cpus: int = 2
     accel: str = "auto"
+    pin_cpus: str = ""  # host CPUs, one per vCPU, like "0-95" (default: no pinning)
     params: dict[str, str] = field(default_factory=dict)
 
 
@@ -97,7 +98,7 @@ def load(path: Path, full: bool = False) -> KernelCampaign:
         repeat=int(data.get("repeat", 1)), duration=float(data.get("duration", 10)),
         stat_interval=int(data.get("stat_interval", 1)),
         warmup_reports=int(data.get("warmup_reports", 1)), cpus=int(data.get("cpus", 2)),
-        accel=str(data.get("accel", "auto")),
+        accel=str(data.get("accel", "auto")), pin_cpus=data.get("pin_cpus", ""),
         params={key: str(value) for key, value in data.get("params", {}).items()},
     )  # fmt: skip
     if campaign.baseline is not None and campaign.baseline not in kernels:
@@ -106,6 +107,8 @@ def load(path: Path, full: bool = False) -> KernelCampaign:
         raise LocklabError(f"{path}: repeat must be from 1 to 1000")
     if not 1 <= campaign.cpus <= kernel.MAX_GUEST_CPUS:
         raise LocklabError(f"{path}: cpus must be from 1 to {kernel.MAX_GUEST_CPUS}")
+    if not isinstance(campaign.pin_cpus, str):
+        raise LocklabError(f'{path}: pin_cpus must be a CPU list in quotes, like "0-95"')
     if campaign.accel not in ("auto", "kvm", "tcg"):
         raise LocklabError(f"{path}: accel must be auto, kvm or tcg")
     if campaign.duration < (campaign.warmup_reports + 2) * campaign.stat_interval:
@@ -130,7 +133,7 @@ def sweep_of(campaign: KernelCampaign) -> tuple[LocktortureSweep, list[str], lis
     sweep = LocktortureSweep(
         campaign.torture_type, ",".join(map(str, campaign.nwriters)), campaign.repeat,
         campaign.duration, campaign.stat_interval, campaign.warmup_reports, campaign.cpus,
-        campaign.accel,
+        campaign.accel, campaign.pin_cpus,
     )  # fmt: skip
     patches = [
         label + ("=" + ",".join(map(str, files)) if files else "")

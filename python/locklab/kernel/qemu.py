@@ -15,12 +15,14 @@ import re
 import shutil
 import subprocess
 import tarfile
+import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from locklab.errors import LocklabError
 from locklab.kernel.params import TORTURE_TYPES_6_1
+from locklab.kernel.vcpu_pin import PinnedVcpu, QemuGone, Qmp, pin_vcpus
 
 ROOT = Path(__file__).resolve().parents[3]
 BUILD = ROOT / "build" / "kernel"
@@ -45,6 +47,7 @@ class Boot:
     # For a kernel with locktorture built in: "end-of-test" when the console said so, else
     # why the run failed ("oops: ...", "panic: ...", "hang: ...", "time limit: ...").
     outcome: str = "poweroff"
+    pinned: list[PinnedVcpu] = field(default_factory=list)  # each vCPU's pin, checked
 
     @property
     def failed(self) -> bool:
@@ -196,7 +199,7 @@ def _busybox_initramfs(
 
 def _qemu(
     image: Path, initrd: Path, accel: str, cpus: int, timeout_s: float,
-    append: str = "", watch: bool = False, stall_s: float = 0.0,
+    append: str = "", watch: bool = False, stall_s: float = 0.0, pin: list[int] | None = None,
 ) -> Boot:  # fmt: skip
     """Boot and return the console. Under KVM a boot that shows no sign of the kernel starting,
     or a QEMU that exits without it (nested KVM aborts on some hosts and hangs on others),
@@ -205,7 +208,11 @@ def _qemu(
     With `watch` (a kernel with locktorture built in) the console decides: the run ends at
     "End of test" (a moment later, for the last lines) or at the first sign of trouble
     (console_verdict), a console silent for `stall_s` is a hang, and `timeout_s` is a hard
-    limit; each of these is a Boot with its outcome, never an exception, and QEMU is killed."""
+    limit; each of these is a Boot with its outcome, never an exception, and QEMU is killed.
+
+    With `pin`, QEMU starts paused with a QMP socket, vCPU i is pinned to host CPU pin[i]
+    (vcpu_pin), and the guest is continued only once every pin is checked; emulation then
+    runs one thread per vCPU (multi-threaded TCG), as KVM does."""
     command = [
         "qemu-system-x86_64", "-accel", accel, "-smp", str(cpus), "-m", "512",
         "-kernel", str(image), "-initrd", str(initrd), "-nographic", "-no-reboot",
@@ -213,48 +220,83 @@ def _qemu(
     ]  # fmt: skip
     if accel == "kvm":
         command[3:3] = ["-cpu", "host"]
+    qmp_dir = Path(tempfile.mkdtemp(prefix="locklab-qmp-")) if pin else None
+    if qmp_dir is not None:
+        if accel == "tcg":
+            command[2] = "tcg,thread=multi"
+        command += ["-S", "-qmp", f"unix:{qmp_dir / 'qmp.sock'},server=on,wait=off"]
     try:
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     except OSError as error:
+        if qmp_dir is not None:
+            shutil.rmtree(qmp_dir, ignore_errors=True)
         raise LocklabError(f"cannot start qemu-system-x86_64: {error.strerror}") from None
+    try:
+        pinned = _pin_paused(proc, qmp_dir / "qmp.sock", pin) if qmp_dir and pin else []
+        booted = _follow(proc, image, accel, timeout_s, watch, stall_s)
+        booted.pinned = pinned
+        return booted
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if qmp_dir is not None:
+            shutil.rmtree(qmp_dir, ignore_errors=True)
+
+
+def _pin_paused(proc: subprocess.Popen, socket_path: Path, cpus: list[int]) -> list[PinnedVcpu]:
+    """Pin the paused guest's vCPUs and continue it. A QEMU that exits first is left to
+    _follow, which reports that exit as any other (under KVM, a reason to fall back)."""
+    try:
+        qmp = Qmp(socket_path, lambda: proc.poll() is None)
+        try:
+            pinned = pin_vcpus(qmp, proc.pid, cpus)
+            qmp.execute("cont")
+        finally:
+            qmp.close()
+    except QemuGone:
+        return []
+    return pinned
+
+
+def _follow(
+    proc: subprocess.Popen, image: Path, accel: str, timeout_s: float, watch: bool,
+    stall_s: float,
+) -> Boot:  # fmt: skip
+    """Read a running QEMU's console until it ends (see _qemu)."""
     os.set_blocking(proc.stdout.fileno(), False)  # type: ignore[union-attr]
     console = bytearray()
     start = last_output = time.monotonic()
     verdict: str | None = None
     verdict_at = 0.0
-    try:
-        while proc.poll() is None:
-            chunk = proc.stdout.read()  # type: ignore[union-attr]
-            now = time.monotonic()
-            if chunk:
-                console += chunk
-                last_output = now
-            elapsed = now - start
-            if accel == "kvm" and elapsed > KVM_SIGN_OF_LIFE_S and KERNEL_STARTED not in console:
-                reason = f"no kernel output in {KVM_SIGN_OF_LIFE_S:.0f} s under KVM"
-                return Boot(console.decode(errors="replace"), accel, reason)
-            if watch:
-                text = console.decode(errors="replace")
-                if verdict is None:
-                    verdict = console_verdict(text)
-                    verdict_at = now
-                # A moment for the lines after the verdict (the oops' trace, the last stats).
-                if verdict is not None and (now - verdict_at > 3.0 or POWER_DOWN in text):
-                    return Boot(text, accel, outcome=verdict)
-                if stall_s and now - last_output > stall_s:
-                    outcome = f"hang: no console output for {stall_s:.0f} s"
-                    return Boot(text, accel, outcome=outcome)
-                if elapsed > timeout_s:
-                    outcome = f"time limit: no end of test in {timeout_s:.0f} s"
-                    return Boot(text, accel, outcome=outcome)
-            elif elapsed > timeout_s:
-                raise LocklabError(f"{image}: no power-off after {timeout_s:.0f} s in QEMU")
-            time.sleep(0.2)
-        console += proc.stdout.read() or b""  # type: ignore[union-attr]
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    while proc.poll() is None:
+        chunk = proc.stdout.read()  # type: ignore[union-attr]
+        now = time.monotonic()
+        if chunk:
+            console += chunk
+            last_output = now
+        elapsed = now - start
+        if accel == "kvm" and elapsed > KVM_SIGN_OF_LIFE_S and KERNEL_STARTED not in console:
+            reason = f"no kernel output in {KVM_SIGN_OF_LIFE_S:.0f} s under KVM"
+            return Boot(console.decode(errors="replace"), accel, reason)
+        if watch:
+            text = console.decode(errors="replace")
+            if verdict is None:
+                verdict = console_verdict(text)
+                verdict_at = now
+            # A moment for the lines after the verdict (the oops' trace, the last stats).
+            if verdict is not None and (now - verdict_at > 3.0 or POWER_DOWN in text):
+                return Boot(text, accel, outcome=verdict)
+            if stall_s and now - last_output > stall_s:
+                outcome = f"hang: no console output for {stall_s:.0f} s"
+                return Boot(text, accel, outcome=outcome)
+            if elapsed > timeout_s:
+                outcome = f"time limit: no end of test in {timeout_s:.0f} s"
+                return Boot(text, accel, outcome=outcome)
+        elif elapsed > timeout_s:
+            raise LocklabError(f"{image}: no power-off after {timeout_s:.0f} s in QEMU")
+        time.sleep(0.2)
+    console += proc.stdout.read() or b""  # type: ignore[union-attr]
     text = console.decode(errors="replace")
     if accel == "kvm" and KERNEL_STARTED not in console:
         last = (text.strip().splitlines() or ["no output"])[-1].strip()
@@ -273,15 +315,16 @@ def kvm_device_usable() -> bool:
 def boot(
     image: Path, initrd: Path, cpus: int, seconds: float, accel: str = "auto",
     append: str = "", watch: bool = False, limit_s: float | None = None, stall_s: float = 0.0,
+    pin: list[int] | None = None,
 ) -> Boot:  # fmt: skip
     """Boot under KVM when asked and it works, else under emulation; the Boot says which, and
     why KVM was left when it was tried. `append`, `watch`, `limit_s` and `stall_s` are for a
-    kernel with locktorture built in (see _qemu)."""
+    kernel with locktorture built in; `pin` pins vCPU i to host CPU pin[i] (see _qemu)."""
     if shutil.which("qemu-system-x86_64") is None:
         raise LocklabError("qemu-system-x86_64 is missing: install qemu-system-x86")
     # Emulation is slow: booting alone takes tens of seconds.
     timeout = limit_s if limit_s is not None else seconds * 20 + 300
-    extra = {"append": append, "watch": watch, "stall_s": stall_s}
+    extra = {"append": append, "watch": watch, "stall_s": stall_s, "pin": pin}
     fallback = None
     if accel in ("auto", "kvm"):
         if not kvm_device_usable():
@@ -315,7 +358,7 @@ def static_initramfs(path: Path) -> Path:
 
 def run_builtin(
     image: Path, params: dict[str, str], seconds: float, cpus: int = 2, accel: str = "auto",
-    limit_s: float | None = None,
+    limit_s: float | None = None, pin: list[int] | None = None,
 ) -> Boot:  # fmt: skip
     """One locktorture run in a kernel that has it built in: `params` (already checked, see
     kernel_params.check) go on the kernel command line with shutdown_secs = `seconds`. The
@@ -329,7 +372,7 @@ def run_builtin(
     stall = max(30.0, 4.0 * stat) if stat > 0 else 0.0
     initrd = static_initramfs(BUILD / "static-init.cpio.gz")
     return boot(image, initrd, cpus, seconds, accel, append=command_line(params), watch=True,
-                limit_s=limit, stall_s=stall)  # fmt: skip
+                limit_s=limit, stall_s=stall, pin=pin)  # fmt: skip
 
 
 def run_on_host(params: dict[str, str], seconds: float, cpus: list[int]) -> str:

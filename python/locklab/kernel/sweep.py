@@ -14,6 +14,7 @@ from rich.console import Console
 
 from locklab.errors import LocklabError
 from locklab.kernel import locktorture, qemu
+from locklab.kernel.vcpu_pin import PinnedVcpu, parse_pin_cpus, pinning_line
 from locklab.model.values import parse_int_list, validate_axis, validate_seconds
 from locklab.printable import printable
 from locklab.store import Experiment, Store
@@ -34,15 +35,19 @@ class LocktortureSweep:
     warmup_reports: int = 1  # reports dropped at the start of each run
     cpus: int = 2  # virtual CPUs
     accel: str = "auto"  # auto | kvm | tcg
+    # Host CPUs, like 0-7: one per vCPU in QEMU (vCPU i on the i-th), or the kthreads' (--host).
+    pin_cpus: str = ""
     accels: set[str] = field(default_factory=set)  # what the boots used
     fallbacks: set[str] = field(default_factory=set)  # why KVM was left, when it was
     # Runs whose kernel oopsed, panicked, hung or failed its test: log path -> how it ended.
     failed_runs: dict[str, str] = field(default_factory=dict)
     last_failure: str | None = None  # set by a target's run, read by run()
     provenance: dict[str, dict] = field(default_factory=dict)  # label -> how it was built
+    pinned: list[list[PinnedVcpu]] = field(default_factory=list)  # each boot's checked pins
 
-    def check(self) -> None:
-        """Every locktorture option, checked before any module is built or kernel booted."""
+    def check(self, host: bool = False) -> None:
+        """Every locktorture option, checked before any module is built or kernel booted
+        (`host`: for --host, where --pin-cpus is the kthreads' CPUs, not one per vCPU)."""
         if self.torture_type not in qemu.TORTURE_TYPES:
             raise LocklabError(
                 f"--type: unknown torture_type '{self.torture_type}' "
@@ -65,10 +70,24 @@ class LocktortureSweep:
                 f"--duration {self.duration_s:g} s leaves fewer than two reports after "
                 f"{self.warmup_reports} warm-up reports of {self.stat_interval} s"
             )
+        if self.pin_cpus:
+            parse_pin_cpus(self.pin_cpus, None if host else self.cpus)
 
-    def host_targets(self, label: str | None, pin_cpus: str | None) -> list[Target]:
+    def vcpu_pins(self) -> list[int] | None:
+        """The host CPU of each vCPU, or None for no pinning."""
+        return parse_pin_cpus(self.pin_cpus, self.cpus) if self.pin_cpus else None
+
+    def _booted(self, booted: qemu.Boot) -> str:
+        """Note how a boot ran (accelerator, why KVM was left, its pins); its console."""
+        self.accels.add(booted.accel)
+        if booted.fallback:
+            self.fallbacks.add(booted.fallback)
+        self.pinned.append(booted.pinned)
+        return booted.console
+
+    def host_targets(self, label: str | None) -> list[Target]:
         """The running kernel, bare metal, its kthreads pinned to `pin_cpus`."""
-        cpus = parse_int_list("pin-cpus", pin_cpus) if pin_cpus else []
+        cpus = parse_pin_cpus(self.pin_cpus, None) if self.pin_cpus else []
         label = label or os.uname().release
         return [(label, lambda params: qemu.run_on_host(params, self.duration_s, cpus))]
 
@@ -85,17 +104,16 @@ class LocktortureSweep:
         if len(names) != len(images):
             raise LocklabError("--label: give one label per kernel")
         modules = {version: qemu.build_modules(version) for version in set(versions)}
+        pins = self.vcpu_pins()
         initrd = qemu.BUILD / "initramfs.gz"  # rewritten for each run
 
         def boot(image: Path, version: str) -> Callable[[dict[str, str]], str]:
             def run(params: dict[str, str]) -> str:
                 initrd.parent.mkdir(parents=True, exist_ok=True)
                 qemu.initramfs(modules[version], params, self.duration_s, initrd)
-                booted = qemu.boot(image, initrd, self.cpus, self.duration_s, self.accel)
-                self.accels.add(booted.accel)
-                if booted.fallback:
-                    self.fallbacks.add(booted.fallback)
-                return booted.console
+                booted = qemu.boot(image, initrd, self.cpus, self.duration_s, self.accel,
+                                   pin=pins)  # fmt: skip
+                return self._booted(booted)
 
             return run
 
@@ -117,19 +135,18 @@ class LocktortureSweep:
             if label in patches:
                 raise LocklabError(f"--patch: label {label!r} given twice")
             patches[label] = files
+        pins = self.vcpu_pins()
         built = build.build(patches, source, config)
         self.provenance = {label: b.provenance() for label, b in built.items()}
 
         def boot(image: Path) -> Callable[[dict[str, str]], str]:
             def run(run_params: dict[str, str]) -> str:
                 booted = qemu.run_builtin(
-                    image, {**run_params, **extra}, self.duration_s, self.cpus, self.accel
-                )
-                self.accels.add(booted.accel)
-                if booted.fallback:
-                    self.fallbacks.add(booted.fallback)
+                    image, {**run_params, **extra}, self.duration_s, self.cpus, self.accel,
+                    pin=pins,
+                )  # fmt: skip
                 self.last_failure = booted.outcome if booted.failed else None
-                return booted.console
+                return self._booted(booted)
 
             return run
 
@@ -145,13 +162,15 @@ class LocktortureSweep:
         )
 
     def qemu_machine(self) -> str:
-        """The machine line of QEMU runs: emulation is said so, with why KVM was left."""
+        """The machine line of QEMU runs: emulation is said so, with why KVM was left, and
+        whether the vCPUs were pinned (to which CPUs, checked in /proc)."""
+        pinning = pinning_line(self.pinned)
         if self.accels == {"kvm"}:
-            return "qemu-kvm"
+            return f"qemu-kvm; {pinning}"
         line = "qemu-tcg (emulated: timing not representative"
         if self.fallbacks:
             line += "; KVM fell back: " + "; ".join(sorted(self.fallbacks))
-        return line + ")"
+        return f"{line}); {pinning}"
 
     def run(
         self, store: Store, name: str, targets: list[Target], machine: Callable[[], str]
@@ -163,6 +182,7 @@ class LocktortureSweep:
         logs.mkdir(parents=True, exist_ok=True)
         console = Console(stderr=True, highlight=False, markup=False, soft_wrap=True)
         labelled: list[tuple[str | None, Path]] = []
+        pinning: dict[str, list[dict]] = {}  # log name -> each vCPU's thread and checked pin
         for repeat in range(self.repeat):
             for label, run in targets:
                 for writers in parse_int_list("nwriters", self.nwriters):
@@ -175,11 +195,16 @@ class LocktortureSweep:
                     )
                     log = logs / f"{label}-{self.torture_type}-n{writers}-r{repeat + 1}.log"
                     self.last_failure = None
+                    boots = len(self.pinned)
                     log.write_text(run(params))
                     labelled.append((label, log))
+                    if len(self.pinned) > boots and self.pinned[-1]:
+                        pinning[log.name] = [pin.as_dict() for pin in self.pinned[-1]]
                     if self.last_failure:
                         self.failed_runs[str(log)] = self.last_failure
         host = machine()
+        if pinning:
+            (logs / "pinning.json").write_text(json.dumps(pinning, indent=2) + "\n")
         if self.provenance:
             (logs / "kernels.json").write_text(json.dumps(self.provenance, indent=2) + "\n")
             host += "; kernels: " + self.provenance_line()
