@@ -23,12 +23,12 @@
  *     earlier writer's interval, and only that writer stores its own id. No one reads the word
  *     between writers, so it is not cleared. The full loop clears it on exit, and checks it
  *     is clear on entry, because readers check it;
- *   - the reader count read (it must be 0);
+ *   - (full loop only: the reader count read, it must be 0; the lean one runs without readers);
  *   - the control word read, compared with the one last acted on;
  *   - the hand-over test: one compare of the last holder and its node; stores only when it
  *     changed;
  *   - the acquisition count and the sampling countdown, in registers; the count is published
- *     every WORKER_PUBLISH_EVERY acquisitions (worker_hot.h).
+ *     every WORKER_PUBLISH_EVERY acquisitions (worker_hot.h), a constant mask.
  * One acquisition in --latency-every takes the other copy of lock(), which reads the cycle
  * counter and the shared counter around it; the unsampled ones pay only the countdown.
  */
