@@ -14,9 +14,10 @@
 /*
  * Acquisition counts live in the loop's locals and are published to the worker's own cache
  * line once every WORKER_PUBLISH_EVERY acquisitions, whenever the control word changes, and
- * when the thread leaves; the final counts are exact. A run whose acquisitions are slow (hold,
- * gap, a sleeping lock under contention) publishes at every one, so the watchdog and the
- * per-interval series never wait for a batch.
+ * when the thread leaves; the final counts are exact (the window's are settled at each control
+ * change). The full loop (hold, gap: slow acquisitions) publishes at every one, so the
+ * watchdog and the per-interval series never wait for a batch; a sleeping lock's lean loop
+ * batches too: a thread asleep in lock() holds back at most 63 acquisitions from the series.
  */
 #define WORKER_PUBLISH_EVERY 64u
 

@@ -23,12 +23,12 @@
  *     earlier writer's interval, and only that writer stores its own id. No one reads the word
  *     between writers, so it is not cleared. The full loop clears it on exit, and checks it
  *     is clear on entry, because readers check it;
- *   - the reader count read (it must be 0);
+ *   - (full loop only: the reader count read, it must be 0; the lean one runs without readers);
  *   - the control word read, compared with the one last acted on;
  *   - the hand-over test: one compare of the last holder and its node; stores only when it
  *     changed;
  *   - the acquisition count and the sampling countdown, in registers; the count is published
- *     every WORKER_PUBLISH_EVERY acquisitions (worker_hot.h).
+ *     every WORKER_PUBLISH_EVERY acquisitions (worker_hot.h), a constant mask.
  * One acquisition in --latency-every takes the other copy of lock(), which reads the cycle
  * counter and the shared counter around it; the unsampled ones pay only the countdown.
  */
@@ -62,13 +62,10 @@ static inline __attribute__((always_inline)) void WORKER_LOOP_BODY(struct worker
 	const struct torture_profile *torture = lean ? NULL : config->torture;
 	const bool long_hold = lean ? false : config->long_hold_ms != 0;
 	/*
-	 * Publish when total & publish_mask == 0: every acquisition, or one in 64 when none can
-	 * be slow (no hold or gap, and not a lock that may sleep while another thread holds it).
+	 * Publish when total & publish_mask == 0: one in 64 in the lean loop, a constant there;
+	 * every acquisition in the full one, whose acquisitions may be slow (hold, gap).
 	 */
-	const uint64_t publish_mask =
-		(!lean || ((config->lock->flags & LOCK_SLEEPS) && config->nwriters > 1))
-			? 0
-			: WORKER_PUBLISH_EVERY - 1;
+	const uint64_t publish_mask = lean ? WORKER_PUBLISH_EVERY - 1 : 0;
 	uint64_t total = w->acquisitions_total;
 	uint32_t sample_countdown = w->sample_countdown;
 	uint64_t holder = worker_holder_key(me, self->numa_node);
@@ -110,7 +107,8 @@ static inline __attribute__((always_inline)) void WORKER_LOOP_BODY(struct worker
 		/* ---- critical section ---- */
 		bool owner_taken = !lean && READ_ONCE(cs->writer_inside) != 0;
 		WRITE_ONCE(cs->writer_inside, me);
-		bool readers_in = READ_ONCE(cs->readers_inside) != 0;
+		/* The lean loop runs only when there are no readers: none to check for. */
+		bool readers_in = !lean && READ_ONCE(cs->readers_inside) != 0;
 		cs->writes++;
 		/*
 		 * A reacquisition when the holder (and its node: --shuffle-interval) is unchanged;
@@ -128,12 +126,13 @@ static inline __attribute__((always_inline)) void WORKER_LOOP_BODY(struct worker
 			worker_maybe_long_hold(w);
 		if (unlikely(torture))
 			worker_torture_hold(w, torture->writer, config->nwriters, measuring);
-		bool bad_exit = READ_ONCE(cs->writer_inside) != me;
+		/* Not 0 when another writer stored its id since ours: one branch for all checks. */
+		uint32_t exit_mismatch = READ_ONCE(cs->writer_inside) ^ me;
 		if (!lean)
 			WRITE_ONCE(cs->writer_inside, 0);
 		/* Noted before unlock(): no flag has to live across a call to an out-of-line lock. */
-		if (unlikely(owner_taken | readers_in | bad_exit))
-			worker_note_violations(w, owner_taken + bad_exit, readers_in);
+		if (unlikely(exit_mismatch | owner_taken | readers_in))
+			worker_note_violations(w, owner_taken + (exit_mismatch != 0), readers_in);
 		/* ---- end of critical section ---- */
 
 		WORKER_UNLOCK(lock, self);
