@@ -114,8 +114,12 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $@
 
+# The front end is installed editable, so pip compiles none of it; compiled here, every
+# `locklab` start reads bytecode instead of compiling about 50 modules (0.08 s), also where
+# PYTHONDONTWRITEBYTECODE keeps Python from caching them itself.
 venv: $(VENV)/.installed $(BUILD)/opt/locklab-bench
 	cp $(BUILD)/opt/locklab-bench $(VENV)/bin/locklab-bench
+	$(VENV)/bin/python -m compileall -q python/locklab
 
 demo: deps build venv
 	@scripts/demo.sh
