@@ -147,13 +147,19 @@ $(BUILD)/opt/ck_loop: bench/ck_loop.c bench/bare_loop.h
 BARE_LOOPS := $(foreach l,$(INLINE_LOCKS),$(BUILD)/opt/inline_$(firstword $(subst :, ,$(l)))) \
 	$(BUILD)/opt/ck_loop
 
-bench-loops: $(BARE_LOOPS)
+# What interposition adds to one lock call (bench/interpose_overhead.py).
+$(BUILD)/opt/mutex_calls: bench/mutex_calls.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS_opt) -o $@ bench/mutex_calls.c
+
+bench-loops: $(BARE_LOOPS) $(BUILD)/opt/mutex_calls
 
 bench: deps build venv $(BARE_LOOPS)
 	$(VENV)/bin/python bench/engine_overhead.py
 	$(VENV)/bin/python bench/frontend.py
 	$(VENV)/bin/python bench/spinlocks.py
 	$(VENV)/bin/python bench/adaptive.py
+	$(VENV)/bin/python bench/interpose_overhead.py
 
 clean:
 	rm -rf $(BUILD)
