@@ -142,6 +142,9 @@ def test_cli_pins_guest_vcpus_and_says_so(fake_qemu, monkeypatch, capsys, kvm):
     out = capsys.readouterr().out
     machine = "machine: qemu-kvm; " if kvm == "works" else "machine: qemu-tcg (emulated"
     assert machine in out and f"; vCPUs pinned {pin} (checked in /proc)" in out
+    # The host's machine check is kept with kernel runs too, for the summary line.
+    assert "machine check: not recorded" not in out and "machine: " in out
+    assert any(line.startswith(("noisy machine:", "quiet machine:")) for line in out.splitlines())
     pinning = json.loads(
         (fake_qemu / "store" / "kernel-logs" / "kernel-spin_lock" / "pinning.json").read_text()
     )

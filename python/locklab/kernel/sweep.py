@@ -17,6 +17,7 @@ from locklab.kernel import locktorture, qemu
 from locklab.kernel.vcpu_pin import PinnedVcpu, parse_pin_cpus, pinning_line
 from locklab.model.values import parse_int_list, validate_axis, validate_seconds
 from locklab.printable import printable
+from locklab.run import machine_check
 from locklab.store import Experiment, Store
 
 # A target runs locktorture once with these module parameters and returns its console log.
@@ -209,7 +210,11 @@ class LocktortureSweep:
             (logs / "kernels.json").write_text(json.dumps(self.provenance, indent=2) + "\n")
             host += "; kernels: " + self.provenance_line()
         imported = locktorture.convert(labelled, name, host, self.warmup_reports)
-        for stored in imported.runs:  # a kernel that broke is a failed run, whatever it printed
+        check = machine_check.stored_facts()  # this host's, for the table's summary line
+        for stored in imported.runs:
+            if isinstance(stored.machine, dict):
+                stored.machine["check"] = check
+            # a kernel that broke is a failed run, whatever it printed
             outcome = self.failed_runs.get(str((stored.result or {}).get("log")))
             if outcome:
                 stored.status, stored.exit_code = "error", 1
