@@ -43,6 +43,7 @@ def one_error_line(capsys, code: int, expected: str, status: int = 2):
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1, captured.err
     assert lines[0].startswith("locklab: error: ")
+    assert not lines[0].startswith("locklab: error: locklab"), lines[0]  # said once
     assert expected in lines[0], lines[0]
     assert "Traceback" not in captured.err
     return lines[0]

@@ -48,7 +48,8 @@ class Parser(argparse.ArgumentParser):
         self.register("action", "store", _StoreOnce)
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise LocklabError(f"{self.prog.removeprefix('locklab ')}: {message}")
+        command = self.prog.removeprefix("locklab").strip()  # "" for the top-level parser
+        raise LocklabError(f"{command}: {message}" if command else message)
 
 
 def repeat_count(text: str) -> int | str:
