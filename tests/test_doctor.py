@@ -165,12 +165,16 @@ VM_CHECK = {
 }  # fmt: skip
 
 
-def measured(steal: float, involuntary: int = 0, threads: int = 1) -> dict:
+def measured(
+    steal: float, involuntary: int = 0, threads: int = 1, on_cpu: float = 0.99, voluntary: int = 0
+) -> dict:
+    """A 1 s run's figures; ``on_cpu``: the share of the window each thread ran."""
     return {
         "machine": {**MACHINE, "check": VM_CHECK},
         "window_s": 1.0,
         "steal": {"fraction": steal, "ticks": int(steal * 200), "cpus": 2, "reason": None},
-        "context_switches": {"involuntary": involuntary, "voluntary_per_1000_acquisitions": 0},
+        "context_switches": {"involuntary": involuntary, "voluntary": voluntary},
+        "cpu": {"utilisation": on_cpu * threads},
         "threads": [{"index": i} for i in range(threads)],
         "cache_misses": {"total": None, "per_acquisition": None, "reason": NO_PMU},
     }
@@ -206,19 +210,42 @@ def test_high_steal_marks_the_cell_and_explains_the_noise(store):
     assert f"{disturbance.MARKER} runs disturbed by the machine" in text
 
 
-def test_preemption_disturbs_only_when_threads_fit_the_cpus(store):
-    """50 involuntary switches per thread per second: a disturbance with 1 thread on 2 CPUs,
+def test_time_lost_to_other_tasks_disturbs_only_threads_that_have_a_cpu_and_do_not_sleep(store):
+    """Each thread ran half its window and was preempted 130 times a second, as one spinning
+    thread with a busy loop on its CPU was here: a disturbance with 1 or 2 threads on 2 CPUs,
     the workload itself with 4 threads on 2 CPUs."""
 
     def extra(label, nwriters, repeat):
-        return measured(0.0, involuntary=50 * nwriters, threads=nwriters)
+        return measured(0.0, involuntary=130 * nwriters, threads=nwriters, on_cpu=0.5)
 
     experiment = fill(store, spec_two_locks(), KOPS, extra=extra)
     analysis = analyse_experiment(experiment, store.runs(experiment), Settings())
     section = analysis.sections[0]
     marked = {row for (_, row), cell in section.cells.items() if cell and cell.disturbed}
     assert marked == {1, 2}
-    assert "up to 50 preemptions/s per thread" in section.disturbed[0]
+    assert (
+        "up to 50% of the window lost to other tasks, 130 preemptions/s per thread"
+        in section.disturbed[0]
+    )
+
+
+@pytest.mark.parametrize(
+    "figures",
+    [
+        # two spinning threads on two CPUs on a quiet machine: the engine's control thread and
+        # the kernel take 5%, with about 100 preemptions/s per thread (measured here)
+        {"on_cpu": 0.95, "involuntary": 200},
+        # a sleeping lock's waiters are off the CPU by design
+        {"on_cpu": 0.4, "involuntary": 200, "voluntary": 5000},
+    ],
+)
+def test_preemptions_alone_or_sleeping_do_not_disturb(store, figures):
+    def extra(label, nwriters, repeat):
+        return measured(0.0, threads=min(nwriters, 2), **figures)
+
+    experiment = fill(store, spec_two_locks(), KOPS, extra=extra)
+    analysis = analyse_experiment(experiment, store.runs(experiment), Settings())
+    assert not any(cell and cell.disturbed for cell in analysis.sections[0].cells.values())
 
 
 def test_a_quiet_machine_says_so(store):
