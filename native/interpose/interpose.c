@@ -648,25 +648,44 @@ static __thread bool in_lab_setup __attribute__((tls_model("initial-exec")));
  */
 static bool nodes_migrate;
 
-static void lab_destroy(struct mutex_entry *e)
+/* A catalogue lock's own init and destroy, for a mutex's or a rwlock's entry. */
+static void lab_lock_init(const struct lock_ops *o, const struct lock_init_args *args, void *lab,
+			  const char *failure_format)
 {
-	if (ops->destroy && !__atomic_load_n(&nodes_migrate, __ATOMIC_RELAXED)) {
+	memset(lab, 0, o->lock_size);
+	in_lab_setup = true;
+	int err = o->init ? o->init(lab, args) : 0;
+	in_lab_setup = false;
+	if (err != 0)
+		fatal(failure_format, o->name);
+}
+
+static void lab_lock_destroy(const struct lock_ops *o, const bool *migrated, void *lab)
+{
+	if (o->destroy && !__atomic_load_n(migrated, __ATOMIC_RELAXED)) {
 		in_lab_setup = true;
-		ops->destroy(e->lab);
+		o->destroy(lab);
 		in_lab_setup = false;
 	}
 }
 
+/* After an unlock: does the lock leave nodes with the threads (see nodes_migrate)? */
+static inline void note_nodes_migrate(const struct lock_thread *unlocker, bool *migrated)
+{
+	if (unlikely(unlocker->lock_private != NULL) && !__atomic_load_n(migrated, __ATOMIC_RELAXED))
+		__atomic_store_n(migrated, true, __ATOMIC_RELAXED);
+}
+
+static void lab_destroy(struct mutex_entry *e)
+{
+	lab_lock_destroy(ops, &nodes_migrate, e->lab);
+}
+
 static void lab_init(struct mutex_entry *e)
 {
-	memset(e->lab, 0, ops->lock_size);
 	e->occupancy = 0;
 	e->owner = NULL;
-	in_lab_setup = true;
-	int err = ops->init ? ops->init(e->lab, &init_args) : 0;
-	in_lab_setup = false;
-	if (err != 0)
-		fatal("lock '%s' failed to initialise a mutex", ops->name);
+	lab_lock_init(ops, &init_args, e->lab, "lock '%s' failed to initialise a mutex");
 }
 
 /* The entry of `m`; (re)built when `fresh` (pthread_mutex_init) or after a destroy. */
@@ -868,8 +887,7 @@ static int do_unlock(pthread_mutex_t *m)
 		return EPERM; /* not locked */
 	e->owner = NULL;
 	lab_unlock(e, owner);
-	if (unlikely(owner->lock_private != NULL) && !__atomic_load_n(&nodes_migrate, __ATOMIC_RELAXED))
-		__atomic_store_n(&nodes_migrate, true, __ATOMIC_RELAXED);
+	note_nodes_migrate(owner, &nodes_migrate);
 	slot_put(owner);
 	return 0;
 }
@@ -1197,22 +1215,13 @@ static u32 rw_classify(const pthread_rwlock_t *rw, int *pshared)
 
 static void rw_lab_init(struct rwlock_entry *e)
 {
-	memset(e->lab, 0, rw_ops->lock_size);
 	e->gate = 0;
-	in_lab_setup = true;
-	int err = rw_ops->init ? rw_ops->init(e->lab, &rw_init_args) : 0;
-	in_lab_setup = false;
-	if (err != 0)
-		fatal("lock '%s' failed to initialise a rwlock", rw_ops->name);
+	lab_lock_init(rw_ops, &rw_init_args, e->lab, "lock '%s' failed to initialise a rwlock");
 }
 
 static void rw_lab_destroy(struct rwlock_entry *e)
 {
-	if (rw_ops->destroy && !__atomic_load_n(&rw_nodes_migrate, __ATOMIC_RELAXED)) {
-		in_lab_setup = true;
-		rw_ops->destroy(e->lab);
-		in_lab_setup = false;
-	}
+	lab_lock_destroy(rw_ops, &rw_nodes_migrate, e->lab);
 }
 
 /* The entry of `rw`; (re)built when `fresh` (pthread_rwlock_init) or after a destroy. */
@@ -1418,9 +1427,7 @@ static int rw_release(pthread_rwlock_t *rw)
 		return 0; /* a nested read lock */
 	rw_lab_release(e, &h.slot->lt, h.write);
 	__atomic_fetch_sub(&e->gate, h.write ? GATE_WRITER : GATE_READER, __ATOMIC_SEQ_CST);
-	if (unlikely(h.slot->lt.lock_private != NULL) &&
-	    !__atomic_load_n(&rw_nodes_migrate, __ATOMIC_RELAXED))
-		__atomic_store_n(&rw_nodes_migrate, true, __ATOMIC_RELAXED);
+	note_nodes_migrate(&h.slot->lt, &rw_nodes_migrate);
 	slot_put(&h.slot->lt);
 	return 0;
 }
