@@ -193,11 +193,22 @@ def _steal_ticks(root: Path) -> tuple[int, int] | None:
     return (ticks, cpus) if cpus else None
 
 
-def check_vm(root: Path, sample_s: float) -> Check:
+@dataclass(frozen=True)
+class Sample:
+    """What /proc/stat and /proc/PID/stat say at one moment: steal, and each process's CPU
+    time. Two of them, ``sample_s`` apart, serve both the steal and the busy-process check."""
+
+    steal: tuple[int, int] | None  # (steal ticks over the CPUs, CPUs)
+    processes: dict[int, tuple[str, int]]  # pid: (name, user + system ticks)
+
+
+def take_sample(root: Path) -> Sample:
+    return Sample(_steal_ticks(root), _cpu_ticks(root))
+
+
+def check_vm(root: Path, first: Sample, last: Sample, sample_s: float) -> Check:
     vm = is_vm(root)
-    before = _steal_ticks(root)
-    time.sleep(sample_s)
-    after = _steal_ticks(root)
+    before, after = first.steal, last.steal
     steal = ""
     if before and after and after[1] == before[1] and sample_s > 0:
         hz = os.sysconf("SC_CLK_TCK")
@@ -263,11 +274,9 @@ def busy_processes(
     return sorted(found, key=lambda item: -item[2])
 
 
-def check_other_processes(root: Path, sample_s: float) -> Check:
+def check_other_processes(first: Sample, last: Sample, sample_s: float) -> Check:
     means = "other processes take CPU time from the threads under test"
-    before = _cpu_ticks(root)
-    time.sleep(sample_s)
-    after = _cpu_ticks(root)
+    before, after = first.processes, last.processes
     if not after:
         return Check("other processes", UNKNOWN, "no processes readable under /proc", means, "")
     busy = busy_processes(
@@ -292,6 +301,9 @@ def run_checks(
     """Every check, in the order ``locklab doctor`` prints them. ``perf_reason`` asks the
     engine whether it can count cache misses (None: yes; else why not)."""
     root = root or sysroot()
+    first = take_sample(root)
+    time.sleep(sample_s)
+    last = take_sample(root)
     return [
         check_governor(root),
         check_boost(root),
@@ -299,9 +311,9 @@ def run_checks(
         check_irqbalance(root),
         check_numa_balancing(root),
         check_isolation(root),
-        check_vm(root, sample_s),
+        check_vm(root, first, last, sample_s),
         check_perf(perf_reason()),
-        check_other_processes(root, sample_s),
+        check_other_processes(first, last, sample_s),
     ]
 
 
