@@ -7,8 +7,9 @@
  *
  * Correctness, always on:
  *   writers  find readers_inside == 0 on entry, own writer_inside until exit (with readers in
- *            the run: find it 0 on entry and clear it on exit), and increment a plain counter (cs.writes) that must equal the sum of the
- *            writers' acquisitions at the end: a lost update means two writers overlapped.
+ *            the run: find it 0 on entry and clear it on exit), and increment a plain counter
+ *            (cs.writes) that must equal the sum of the writers' acquisitions at the end: a
+ *            lost update means two writers overlapped.
  *   readers  find writer_inside == 0, and cs.writes unchanged from entry to exit.
  * Under ThreadSanitizer the plain accesses also make TSAN check the lock's memory ordering.
  *
@@ -82,8 +83,8 @@ static void shuffle(struct worker *w, uint32_t control)
  *
  * Each thread snapshots its own rusage (context switches, CPU) and cache-miss counter when it
  * first sees the window open and when it sees the stop, so no other thread reads its counters
- * mid-run. A thread that
- * is asleep inside a sleeping lock when the window opens starts its window late, by that wait.
+ * mid-run. A thread that is asleep inside a sleeping lock when the window opens starts its
+ * window late, by that wait.
  */
 bool worker_handle_control(struct worker *w, uint32_t control, uint32_t *control_seen)
 {
