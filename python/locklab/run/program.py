@@ -27,13 +27,14 @@ if TYPE_CHECKING:
 
 LIBRARY = "liblocklab-interpose.so"
 ROOT = Path(__file__).resolve().parents[3]
+BUILD_OPT = ROOT / "build" / "opt"  # the interposition library and locklab's load generators
 TAIL_CHARS = 2000  # of the program's output, kept with a failed run
 
 
 def find_interpose() -> Path:
     """$LOCKLAB_INTERPOSE, else the build tree's optimised library."""
     explicit = os.environ.get("LOCKLAB_INTERPOSE")
-    path = Path(explicit) if explicit else ROOT / "build" / "opt" / LIBRARY
+    path = Path(explicit) if explicit else BUILD_OPT / LIBRARY
     if not path.is_file():
         raise LocklabError(f"{path}: no interposition library (build it with 'make build')")
     return path
@@ -44,7 +45,7 @@ def argv_for(spec: ExperimentSpec, threads: int) -> list[str]:
     build tree, where locklab's own load generators are (build/opt/memcached-load), so a
     campaign can name them wherever it is run from."""
     argv = [arg.replace("{threads}", str(threads)) for arg in spec.program]
-    built = ROOT / "build" / "opt" / argv[0]
+    built = BUILD_OPT / argv[0]
     if "/" not in argv[0] and shutil.which(argv[0]) is None and built.is_file():
         argv[0] = str(built)
     return argv
