@@ -229,3 +229,36 @@ def test_schema_rejects_a_null_figure_without_its_reason(tmp_path, result_schema
     broken["steal"] = {"fraction": None, "ticks": None, "cpus": 0, "reason": None}
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(broken, result_schema)
+
+
+def _write_latency(args, tmp_path):
+    run = run_engine(args, tmp_path=tmp_path)
+    assert run.returncode == 0, run.stderr
+    return run.result, run.result["latency_ns"]["write"]
+
+
+def test_latency_every_auto_times_fast_locks_rarely_and_slow_ones_often(tmp_path):
+    """By default the period comes from the warm-up's rate (nothing is timed in the warm-up):
+    a power of two, larger for an uncontended spinlock than for a 50 us critical section, and
+    the window's samples are its acquisitions over that period."""
+    common = ["--lock", "tas", "--nwriters", "1", "--pin", "0", "--duration", "0.3"]
+    fast, fast_latency = _write_latency([*common, "--warmup", "0.1"], tmp_path)
+    slow, slow_latency = _write_latency(
+        [*common, "--warmup", "0.1", "--hold-ns", "50000"], tmp_path
+    )
+    assert fast["config"]["latency_every"] == "auto"
+    assert fast["calibration"]["sample_ns"] > 0
+    for result, latency in ((fast, fast_latency), (slow, slow_latency)):
+        every = latency["sampled_every"]
+        assert every & (every - 1) == 0
+        assert abs(latency["samples"] - result["write_acquisitions"] // every) <= 1
+    assert fast_latency["sampled_every"] > slow_latency["sampled_every"]
+
+
+def test_latency_every_given_or_without_a_warmup(tmp_path):
+    common = ["--lock", "ticket", "--nwriters", "1", "--duration", "0.2"]
+    given, latency = _write_latency([*common, "--warmup", "0.1", "--latency-every", "7"], tmp_path)
+    assert given["config"]["latency_every"] == 7
+    assert latency["sampled_every"] == 7
+    _, latency = _write_latency([*common, "--warmup", "0"], tmp_path)
+    assert latency["sampled_every"] == 64  # no warm-up to measure the rate on

@@ -48,6 +48,11 @@ BAD_INPUT = {
     "unknown option": (["--lock", "tas", "--frobnicate"], "unknown option"),
     "missing value": (["--lock"], "needs a value"),
     "stray argument": (["--lock", "tas", "extra"], "unexpected argument"),
+    "latency period neither count nor auto": (
+        ["--lock", "tas", "--latency-every", "often"],
+        "neither a count nor auto",
+    ),
+    "zero latency period": (["--lock", "tas", "--latency-every", "0"], "out of range"),
     "tiny watchdog": (["--lock", "tas", "--watchdog", "0.01"], "--watchdog"),
     "missing plugin": (["--plugin", "/nonexistent/lock.so"], "cannot load plugin"),
 }

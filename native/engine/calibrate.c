@@ -7,6 +7,8 @@
  * measured here, and then the requested hold and gap are timed over many repetitions, so the
  * report states how close to the request the loop actually came (as lockhammer does).
  *
+ * So is what timing one acquisition costs, for --latency-every auto.
+ *
  * The cost of one cpu_relax() is timed too: delays counted in pauses (Lespinasse's 45/75/375,
  * backoff limits) mean different times on different cores (PAUSE takes about 10 cycles on
  * Intel cores before Skylake, about 140 on Skylake-era ones, and differs again on AMD), so the
@@ -119,6 +121,41 @@ static double cpu_relax_ns(void)
 	return best * 1e9 / pauses;
 }
 
+/*
+ * What a timed acquisition adds to an untimed one: two reads of the cycle counter around the
+ * lock and a histogram entry (the loop's other bookkeeping happens every 64 acquisitions
+ * anyway). Fastest of several timings.
+ */
+static double sample_ns(void)
+{
+	static struct histogram scratch;
+	const unsigned int samples = 20000;
+	double best = INFINITY;
+	for (int attempt = 0; attempt < 5; attempt++) {
+		double start = monotonic_s();
+		for (unsigned int i = 0; i < samples; i++) {
+			uint64_t before = arch_cycles();
+			histogram_record(&scratch, arch_cycles() - before);
+		}
+		double elapsed = monotonic_s() - start;
+		if (elapsed < best)
+			best = elapsed;
+	}
+	return best * 1e9 / samples;
+}
+
+unsigned int sample_every_auto(double acquisition_ns, double sample_ns)
+{
+	const unsigned int most = 1u << 20;
+	if (!(acquisition_ns > 0) || !(sample_ns > 0))
+		return LATENCY_EVERY_NO_WARMUP;
+	double wanted = sample_ns / (SAMPLING_BUDGET * acquisition_ns);
+	unsigned int every = 1;
+	while (every < most && (double)every < wanted)
+		every <<= 1;
+	return every;
+}
+
 void spin_delay_ns(const struct calibration *cal, uint64_t ns)
 {
 	uint64_t start = arch_cycles();
@@ -140,4 +177,5 @@ void calibrate(const struct bench_config *config, struct calibration *out)
 	out->hold_error_pct = error_pct(out->hold_measured_ns, config->hold_ns);
 	out->gap_error_pct = error_pct(out->gap_measured_ns, config->gap_ns);
 	out->cpu_relax_ns = cpu_relax_ns();
+	out->sample_ns = sample_ns();
 }

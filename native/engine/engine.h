@@ -126,6 +126,11 @@ double torture_short_probability(const struct torture_delay_spec *spec, unsigned
 double torture_preempt_probability(const struct torture_delay_spec *spec, unsigned int nthreads);
 
 /* ---- configuration (options.c) ------------------------------------------------------------- */
+/* --latency-every auto: the period is chosen when the window opens (sample_every_auto()). */
+#define LATENCY_EVERY_AUTO 0u
+/* Without a warm-up to measure the rate on, auto times one acquisition in this many. */
+#define LATENCY_EVERY_NO_WARMUP 64u
+
 struct bench_config {
 	const struct lock_ops *lock;
 	long params[MAX_TUNABLES];
@@ -148,7 +153,7 @@ struct bench_config {
 	int pin_list_len;
 	uint64_t seed;
 	double watchdog_s;
-	unsigned int latency_every; /* sample one acquisition in this many */
+	unsigned int latency_every; /* sample one acquisition in this many, or LATENCY_EVERY_AUTO */
 	double interval_s;          /* period of the per-interval throughput series */
 	const char *json_path;
 	const char *plugin_path;
@@ -173,9 +178,17 @@ struct calibration {
 	double hold_error_pct;   /* (measured - requested) / requested */
 	double gap_error_pct;
 	double cpu_relax_ns; /* one cpu_relax(): PAUSE or YIELD, timed */
+	double sample_ns;    /* what timing one acquisition adds: two counter reads, a record */
 };
 
 void calibrate(const struct bench_config *config, struct calibration *out);
+/*
+ * --latency-every auto: one timed acquisition in the power of two that keeps timing's cost
+ * (sample_ns each) under SAMPLING_BUDGET of a thread that takes one acquisition every
+ * `acquisition_ns`. A fixed count, so the timed acquisitions are a uniform draw of the window's.
+ */
+#define SAMPLING_BUDGET 0.005
+unsigned int sample_every_auto(double acquisition_ns, double sample_ns);
 void busy_loop(uint64_t iterations);
 /* Busy-wait `ns` on the cycle counter with cpu_relax(), as the kernel's delay_tsc() does. */
 void spin_delay_ns(const struct calibration *cal, uint64_t ns);
@@ -255,7 +268,8 @@ struct worker {
 	bool torture_boosted;
 	struct torture_random_state torture_rng;
 	uint64_t random;
-	uint32_t sample_countdown;
+	uint32_t sample_every;     /* the period in force: run->sample_every once measuring */
+	uint32_t sample_countdown; /* acquisitions until the next timed one, counting it */
 	bool window_started;
 	bool window_ended;
 	struct usage_snapshot usage_start;
@@ -304,6 +318,8 @@ struct run_state {
 	void *lock;
 	struct critical_section cs;
 	alignas(LOCKLAB_CACHELINE) uint32_t control;
+	/* --latency-every in force in the window: set before CONTROL_MEASURE, read after it. */
+	uint32_t sample_every;
 	pthread_barrier_t start_barrier;
 	double window_end_s; /* written by whoever stops the run (under the lock for --ops) */
 	unsigned int nthreads;

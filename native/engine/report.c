@@ -130,7 +130,7 @@ static void json_latency(struct json_writer *j, const char *key, const struct ru
 	const struct histogram *h = &role->latency;
 	json_begin_object(j, key);
 	json_uint(j, "samples", h->count);
-	json_uint(j, "sampled_every", run->config->latency_every);
+	json_uint(j, "sampled_every", run->sample_every);
 	json_double(j, "mean", cycles_to_ns(run, h->sum / (double)h->count));
 	json_double(j, "p50", cycles_to_ns(run, (double)histogram_percentile(h, 50)));
 	json_double(j, "p90", cycles_to_ns(run, (double)histogram_percentile(h, 90)));
@@ -248,7 +248,10 @@ static void json_config(struct json_writer *j, const struct bench_config *c)
 	json_uint(j, "numa_nodes", c->numa_nodes);
 	json_uint(j, "seed", c->seed);
 	json_double(j, "watchdog_s", c->watchdog_s);
-	json_uint(j, "latency_every", c->latency_every);
+	if (c->latency_every == LATENCY_EVERY_AUTO)
+		json_string(j, "latency_every", "auto");
+	else
+		json_uint(j, "latency_every", c->latency_every);
 	json_string(j, "plugin", c->plugin_path);
 	json_string(j, "torture_delays", c->torture ? c->torture->name : NULL);
 	json_uint(j, "numa_remote_ns", c->numa_remote_ns);
@@ -291,6 +294,7 @@ static void json_calibration(struct json_writer *j, const struct run_state *run)
 	json_uint(j, "gap_iterations", cal->gap_iterations);
 	json_double(j, "gap_ns_measured", cal->gap_measured_ns);
 	json_double(j, "gap_error_pct", cal->gap_error_pct);
+	json_double(j, "sample_ns", cal->sample_ns);
 	json_pause_tunables(j, run);
 	json_end_object(j);
 }
@@ -518,10 +522,11 @@ static void run_result_print(const struct run_state *run, const struct run_resul
 	fprintf(human, "  throughput   %.0f ops/s (%llu acquisitions)\n", r->throughput,
 		(unsigned long long)r->total);
 	if (writers->threads && r->private_ok && writers->latency.count)
-		fprintf(human, "  write wait   p50 %.0f ns  p99 %.0f ns  max %.0f ns  max/min %.2f\n",
+		fprintf(human, "  write wait   p50 %.0f ns  p99 %.0f ns  max %.0f ns  (1 in %u timed)"
+			"  max/min %.2f\n",
 			cycles_to_ns(run, (double)histogram_percentile(&writers->latency, 50)),
 			cycles_to_ns(run, (double)histogram_percentile(&writers->latency, 99)),
-			cycles_to_ns(run, (double)writers->latency.max),
+			cycles_to_ns(run, (double)writers->latency.max), run->sample_every,
 			writers->fairness.max_min_ratio);
 	if (writers->threads > 1 && r->private_ok && r->handoffs.total)
 		fprintf(human, "  hand-overs   %llu between writers, %.1f%% on the same node%s, "
@@ -531,10 +536,10 @@ static void run_result_print(const struct run_state *run, const struct run_resul
 			r->handoffs.nodes_known ? "" : " (threads unpinned: node unknown)",
 			(unsigned long long)r->handoffs.reacquisitions);
 	if (readers->threads && r->private_ok && readers->latency.count)
-		fprintf(human, "  read wait    p50 %.0f ns  p99 %.0f ns  max %.0f ns\n",
+		fprintf(human, "  read wait    p50 %.0f ns  p99 %.0f ns  max %.0f ns  (1 in %u timed)\n",
 			cycles_to_ns(run, (double)histogram_percentile(&readers->latency, 50)),
 			cycles_to_ns(run, (double)histogram_percentile(&readers->latency, 99)),
-			cycles_to_ns(run, (double)readers->latency.max));
+			cycles_to_ns(run, (double)readers->latency.max), run->sample_every);
 	if (config->hold_ns || config->gap_ns)
 		fprintf(human, "  calibration  hold %llu ns -> %.0f ns (%+.1f%%), gap %llu ns -> %.0f ns "
 			"(%+.1f%%)\n",

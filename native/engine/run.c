@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <linux/futex.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +114,18 @@ static void watchdog_fire(struct run_state *run, double idle_s)
 }
 
 /* The measured window starts now: its time, and the series' first point. */
+/*
+ * --latency-every auto: the period from the warm-up's acquisitions per thread (none were timed),
+ * stored before CONTROL_MEASURE is set, which the threads read it after.
+ */
+static void choose_sample_every(struct run_state *run, double warmup_s)
+{
+	uint64_t acquisitions = acquisitions_since_start(run);
+	double acquisition_ns = acquisitions == 0 ? INFINITY
+				: warmup_s * 1e9 * run->nthreads / (double)acquisitions;
+	run->sample_every = sample_every_auto(acquisition_ns, run->calibration->sample_ns);
+}
+
 static void open_window(struct run_state *run, double now, double *next_interval)
 {
 	run->window_start_s = now;
@@ -148,6 +161,8 @@ static void drive(struct run_state *run)
 		uint32_t control = __atomic_load_n(&run->control, __ATOMIC_ACQUIRE);
 
 		if (!(control & CONTROL_MEASURE) && now - start >= config->warmup_s) {
+			if (config->latency_every == LATENCY_EVERY_AUTO)
+				choose_sample_every(run, now - start);
 			open_window(run, now, &next_interval);
 			control_set(run, CONTROL_MEASURE);
 			continue;
@@ -280,6 +295,11 @@ int run_benchmark(const struct bench_config *config, const struct machine_facts 
 	pthread_barrier_init(&run.start_barrier, NULL, run.nthreads + 1);
 	/* Without a warm-up the window opens with the first acquisition. */
 	run.control = config->warmup_s == 0 ? CONTROL_MEASURE : 0;
+	/* auto: nothing is timed in the warm-up, whose rate sets the window's period. */
+	if (config->latency_every != LATENCY_EVERY_AUTO)
+		run.sample_every = config->latency_every;
+	else if (config->warmup_s == 0)
+		run.sample_every = LATENCY_EVERY_NO_WARMUP;
 	for (unsigned int i = 0; i < run.nthreads; i++) {
 		struct worker *w = aligned_zalloc(sizeof(*w));
 		w->run = &run;

@@ -43,6 +43,19 @@ static inline uint64_t worker_holder_key(uint32_t writer, int32_t node)
 	return (uint64_t)writer | (uint64_t)(uint32_t)node << 32;
 }
 
+/* Acquisitions from one timed acquisition to the next; none timed while sample_every is 0. */
+static inline uint32_t worker_sample_period(const struct worker *w)
+{
+	return w->sample_every != 0 ? w->sample_every : UINT32_MAX;
+}
+
+/* Time one acquisition in `every` (0: none) from here on. */
+static inline void worker_sampling_from(struct worker *w, uint32_t every)
+{
+	w->sample_every = every;
+	w->sample_countdown = worker_sample_period(w);
+}
+
 /*
  * A sampled writer's read of the shared counter before it waits: it races with the holder's
  * plain increment, on purpose (an overtake count, not a correctness check). Hidden from

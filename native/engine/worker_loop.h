@@ -139,7 +139,7 @@ static inline __attribute__((always_inline)) void WORKER_LOOP_BODY(struct worker
 
 		total++;
 		if (unlikely(timed)) {
-			sample_countdown = config->latency_every;
+			sample_countdown = worker_sample_period(w);
 			if (measuring)
 				worker_record_sample(w);
 		}
@@ -148,11 +148,13 @@ static inline __attribute__((always_inline)) void WORKER_LOOP_BODY(struct worker
 				worker_window_change(&counted, total, measuring);
 			worker_publish(w, total, worker_window_now(&counted, total));
 			if (control != control_seen) {
+				w->sample_countdown = sample_countdown;
 				/* Returned, not written through a pointer: it stays in a register. */
 				int64_t seen = worker_control_changed(w, control, control_seen);
 				if (seen < 0)
 					break;
 				control_seen = (uint32_t)seen;
+				sample_countdown = w->sample_countdown; /* auto: the window's period */
 				/* --shuffle-interval may have moved us */
 				holder = worker_holder_key(me, self->numa_node);
 			}
