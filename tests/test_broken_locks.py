@@ -3,7 +3,7 @@
 import time
 
 import pytest
-from conftest import plugin_path, run_engine
+from conftest import CORES, plugin_path, run_engine
 
 
 @pytest.mark.parametrize("variant", ["opt", "asan"])
@@ -28,6 +28,19 @@ def test_broken_lock_is_flagged(variant, tmp_path):
     assert violations["total"] > 0
     assert violations["overlapping_writers"] + violations["write_counter_mismatch"] > 0
     assert "correctness violation with lock 'broken_tts'" in run.stderr
+
+
+def test_owner_word_catches_overlaps_one_by_one(tmp_path):
+    """One writer per CPU, none preempted: the owner word must catch a share of the overlaps
+    the counter shows, so its read-back has to come after the section, from the cache. Here
+    it catches about 1 in 8; with nothing between the store and the read-back, served from
+    the writer's own store buffer, it caught 1 in 10,000."""
+    args = ["--plugin", str(plugin_path("opt", "broken_tts")), "--nwriters", str(CORES)]
+    run = run_engine([*args, "--pin", "compact", "--duration", "0.5"], "opt", tmp_path)
+    assert run.returncode == 1, run.stderr
+    violations = run.result["violations"]
+    assert violations["write_counter_mismatch"] > 0
+    assert violations["overlapping_writers"] > violations["write_counter_mismatch"] / 200
 
 
 def test_broken_lock_is_a_data_race_for_tsan(tmp_path):

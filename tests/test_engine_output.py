@@ -4,7 +4,7 @@ import re
 
 import jsonschema
 import pytest
-from conftest import plugin_path, run_engine
+from conftest import CORES, plugin_path, run_engine
 
 
 def test_result_validates_against_schema(tmp_path, result_schema):
@@ -262,3 +262,17 @@ def test_latency_every_given_or_without_a_warmup(tmp_path):
     assert latency["sampled_every"] == 7
     _, latency = _write_latency([*common, "--warmup", "0"], tmp_path)
     assert latency["sampled_every"] == 64  # no warm-up to measure the rate on
+
+
+def test_lean_loop_counts_every_handoff(tmp_path):
+    """Without --ops, hold or readers the writers run the lean loop, which finds the previous
+    holder in the owner word: every acquisition in the window is a hand-over or a
+    reacquisition, and with one virtual node per CPU no hand-over is on the same node."""
+    args = ["--lock", "ticket", "--nwriters", str(CORES), "--pin", "compact"]
+    args += ["--numa-nodes", str(CORES), "--duration", "0.3", "--warmup", "0.1"]
+    run = run_engine(args, tmp_path=tmp_path)
+    assert run.returncode == 0, run.stderr
+    handoffs = run.result["handoffs"]
+    assert handoffs["total"] > 0
+    assert handoffs["same_node"] == 0
+    assert handoffs["total"] + handoffs["reacquisitions"] == run.result["write_acquisitions"]

@@ -289,13 +289,13 @@ struct cs_line {
 };
 
 struct critical_section {
-	alignas(LOCKLAB_CACHELINE) uint32_t writer_inside; /* writer's index + 1, or 0 */
+	/* The holder's key (worker_holder_key), or 0 (the lean loop never clears it). */
+	alignas(LOCKLAB_CACHELINE) uint32_t writer_inside;
 	uint32_t readers_inside;
 	uint64_t writes;        /* plain, under the write lock (a sampled waiter peeks at it) */
 	uint64_t window_writes; /* plain: for --ops */
-	/* Who held the lock last, for hand-over counts: plain, under the write lock. */
-	uint32_t last_writer;     /* index + 1, 0 before the first */
-	int32_t last_writer_node;
+	/* The last holder's key, for hand-over counts: plain, under the write lock. */
+	uint32_t last_holder;
 	struct cs_line *lines;  /* --cs-lines */
 };
 

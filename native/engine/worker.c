@@ -13,8 +13,8 @@
  *   readers  find writer_inside == 0, and cs.writes unchanged from entry to exit.
  * Under ThreadSanitizer the plain accesses also make TSAN check the lock's memory ordering.
  *
- * Hand-overs, for every lock: a writer notes who held the lock before it (last_writer, in the
- * critical section's cache line, so no extra miss) and counts a hand-over from another writer,
+ * Hand-overs, for every lock: a writer notes who held the lock before it (last_holder, in the
+ * critical section's cache line, so no extra miss), counts a hand-over from another writer,
  * and whether that writer was on its NUMA node. CNA's whole point shows up as that fraction.
  * On a sampled acquisition a writer also counts how many acquisitions overtook it while it
  * waited (cs.writes before and after): a FIFO lock bounds it by the number of writers.
@@ -265,13 +265,11 @@ static inline bool acquisition_done(struct worker *w, bool measuring, bool timed
  * In the critical section, when the previous holder was not this writer on this node: count
  * the hand-over (in the window), and pay --numa-remote-ns when that holder ran on another node.
  */
-void worker_note_handoff(struct worker *w, struct critical_section *cs, uint32_t me,
-			 bool measuring)
+void worker_note_handoff(struct worker *w, uint32_t previous, uint32_t key, bool measuring)
 {
-	uint32_t previous = cs->last_writer;
-	bool same_node = cs->last_writer_node == w->ctx.numa_node;
+	bool same_node = worker_key_node(previous) == worker_key_node(key);
 	w->handoff_checks += measuring;
-	if (previous == me) {
+	if (worker_key_writer(previous) == worker_key_writer(key)) {
 		w->reacquisitions += measuring; /* moved by --shuffle-interval since */
 	} else if (previous != 0) {
 		if (measuring) {
@@ -284,8 +282,14 @@ void worker_note_handoff(struct worker *w, struct critical_section *cs, uint32_t
 			w->remote_cost_paid += measuring;
 		}
 	}
-	cs->last_writer = me;
-	cs->last_writer_node = w->ctx.numa_node;
+}
+
+void worker_note_owner(struct worker *w, uint64_t seen, uint32_t key, uint32_t control_at_lock)
+{
+	uint32_t found = (uint32_t)(seen >> 32) ^ key;
+	if (found != key)
+		worker_note_handoff(w, found, key, control_measuring(control_at_lock));
+	w->violations_owner += (uint32_t)seen != 0;
 }
 
 /* The generic writer loop: the lock through struct lock_ops (plugins, and the locks without a

@@ -12,12 +12,12 @@
 #include "engine.h"
 
 /*
- * Acquisition counts live in the loop's locals and are published to the worker's own cache
- * line once every WORKER_PUBLISH_EVERY acquisitions, whenever the control word changes, and
- * when the thread leaves; the final counts are exact (the window's are settled at each control
- * change). The full loop (hold, gap: slow acquisitions) publishes at every one, so the
- * watchdog and the per-interval series never wait for a batch; a sleeping lock's lean loop
- * batches too: a thread asleep in lock() holds back at most 63 acquisitions from the series.
+ * Acquisition counts are published to the worker's own cache line once every
+ * WORKER_PUBLISH_EVERY acquisitions, whenever the control word changes, and when the thread
+ * leaves; the final counts are exact (the window's are settled at each control change). The
+ * full loop (hold, gap: slow acquisitions) publishes at every one, so the watchdog and the
+ * per-interval series never wait for a batch; a sleeping lock's lean loop batches too: a
+ * thread asleep in lock() holds back at most 63 acquisitions from the series.
  */
 #define WORKER_PUBLISH_EVERY 64u
 
@@ -30,17 +30,55 @@ void worker_torture_hold(struct worker *w, const struct torture_delay_spec *spec
 			 unsigned int nthreads, bool measuring);
 void worker_maybe_long_hold(struct worker *w);
 uint32_t worker_stop_at_target(struct run_state *run);
-/* The holder changed (or moved): count a hand-over, pay --numa-remote-ns, note the holder. */
-void worker_note_handoff(struct worker *w, struct critical_section *cs, uint32_t me,
-			 bool measuring);
+/* The holder changed (or moved): count a hand-over, pay --numa-remote-ns. Keys as below. */
+void worker_note_handoff(struct worker *w, uint32_t previous, uint32_t key, bool measuring);
+/*
+ * After the lean loop's unlock(): the last holder was another key (a hand-over), or the owner
+ * word was overwritten. `seen`: (last holder xor our key) << 32 | (owner word xor our key).
+ */
+void worker_note_owner(struct worker *w, uint64_t seen, uint32_t key, uint32_t control_at_lock);
 void worker_note_violations(struct worker *w, unsigned int owner, unsigned int readers);
 /* A sampled acquisition in the window: its wait and overtakes (w->sample_wait, _overtaken). */
 void worker_record_sample(struct worker *w);
 
-/* The last holder and its node as one number: the hand-over test is one compare. */
-static inline uint64_t worker_holder_key(uint32_t writer, int32_t node)
+/*
+ * A writer and its NUMA node as one word, the owner word's value: the writer's index + 1 in
+ * the low bits (never 0: 0 is "no writer"), the node + 1 above (-1, unknown, is 0). So the
+ * hand-over test is one compare, and a writer moved to another node is a new holder.
+ */
+#define WORKER_KEY_WRITER_BITS 13 /* MAX_THREADS (options.c) is 4096 */
+static inline uint32_t worker_holder_key(uint32_t writer, int32_t node)
 {
-	return (uint64_t)writer | (uint64_t)(uint32_t)node << 32;
+	return writer | (uint32_t)(node + 1) << WORKER_KEY_WRITER_BITS;
+}
+
+static inline uint32_t worker_key_writer(uint32_t key)
+{
+	return key & ((1u << WORKER_KEY_WRITER_BITS) - 1);
+}
+
+static inline uint32_t worker_key_node(uint32_t key)
+{
+	return key >> WORKER_KEY_WRITER_BITS;
+}
+
+/*
+ * worker_note_owner(), with the common case inline: a hand-over from another writer, no
+ * overlap. An out-of-line call there would add its own cost to every hand-over.
+ */
+static inline void worker_note_owner_inline(struct worker *w, uint64_t seen, uint32_t key,
+					    uint32_t control_at_lock)
+{
+	uint32_t found = (uint32_t)(seen >> 32) ^ key;
+	if (likely((uint32_t)seen == 0 && found != 0 &&
+		   worker_key_writer(found) != worker_key_writer(key))) {
+		uint64_t measuring = control_measuring(control_at_lock);
+		w->handoff_checks += measuring;
+		w->handoffs += measuring;
+		w->handoffs_same_node += measuring & (worker_key_node(found) == worker_key_node(key));
+		return;
+	}
+	worker_note_owner(w, seen, key, control_at_lock);
 }
 
 /* Acquisitions from one timed acquisition to the next; none timed while sample_every is 0. */
@@ -54,6 +92,12 @@ static inline void worker_sampling_from(struct worker *w, uint32_t every)
 {
 	w->sample_every = every;
 	w->sample_countdown = worker_sample_period(w);
+}
+
+/* Acquisitions until the loop next leaves its fast path: to publish, or to time one. */
+static inline uint32_t worker_countdown_length(uint32_t until_sample, uint32_t publish_every)
+{
+	return until_sample < publish_every ? until_sample : publish_every;
 }
 
 /*

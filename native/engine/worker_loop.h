@@ -11,26 +11,30 @@
  * a bare benchmark loop (lockhammer builds one binary per lock for the same reason).
  *
  * Each instance is compiled twice: a lean loop for runs with no readers, hold, gap,
- * --cs-lines, --ops, --long-hold or --torture-delays (the compiler drops those branches), and a
- * full one.
+ * --cs-lines, --ops, --long-hold, --torture-delays or --numa-remote-ns (the compiler drops
+ * those branches), and a full one.
  *
  * The critical section is the bare loop's (bench/inline_loop.c): one plain increment of a
  * shared counter, cs.writes, which must equal the writers' acquisitions at the end. Around it,
- * per acquisition, the lean loop adds no store but the owner word's, and then only loads and
- * register work (P1 measures what that costs):
- *   - the owner word: stored with the writer's id on entry, read back on exit. Any two writers
- *     whose [store, read-back] intervals overlap are caught: the later store lands inside the
- *     earlier writer's interval, and only that writer stores its own id. No one reads the word
- *     between writers, so it is not cleared. The full loop clears it on exit, and checks it
- *     is clear on entry, because readers check it;
- *   - (full loop only: the reader count read, it must be 0; the lean one runs without readers);
+ * per acquisition, all in the counter's cache line (P1 measures what it costs):
+ *   - the owner word: the writer's key (worker_holder_key) stored on entry, read back on exit.
+ *     Two writers whose [store, read-back] intervals overlap are caught: the later store
+ *     lands inside the earlier writer's interval, and only that writer stores its own key.
+ *     (A read-back served from the writer's own store buffer sees its key whatever others
+ *     did: the per-event check can miss a short overlap. The counter cannot: it loses the
+ *     update.) The lean loop never clears the word, no one else reads it; the full loop
+ *     clears it on exit and checks it is clear on entry, because readers check it, as well
+ *     as that the reader count is 0;
+ *   - the hand-over test: cs.last_holder read and overwritten with the writer's key. In the
+ *     lean loop it and the owner word's test are one branch, after unlock(), so a
+ *     hand-over's bookkeeping stays out of the critical section;
  *   - the control word read, compared with the one last acted on;
- *   - the hand-over test: one compare of the last holder and its node; stores only when it
- *     changed;
- *   - the acquisition count and the sampling countdown, in registers; the count is published
- *     every WORKER_PUBLISH_EVERY acquisitions (worker_hot.h), a constant mask.
- * One acquisition in --latency-every takes the other copy of lock(), which reads the cycle
- * counter and the shared counter around it; the unsampled ones pay only the countdown.
+ *   - one countdown, in a register: the acquisitions left before the next published count
+ *     (every WORKER_PUBLISH_EVERY, worker_hot.h) or the next sampled wait (--latency-every),
+ *     whichever comes first. The count itself is not kept per acquisition: it is the
+ *     countdown's progress, worked out when the loop leaves its fast path.
+ * The acquisition that ends a countdown leaves the fast path: if it is the sampled one, it
+ * takes the copy of lock() that reads the cycle counter and the shared counter around it.
  */
 #ifndef WORKER_LOOP_NAME
 #error "define WORKER_LOOP_NAME, WORKER_LOCK and WORKER_UNLOCK before including worker_loop.h"
@@ -38,37 +42,122 @@
 
 #define WORKER_LOOP_CAT_(a, b) a##b
 #define WORKER_LOOP_CAT(a, b) WORKER_LOOP_CAT_(a, b)
+#define WORKER_LOOP_STEP WORKER_LOOP_CAT(WORKER_LOOP_NAME, _step)
 #define WORKER_LOOP_BODY WORKER_LOOP_CAT(WORKER_LOOP_NAME, _body)
 #define WORKER_LOOP_LEAN WORKER_LOOP_CAT(WORKER_LOOP_NAME, _lean)
 #define WORKER_LOOP_FULL WORKER_LOOP_CAT(WORKER_LOOP_NAME, _full)
+
+/*
+ * One acquisition: lock, the critical section and its checks, unlock. Returns the control
+ * word read under the lock (whether it counts is decided by that one), and in *control the
+ * word to act on: the same, or with STOP set when it reached --ops.
+ */
+static inline __attribute__((always_inline)) uint32_t
+WORKER_LOOP_STEP(struct worker *w, struct run_state *run, void *lock, const bool lean,
+		 const bool timed, const uint32_t key, uint32_t *control)
+{
+	const struct bench_config *config = run->config;
+#ifdef WORKER_LOOP_SETUP
+	WORKER_LOOP_SETUP;
+#endif
+	struct critical_section *cs = &run->cs;
+	struct lock_thread *self = &w->ctx;
+	const struct torture_profile *torture = lean ? NULL : config->torture;
+
+	if (unlikely(torture))
+		worker_torture_before_lock(w, config->nwriters, control_measuring(*control));
+	if (!timed) {
+		WORKER_LOCK(lock, self);
+	} else {
+		/* Who overtakes us: the count first, then the clock, last, before lock(). */
+		uint64_t writes_before = worker_peek_writes(cs);
+		uint64_t started = arch_cycles();
+		WORKER_LOCK(lock, self);
+		w->sample_wait = arch_cycles() - started;
+		w->sample_overtaken = cs->writes - writes_before; /* ours is not in yet */
+	}
+
+	const uint32_t control_at_lock = READ_ONCE(run->control);
+	*control = control_at_lock;
+	const bool measuring = control_measuring(control_at_lock);
+
+	/* ---- critical section ---- */
+	bool owner_taken = false, readers_in = false;
+	if (lean) {
+		/*
+		 * A store first: the line comes from the last holder once, to be written. A load
+		 * first would fetch it shared, and the store fetch it again: two transfers per
+		 * hand-over where the bare loop has one (P1 at 2 threads, qspinlock: 0.85 with the
+		 * load first, 0.91 with the store).
+		 */
+		WRITE_ONCE(cs->writer_inside, key);
+	} else {
+		/* Readers check the word, so it is cleared on exit and must be clear on entry. */
+		owner_taken = READ_ONCE(cs->writer_inside) != 0;
+		WRITE_ONCE(cs->writer_inside, key);
+		readers_in = READ_ONCE(cs->readers_inside) != 0;
+	}
+	barrier(); /* the owner word's store, the section, its read-back: in this order */
+	cs->writes++;
+	const uint32_t previous = cs->last_holder; /* a hand-over when not our key */
+	cs->last_holder = key;
+	if (!lean) {
+		/* In the section: --numa-remote-ns is paid here. */
+		if (unlikely(previous != key))
+			worker_note_handoff(w, previous, key, measuring);
+		const uint64_t target = config->ops;
+		if (unlikely(target) && measuring && ++cs->window_writes == target)
+			*control = worker_stop_at_target(run);
+		for (unsigned int i = 0; i < config->cs_lines; i++)
+			cs->lines[i].value++;
+		uint64_t hold = run->calibration->hold_iterations;
+		if (hold)
+			busy_loop(hold);
+		if (unlikely(config->long_hold_ms != 0))
+			worker_maybe_long_hold(w);
+		if (unlikely(torture))
+			worker_torture_hold(w, torture->writer, config->nwriters, measuring);
+	}
+	barrier();
+	/* Not 0 when another writer stored its key since ours. */
+	const uint32_t owner_mismatch = READ_ONCE(cs->writer_inside) ^ key;
+	/*
+	 * Lean: the hand-over and the overwrite, for after unlock(), so their bookkeeping does not
+	 * lengthen the critical section: (the last holder xor us) << 32 | (the owner word xor us),
+	 * one register, not 0 for a hand-over or an overlap.
+	 */
+	uint64_t owner_seen = 0;
+	if (lean) {
+		owner_seen = (uint64_t)(previous ^ key) << 32 | owner_mismatch;
+	} else {
+		WRITE_ONCE(cs->writer_inside, 0);
+		/* Noted before unlock(): no flag has to live across a call to an out-of-line lock. */
+		if (unlikely(owner_mismatch | owner_taken | readers_in))
+			worker_note_violations(w, owner_taken + (owner_mismatch != 0), readers_in);
+	}
+	/* ---- end of critical section ---- */
+
+	WORKER_UNLOCK(lock, self);
+	if (unlikely(owner_seen))
+		worker_note_owner_inline(w, owner_seen, key, control_at_lock);
+	return control_at_lock;
+}
 
 static inline __attribute__((always_inline)) void WORKER_LOOP_BODY(struct worker *w,
 								   uint32_t control_seen,
 								   const bool lean)
 {
 	struct run_state *run = w->run;
-	const struct bench_config *config = run->config;
-#ifdef WORKER_LOOP_SETUP
-	WORKER_LOOP_SETUP;
-#endif
 	void *lock = run->lock;
-	struct critical_section *cs;
-	struct lock_thread *self = &w->ctx;
-	const uint32_t me = self->index + 1;
-	const uint64_t hold = lean ? 0 : run->calibration->hold_iterations;
 	const uint64_t gap = lean ? 0 : run->calibration->gap_iterations;
-	const unsigned int cs_lines = lean ? 0 : config->cs_lines;
-	const uint64_t target = lean ? 0 : config->ops;
-	const struct torture_profile *torture = lean ? NULL : config->torture;
-	const bool long_hold = lean ? false : config->long_hold_ms != 0;
-	/*
-	 * Publish when total & publish_mask == 0: one in 64 in the lean loop, a constant there;
-	 * every acquisition in the full one, whose acquisitions may be slow (hold, gap).
-	 */
-	const uint64_t publish_mask = lean ? WORKER_PUBLISH_EVERY - 1 : 0;
-	uint64_t total = w->acquisitions_total;
-	uint32_t sample_countdown = w->sample_countdown;
-	uint64_t holder = worker_holder_key(me, self->numa_node);
+	/* The full loop's acquisitions may be slow (hold, gap): it publishes every one, so the
+	 * watchdog and the per-interval series never wait for a batch. */
+	const uint32_t publish_every = lean ? WORKER_PUBLISH_EVERY : 1;
+	uint64_t total = w->acquisitions_total; /* published: the count at the countdown's start */
+	uint32_t sample_left = w->sample_countdown; /* until the sampled one, counting it */
+	uint32_t countdown_length = worker_countdown_length(sample_left, publish_every);
+	uint32_t countdown = countdown_length;
+	uint32_t key = worker_holder_key(w->ctx.index + 1, w->ctx.numa_node);
 	/*
 	 * The window's count changes only with the control word: it is kept as the count at the
 	 * last change plus, while measuring, the acquisitions since. So the loop counts one number.
@@ -83,88 +172,53 @@ static inline __attribute__((always_inline)) void WORKER_LOOP_BODY(struct worker
 		 * stack at every acquisition. Costs no instruction.
 		 */
 		__asm__("" : "+r"(run));
-		cs = &run->cs;
-		if (unlikely(torture))
-			worker_torture_before_lock(w, config->nwriters,
-						   control_measuring(control_seen));
-		bool timed = --sample_countdown == 0;
-		if (likely(!timed)) {
-			WORKER_LOCK(lock, self);
+		uint32_t control = control_seen;
+		uint32_t control_at_lock;
+		bool timed = false;
+		if (likely(--countdown != 0)) {
+			control_at_lock = WORKER_LOOP_STEP(w, run, lock, lean, false, key, &control);
+			if (likely(control == control_seen))
+				continue;
 		} else {
-			/* Who overtakes us: the count first, then the clock, last, before lock(). */
-			uint64_t writes_before = worker_peek_writes(cs);
-			uint64_t started = arch_cycles();
-			WORKER_LOCK(lock, self);
-			w->sample_wait = arch_cycles() - started;
-			w->sample_overtaken = cs->writes - writes_before; /* ours is not in yet */
+			/* The countdown's last acquisition: the sampled one when the sample ends it. */
+			timed = sample_left == countdown_length;
+			if (timed)
+				control_at_lock = WORKER_LOOP_STEP(w, run, lock, lean, true, key, &control);
+			else
+				control_at_lock = WORKER_LOOP_STEP(w, run, lock, lean, false, key, &control);
 		}
 
-		const uint32_t control_at_lock = READ_ONCE(run->control);
-		uint32_t control = control_at_lock; /* --ops may set STOP below */
-		/* `measuring` is needed only on the rare paths: computed there. */
-#define measuring control_measuring(control_at_lock)
-
-		/* ---- critical section ---- */
-		bool owner_taken = !lean && READ_ONCE(cs->writer_inside) != 0;
-		WRITE_ONCE(cs->writer_inside, me);
-		/* The lean loop runs only when there are no readers: none to check for. */
-		bool readers_in = !lean && READ_ONCE(cs->readers_inside) != 0;
-		cs->writes++;
-		/*
-		 * A reacquisition when the holder (and its node: --shuffle-interval) is unchanged;
-		 * no store then. The rest of the window's acquisitions are reacquisitions.
-		 */
-		if (unlikely(worker_holder_key(cs->last_writer, cs->last_writer_node) != holder))
-			worker_note_handoff(w, cs, me, measuring);
-		if (unlikely(target) && measuring && ++cs->window_writes == target)
-			control = worker_stop_at_target(run);
-		for (unsigned int i = 0; i < cs_lines; i++)
-			cs->lines[i].value++;
-		if (hold)
-			busy_loop(hold);
-		if (unlikely(long_hold))
-			worker_maybe_long_hold(w);
-		if (unlikely(torture))
-			worker_torture_hold(w, torture->writer, config->nwriters, measuring);
-		/* Not 0 when another writer stored its id since ours: one branch for all checks. */
-		uint32_t exit_mismatch = READ_ONCE(cs->writer_inside) ^ me;
-		if (!lean)
-			WRITE_ONCE(cs->writer_inside, 0);
-		/* Noted before unlock(): no flag has to live across a call to an out-of-line lock. */
-		if (unlikely(exit_mismatch | owner_taken | readers_in))
-			worker_note_violations(w, owner_taken + (exit_mismatch != 0), readers_in);
-		/* ---- end of critical section ---- */
-
-		WORKER_UNLOCK(lock, self);
-
-		total++;
-		if (unlikely(timed)) {
-			sample_countdown = worker_sample_period(w);
+		/* Off the fast path: count, publish, record the sample, act on the control word. */
+		const bool measuring = control_measuring(control_at_lock);
+		const uint32_t made = countdown_length - countdown;
+		total += made;
+		sample_left -= made;
+		if (timed) {
+			sample_left = worker_sample_period(w);
 			if (measuring)
 				worker_record_sample(w);
 		}
-		if (unlikely((total & publish_mask) == 0 || control != control_seen)) {
-			if (control != control_seen)
-				worker_window_change(&counted, total, measuring);
-			worker_publish(w, total, worker_window_now(&counted, total));
-			if (control != control_seen) {
-				w->sample_countdown = sample_countdown;
-				/* Returned, not written through a pointer: it stays in a register. */
-				int64_t seen = worker_control_changed(w, control, control_seen);
-				if (seen < 0)
-					break;
-				control_seen = (uint32_t)seen;
-				sample_countdown = w->sample_countdown; /* auto: the window's period */
-				/* --shuffle-interval may have moved us */
-				holder = worker_holder_key(me, self->numa_node);
-			}
+		if (control != control_seen)
+			worker_window_change(&counted, total, measuring);
+		worker_publish(w, total, worker_window_now(&counted, total));
+		if (control != control_seen) {
+			w->sample_countdown = sample_left;
+			/* Returned, not written through a pointer: it stays in a register. */
+			int64_t seen = worker_control_changed(w, control, control_seen);
+			if (seen < 0)
+				break;
+			control_seen = (uint32_t)seen;
+			sample_left = w->sample_countdown; /* the window's period starts (auto) */
+			/* --shuffle-interval may have moved us */
+			key = worker_holder_key(w->ctx.index + 1, w->ctx.numa_node);
 		}
-#undef measuring
+		countdown_length = worker_countdown_length(sample_left, publish_every);
+		countdown = countdown_length;
 		if (gap)
 			busy_loop(gap);
 	}
 	w->reacquisitions += worker_window_now(&counted, total) - w->handoff_checks;
-	w->sample_countdown = sample_countdown;
+	w->sample_countdown = sample_left;
 }
 
 /*
@@ -189,13 +243,15 @@ void WORKER_LOOP_NAME(struct worker *w, uint32_t control_seen)
 	const struct calibration *cal = w->run->calibration;
 	bool lean = config->nreaders == 0 && cal->hold_iterations == 0 &&
 		    cal->gap_iterations == 0 && config->cs_lines == 0 && config->ops == 0 &&
-		    config->torture == NULL && config->long_hold_ms == 0;
+		    config->torture == NULL && config->long_hold_ms == 0 &&
+		    config->numa_remote_ns == 0; /* paid in the critical section */
 	if (lean)
 		WORKER_LOOP_LEAN(w, control_seen);
 	else
 		WORKER_LOOP_FULL(w, control_seen);
 }
 
+#undef WORKER_LOOP_STEP
 #undef WORKER_LOOP_BODY
 #undef WORKER_LOOP_LEAN
 #undef WORKER_LOOP_FULL
