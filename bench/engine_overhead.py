@@ -43,7 +43,7 @@ P1_LOCKS = {
 P2_PAIRS = (("ticket", "ck_ticket"), ("mcs", "ck_mcs"), ("clh", "ck_clh"))
 
 
-def engine_ops_per_s(lock: str, nwriters: int, seconds: float, indirect: bool = False) -> float:
+def engine_run(lock: str, nwriters: int, seconds: float, indirect: bool = False) -> dict:
     env = dict(os.environ)
     if indirect:
         env["LOCKLAB_INDIRECT_LOOP"] = "1"
@@ -69,7 +69,11 @@ def engine_ops_per_s(lock: str, nwriters: int, seconds: float, indirect: bool = 
         timeout=120,
         env=env,
     )
-    return float(json.loads(proc.stdout)["throughput_ops_per_s"])
+    return json.loads(proc.stdout)
+
+
+def engine_ops_per_s(lock: str, nwriters: int, seconds: float, indirect: bool = False) -> float:
+    return float(engine_run(lock, nwriters, seconds, indirect)["throughput_ops_per_s"])
 
 
 def bare_ops_per_s(program: Path, lock: str, nthreads: int, seconds: float) -> float:
@@ -91,16 +95,19 @@ def median_ratio(numerators: list[float], denominators: list[float]) -> tuple[fl
 
 def p1(repeats: int, seconds: float, threads: tuple[int, ...], locks: list[str]) -> None:
     print(f"P1: engine vs bare loops, each thread pinned, {repeats} interleaved repeats")
+    print("(the engine at its defaults: 'timed' is --latency-every auto's one in N)")
     print(
         f"{'lock':<14} {'thr':>3} {'engine ops/s':>13} {'same-src ops/s':>14} {'ratio':>6}"
-        f" {'sd':>5}  {'goal':<12} {'independent':<14} {'ratio':>6} {'sd':>5}"
+        f" {'sd':>5}  {'goal':<12} {'independent':<14} {'ratio':>6} {'sd':>5} {'timed':>6}"
     )
     for nthreads in threads:
         for lock in locks:
             peer = P1_LOCKS[lock]
-            engine, same, indep = [], [], []
+            engine, same, indep, timed = [], [], [], set()
             for _ in range(repeats):
-                engine.append(engine_ops_per_s(lock, nthreads, seconds))
+                result = engine_run(lock, nthreads, seconds)
+                engine.append(float(result["throughput_ops_per_s"]))
+                timed.add(result["latency_ns"]["write"]["sampled_every"])
                 same.append(bare_ops_per_s(OPT / f"inline_{lock}", lock, nthreads, seconds))
                 if peer:
                     indep.append(bare_ops_per_s(CK_LOOP, peer, nthreads, seconds))
@@ -114,7 +121,8 @@ def p1(repeats: int, seconds: float, threads: tuple[int, ...], locks: list[str])
                 iratio, ispread = median_ratio(engine, indep)
                 line += f" {peer:<14} {iratio:>6.3f} {ispread:>5.3f}"
             else:
-                line += f" {'-':<14}"
+                line += f" {'-':<14} {'':>6} {'':>5}"
+            line += f" {'/'.join(str(n) for n in sorted(timed)):>6}"
             print(line, flush=True)
 
 
