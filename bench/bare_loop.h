@@ -7,7 +7,7 @@
  * Prints acquisitions per second; exits 1 if the counter lost an update.
  *   usage: PROGRAM LOCK SECONDS NTHREADS
  * The including file defines bare_lock_setup(name) (false: unknown lock) and
- * bare_iteration(thread) (lock; shared_counter++; unlock).
+ * bare_iteration(thread) (lock; shared_line.counter++; unlock).
  */
 #include <pthread.h>
 #include <sched.h>
@@ -19,7 +19,15 @@
 
 #define BARE_MAX_THREADS 64
 
-static _Alignas(64) unsigned long long shared_counter;
+/*
+ * The critical section's cache line: the counter, and beside it the engine's owner word and
+ * last holder, which only the checked loop touches (inline_loop.c, BARE_CHECKS).
+ */
+static _Alignas(64) struct {
+	unsigned long long counter;
+	unsigned int owner;
+	unsigned int last_holder;
+} shared_line;
 static _Alignas(64) int bare_stop;
 static pthread_barrier_t bare_start;
 static unsigned long long bare_count[BARE_MAX_THREADS * 8];
@@ -79,5 +87,5 @@ int main(int argc, char **argv)
 	}
 	double elapsed = bare_now() - start;
 	printf("%.0f\n", (double)total / elapsed);
-	return shared_counter == total ? 0 : 1;
+	return shared_line.counter == total ? 0 : 1;
 }

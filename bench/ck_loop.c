@@ -42,31 +42,31 @@ static void bare_iteration(unsigned int thread)
 	switch (which) {
 	case FAS:
 		ck_spinlock_fas_lock(&fas);
-		shared_counter = shared_counter + 1;
+		shared_line.counter = shared_line.counter + 1;
 		ck_spinlock_fas_unlock(&fas);
 		break;
 	case TICKET:
 		ck_spinlock_ticket_lock(&ticket);
-		shared_counter = shared_counter + 1;
+		shared_line.counter = shared_line.counter + 1;
 		ck_spinlock_ticket_unlock(&ticket);
 		break;
 	case MCS:
 		ck_spinlock_mcs_lock(&mcs_queue, &mcs_nodes[thread][0]);
-		shared_counter = shared_counter + 1;
+		shared_line.counter = shared_line.counter + 1;
 		ck_spinlock_mcs_unlock(&mcs_queue, &mcs_nodes[thread][0]);
 		break;
 	case CLH: {
 		/* The node handed back by unlock is the one to use next. */
 		ck_spinlock_clh_t *node = clh_mine[thread];
 		ck_spinlock_clh_lock(&clh_queue, node);
-		shared_counter = shared_counter + 1;
+		shared_line.counter = shared_line.counter + 1;
 		ck_spinlock_clh_unlock(&node);
 		clh_mine[thread] = node;
 		break;
 	}
 	case PTHREAD:
 		pthread_mutex_lock(&mutex);
-		shared_counter = shared_counter + 1;
+		shared_line.counter = shared_line.counter + 1;
 		pthread_mutex_unlock(&mutex);
 		break;
 	}

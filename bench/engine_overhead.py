@@ -4,6 +4,9 @@ P1: lock+unlock throughput through the engine, divided by that of bare loops, at
     threads, each thread pinned to its own CPU (0, 1) on both sides:
     - same source: the lock's own source inlined into a loop of nothing else
       (bench/inline_loop.c); goal >= 0.95;
+    - checked: the same loop with the engine's per-acquisition checks added (owner word, last
+      holder: inline_loop.c -DBARE_CHECKS), so what is left is the engine's own cost, and the
+      same-source ratio's shortfall beyond it is what the checks cost by themselves;
     - independent: Concurrency Kit's and glibc's locks in the same bare loop (bench/ck_loop.c),
       for the locks that have a counterpart there.
     The engine's critical section keeps its correctness checks; the bare loops' is one shared
@@ -98,17 +101,19 @@ def p1(repeats: int, seconds: float, threads: tuple[int, ...], locks: list[str])
     print("(the engine at its defaults: 'timed' is --latency-every auto's one in N)")
     print(
         f"{'lock':<14} {'thr':>3} {'engine ops/s':>13} {'same-src ops/s':>14} {'ratio':>6}"
-        f" {'sd':>5}  {'goal':<12} {'independent':<14} {'ratio':>6} {'sd':>5} {'timed':>6}"
+        f" {'sd':>5}  {'goal':<12} {'checked':>7} {'sd':>5}  {'independent':<14} {'ratio':>6}"
+        f" {'sd':>5} {'timed':>6}"
     )
     for nthreads in threads:
         for lock in locks:
             peer = P1_LOCKS[lock]
-            engine, same, indep, timed = [], [], [], set()
+            engine, same, checked, indep, timed = [], [], [], [], set()
             for _ in range(repeats):
                 result = engine_run(lock, nthreads, seconds)
                 engine.append(float(result["throughput_ops_per_s"]))
                 timed.add(result["latency_ns"]["write"]["sampled_every"])
                 same.append(bare_ops_per_s(OPT / f"inline_{lock}", lock, nthreads, seconds))
+                checked.append(bare_ops_per_s(OPT / f"checked_{lock}", lock, nthreads, seconds))
                 if peer:
                     indep.append(bare_ops_per_s(CK_LOOP, peer, nthreads, seconds))
             ratio, spread = median_ratio(engine, same)
@@ -117,6 +122,8 @@ def p1(repeats: int, seconds: float, threads: tuple[int, ...], locks: list[str])
                 f"{lock:<14} {nthreads:>3} {statistics.median(engine):>13,.0f}"
                 f" {statistics.median(same):>14,.0f} {ratio:>6.3f} {spread:>5.3f}  {goal:<12}"
             )
+            cratio, cspread = median_ratio(engine, checked)
+            line += f" {cratio:>7.3f} {cspread:>5.3f} "
             if peer:
                 iratio, ispread = median_ratio(engine, indep)
                 line += f" {peer:<14} {iratio:>6.3f} {ispread:>5.3f}"

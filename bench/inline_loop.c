@@ -5,6 +5,8 @@
  * specialised loops, and nothing else: no checks, no counts, no sampling. Built once per lock:
  *   -DLOCK_SOURCE='"tas.c"' -DLOCK_OPS=tas_ops
  * Usage: inline_loop LOCK SECONDS NTHREADS  (LOCK: the lock's name, checked)
+ * -DBARE_CHECKS adds the engine's per-acquisition checks and nothing else of the engine: the
+ * floor under the engine's cost with its checks on.
  */
 #include LOCK_SOURCE
 
@@ -28,9 +30,35 @@ static bool bare_lock_setup(const char *name)
 	return !LOCK_OPS.init || LOCK_OPS.init(lock_memory, &(struct lock_init_args){ params, BARE_MAX_THREADS }) == 0;
 }
 
+#ifndef BARE_CHECKS
 static void bare_iteration(unsigned int thread)
 {
 	LOCK_OPS.lock(lock_memory, &selves[thread]);
-	shared_counter = shared_counter + 1;
+	shared_line.counter = shared_line.counter + 1;
 	LOCK_OPS.unlock(lock_memory, &selves[thread]);
 }
+#else
+/* Hand-overs and overlaps, counted after unlock() as the engine counts them. */
+static unsigned long long noted[BARE_MAX_THREADS * 8];
+
+/*
+ * The engine's lean critical section and nothing else of it (worker_loop.h): the owner word
+ * stored first, the counter, the last holder read and overwritten, the owner word read back.
+ * What the checks cost by themselves; the engine may not go below it without dropping them.
+ */
+static void bare_iteration(unsigned int thread)
+{
+	const unsigned int key = thread + 1;
+	LOCK_OPS.lock(lock_memory, &selves[thread]);
+	__atomic_store_n(&shared_line.owner, key, __ATOMIC_RELAXED);
+	__asm__ __volatile__("" ::: "memory");
+	shared_line.counter = shared_line.counter + 1;
+	unsigned int previous = shared_line.last_holder;
+	shared_line.last_holder = key;
+	__asm__ __volatile__("" ::: "memory");
+	unsigned int overwritten = __atomic_load_n(&shared_line.owner, __ATOMIC_RELAXED) ^ key;
+	LOCK_OPS.unlock(lock_memory, &selves[thread]);
+	if (__builtin_expect((previous ^ key) | overwritten, 0))
+		noted[thread * 8]++;
+}
+#endif
