@@ -2,12 +2,12 @@
 /*
  * bare_loop.h - the driver both bare P1 loops share (inline_loop.c: the engine's lock sources;
  * ck_loop.c: Concurrency Kit and glibc). It has nothing of the engine: N threads, thread i
- * pinned to CPU i (as the engine's --pin 0,1), each running BARE_ITERATION() until a stop flag
- * read once every 1024 acquisitions; the critical section is one shared counter increment.
+ * pinned to CPU i (as the engine's --pin 0,1), each running batches of BARE_BATCH acquisitions
+ * until a stop flag read between batches; the critical section is one shared counter increment.
  * Prints acquisitions per second; exits 1 if the counter lost an update.
  *   usage: PROGRAM LOCK SECONDS NTHREADS
  * The including file defines bare_lock_setup(name) (false: unknown lock) and
- * bare_iteration(thread) (lock; shared_line.counter++; unlock).
+ * bare_batch(thread): BARE_BATCH times lock; shared_line.counter++; unlock.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -32,8 +32,10 @@ static _Alignas(64) int bare_stop;
 static pthread_barrier_t bare_start;
 static unsigned long long bare_count[BARE_MAX_THREADS * 8];
 
+#define BARE_BATCH 1024
+
 static bool bare_lock_setup(const char *name);
-static void bare_iteration(unsigned int thread);
+static void bare_batch(unsigned int thread);
 
 /* flatten: lock() and unlock() inline, as in the engine's writer loops (worker_loop.h). */
 __attribute__((flatten)) static void *bare_thread(void *arg)
@@ -46,9 +48,8 @@ __attribute__((flatten)) static void *bare_thread(void *arg)
 	unsigned long long n = 0;
 	pthread_barrier_wait(&bare_start);
 	while (!__atomic_load_n(&bare_stop, __ATOMIC_RELAXED)) {
-		for (int i = 0; i < 1024; i++)
-			bare_iteration(thread);
-		n += 1024;
+		bare_batch(thread);
+		n += BARE_BATCH;
 	}
 	bare_count[thread * 8] = n;
 	return NULL;

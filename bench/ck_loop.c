@@ -37,37 +37,42 @@ static bool bare_lock_setup(const char *name)
 	return false;
 }
 
-static void bare_iteration(unsigned int thread)
+/* One loop per lock: the lock is chosen once per batch, not per acquisition. */
+#define BARE_LOOP(body)                                        \
+	for (int i = 0; i < BARE_BATCH; i++) {                 \
+		body;                                          \
+	}
+
+static void bare_batch(unsigned int thread)
 {
 	switch (which) {
 	case FAS:
-		ck_spinlock_fas_lock(&fas);
-		shared_line.counter = shared_line.counter + 1;
-		ck_spinlock_fas_unlock(&fas);
+		BARE_LOOP(ck_spinlock_fas_lock(&fas); shared_line.counter = shared_line.counter + 1;
+			  ck_spinlock_fas_unlock(&fas));
 		break;
 	case TICKET:
-		ck_spinlock_ticket_lock(&ticket);
-		shared_line.counter = shared_line.counter + 1;
-		ck_spinlock_ticket_unlock(&ticket);
+		BARE_LOOP(ck_spinlock_ticket_lock(&ticket);
+			  shared_line.counter = shared_line.counter + 1;
+			  ck_spinlock_ticket_unlock(&ticket));
 		break;
-	case MCS:
-		ck_spinlock_mcs_lock(&mcs_queue, &mcs_nodes[thread][0]);
-		shared_line.counter = shared_line.counter + 1;
-		ck_spinlock_mcs_unlock(&mcs_queue, &mcs_nodes[thread][0]);
+	case MCS: {
+		struct ck_spinlock_mcs *node = &mcs_nodes[thread][0];
+		BARE_LOOP(ck_spinlock_mcs_lock(&mcs_queue, node);
+			  shared_line.counter = shared_line.counter + 1;
+			  ck_spinlock_mcs_unlock(&mcs_queue, node));
 		break;
+	}
 	case CLH: {
 		/* The node handed back by unlock is the one to use next. */
 		ck_spinlock_clh_t *node = clh_mine[thread];
-		ck_spinlock_clh_lock(&clh_queue, node);
-		shared_line.counter = shared_line.counter + 1;
-		ck_spinlock_clh_unlock(&node);
+		BARE_LOOP(ck_spinlock_clh_lock(&clh_queue, node);
+			  shared_line.counter = shared_line.counter + 1; ck_spinlock_clh_unlock(&node));
 		clh_mine[thread] = node;
 		break;
 	}
 	case PTHREAD:
-		pthread_mutex_lock(&mutex);
-		shared_line.counter = shared_line.counter + 1;
-		pthread_mutex_unlock(&mutex);
+		BARE_LOOP(pthread_mutex_lock(&mutex); shared_line.counter = shared_line.counter + 1;
+			  pthread_mutex_unlock(&mutex));
 		break;
 	}
 }

@@ -62,3 +62,9 @@ static void bare_iteration(unsigned int thread)
 		noted[thread * 8]++;
 }
 #endif
+
+static void bare_batch(unsigned int thread)
+{
+	for (int i = 0; i < BARE_BATCH; i++)
+		bare_iteration(thread);
+}
