@@ -113,7 +113,6 @@ static void watchdog_fire(struct run_state *run, double idle_s)
 	_exit(EXIT_WATCHDOG);
 }
 
-/* The measured window starts now: its time, and the series' first point. */
 /*
  * --latency-every auto: the period from the warm-up's acquisitions per thread (none were timed),
  * stored before CONTROL_MEASURE is set, which the threads read it after.
@@ -126,6 +125,7 @@ static void choose_sample_every(struct run_state *run, double warmup_s)
 	run->sample_every = sample_every_auto(acquisition_ns, run->calibration->sample_ns);
 }
 
+/* The measured window starts now: its time, and the series' first point. */
 static void open_window(struct run_state *run, double now, double *next_interval)
 {
 	run->window_start_s = now;

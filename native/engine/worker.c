@@ -262,25 +262,25 @@ static inline bool acquisition_done(struct worker *w, bool measuring, bool timed
 }
 
 /*
- * In the critical section, when the previous holder was not this writer on this node: count
- * the hand-over (in the window), and pay --numa-remote-ns when that holder ran on another node.
+ * When the previous holder was not this writer on this node: count the hand-over (in the
+ * window), and pay --numa-remote-ns when that holder ran on another node. The full loop calls
+ * it in the critical section, where that cost belongs; the lean loop, which runs without
+ * --numa-remote-ns, after unlock() through worker_note_owner().
  */
 void worker_note_handoff(struct worker *w, uint32_t previous, uint32_t key, bool measuring)
 {
 	bool same_node = worker_key_node(previous) == worker_key_node(key);
-	w->handoff_checks += measuring;
-	if (worker_key_writer(previous) == worker_key_writer(key)) {
-		w->reacquisitions += measuring; /* moved by --shuffle-interval since */
-	} else if (previous != 0) {
-		if (measuring) {
-			w->handoffs++;
-			w->handoffs_same_node += same_node;
-		}
+	if (previous != 0 && worker_key_writer(previous) != worker_key_writer(key)) {
+		worker_count_handoff(w, same_node, measuring);
 		uint64_t remote_ns = w->run->config->numa_remote_ns;
 		if (unlikely(remote_ns) && !same_node) {
 			spin_delay_ns(w->run->calibration, remote_ns);
 			w->remote_cost_paid += measuring;
 		}
+	} else {
+		w->handoff_checks += measuring;
+		if (previous != 0) /* this writer, moved by --shuffle-interval since */
+			w->reacquisitions += measuring;
 	}
 }
 

@@ -62,6 +62,14 @@ static inline uint32_t worker_key_node(uint32_t key)
 	return key >> WORKER_KEY_WRITER_BITS;
 }
 
+/* A hand-over from another writer, counted when the acquisition is in the window. */
+static inline void worker_count_handoff(struct worker *w, bool same_node, bool measuring)
+{
+	w->handoff_checks += measuring;
+	w->handoffs += measuring;
+	w->handoffs_same_node += measuring & same_node;
+}
+
 /*
  * worker_note_owner(), with the common case inline: a hand-over from another writer, no
  * overlap. An out-of-line call there would add its own cost to every hand-over.
@@ -72,10 +80,8 @@ static inline void worker_note_owner_inline(struct worker *w, uint64_t seen, uin
 	uint32_t found = (uint32_t)(seen >> 32) ^ key;
 	if (likely((uint32_t)seen == 0 && found != 0 &&
 		   worker_key_writer(found) != worker_key_writer(key))) {
-		uint64_t measuring = control_measuring(control_at_lock);
-		w->handoff_checks += measuring;
-		w->handoffs += measuring;
-		w->handoffs_same_node += measuring & (worker_key_node(found) == worker_key_node(key));
+		worker_count_handoff(w, worker_key_node(found) == worker_key_node(key),
+				     control_measuring(control_at_lock));
 		return;
 	}
 	worker_note_owner(w, seen, key, control_at_lock);
