@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from locklab.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
@@ -142,3 +143,11 @@ def fake_qemu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(qemu, "kvm_device_usable", lambda: True)  # whatever this host has
     monkeypatch.setattr(qemu, "KVM_SIGN_OF_LIFE_S", 1.0)
     return tmp_path
+
+
+@pytest.fixture
+def store(tmp_path):
+    """An empty result store, closed after the test."""
+    store = Store(tmp_path / "store")
+    yield store
+    store.close()

@@ -13,7 +13,6 @@ from locklab.analysis.cells import Settings, analyse_experiment
 from locklab.output import table
 from locklab.run import machine_check
 from locklab.run.machine_check import OK, UNKNOWN, WARN
-from locklab.store import Store
 from test_table import KOPS, MACHINE, fill, spec_two_locks
 
 ENGINE = ROOT / "build" / "opt" / "locklab-bench"
@@ -178,13 +177,6 @@ def measured(
         "threads": [{"index": i} for i in range(threads)],
         "cache_misses": {"total": None, "per_acquisition": None, "reason": NO_PMU},
     }
-
-
-@pytest.fixture
-def store(tmp_path):
-    store = Store(tmp_path / "store")
-    yield store
-    store.close()
 
 
 def test_high_steal_marks_the_cell_and_explains_the_noise(store):

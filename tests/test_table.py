@@ -88,13 +88,6 @@ KOPS = {
 }
 
 
-@pytest.fixture
-def store(tmp_path):
-    store = Store(tmp_path / "store")
-    yield store
-    store.close()
-
-
 def test_plain_table_has_seed_000_layout(store):
     experiment = fill(store, spec_two_locks(), KOPS)
     text = table.plain(analyse_experiment(experiment, store.runs(experiment), Settings()))
