@@ -154,20 +154,26 @@ def test_stats_file(tmp_path):
 KC_LOCKS = ("pthread_mutex", "mcs", "ticket", "qspinlock", "futex_mutex")
 
 
-@pytest.mark.parametrize("lock", KC_LOCKS)
-def test_kyoto_cabinet_consistency(lock, tmp_path):
-    """kccachetest checks its own database and prints "ok"; it must under every lock."""
+def kccachetest_wicked(env: dict[str, str], tmp_path: Path) -> dict:
+    """kccachetest's wicked run under the preload with `env`; it checks its own database and
+    must print "ok". Returns the interposer's statistics."""
     kccachetest = shutil.which("kccachetest")
     if kccachetest is None:
         pytest.skip("kccachetest missing: scripts/install-deps.sh installs kyotocabinet-utils")
     stats = tmp_path / "stats.json"
-    env = {"LOCKLAB_LOCK": lock, "LOCKLAB_STATS": str(stats)}
     cmd = [kccachetest, "wicked", "-th", "4", "-it", "2", "5000"]
-    verdict, code, out = run_preloaded(cmd, "opt", env, 120)
-    assert verdict == "ok", f"{lock}: exit {code}\n{out}"
+    verdict, code, out = run_preloaded(cmd, "opt", {**env, "LOCKLAB_STATS": str(stats)}, 120)
+    assert verdict == "ok", f"{env}: exit {code}\n{out}"
     assert out.strip().splitlines()[-1] == "ok", out
+    return json.loads(stats.read_text())
+
+
+@pytest.mark.parametrize("lock", KC_LOCKS)
+def test_kyoto_cabinet_consistency(lock, tmp_path):
+    """kccachetest checks its own database and prints "ok"; it must under every lock."""
+    stats = kccachetest_wicked({"LOCKLAB_LOCK": lock}, tmp_path)
     if lock != "pthread_mutex":
-        assert json.loads(stats.read_text())["mutexes_seen"] > 0  # the lock really was used
+        assert stats["mutexes_seen"] > 0  # the lock really was used
 
 
 # ---- reader-writer locks ------------------------------------------------------------------------
@@ -285,14 +291,6 @@ KC_RWLOCKS = ("rwsem", "rwsem_xadd_3_10", "futex_mutex")  # the last serves read
 @pytest.mark.parametrize("rwlock", KC_RWLOCKS)
 def test_kyoto_cabinet_under_rwlock(rwlock, tmp_path):
     """kccachetest's cache database takes a rwlock on every operation; it must still say "ok"."""
-    kccachetest = shutil.which("kccachetest")
-    if kccachetest is None:
-        pytest.skip("kccachetest missing: scripts/install-deps.sh installs kyotocabinet-utils")
-    stats = tmp_path / "stats.json"
-    env = {"LOCKLAB_LOCK": "futex_mutex", "LOCKLAB_RWLOCK": rwlock, "LOCKLAB_STATS": str(stats)}
-    cmd = [kccachetest, "wicked", "-th", "4", "-it", "2", "5000"]
-    verdict, code, out = run_preloaded(cmd, "opt", env, 120)
-    assert verdict == "ok", f"{rwlock}: exit {code}\n{out}"
-    assert out.strip().splitlines()[-1] == "ok", out
-    rw = json.loads(stats.read_text())["rwlocks"]
+    env = {"LOCKLAB_LOCK": "futex_mutex", "LOCKLAB_RWLOCK": rwlock}
+    rw = kccachetest_wicked(env, tmp_path)["rwlocks"]
     assert rw["lock"] == rwlock and rw["seen"] > 0 and rw["read_acquisitions"] > 0
