@@ -31,16 +31,24 @@ def test_broken_lock_is_flagged(variant, tmp_path):
 
 
 def test_owner_word_catches_overlaps_one_by_one(tmp_path):
-    """One writer per CPU, none preempted: the owner word must catch a share of the overlaps
-    the counter shows, so its read-back has to come after the section, from the cache. Here
-    it catches about 1 in 8; with nothing between the store and the read-back, served from
-    the writer's own store buffer, it caught 1 in 10,000."""
+    """One writer per CPU: the owner word must catch overlaps one by one, not leave them all to
+    the counter. How many it catches depends on the CPU, because without a full barrier the
+    read-back may be served from the writer's own store buffer: 1 in 4 to 8 of the counter's
+    losses on an AMD EPYC VM, 1 in 286 on a CI machine. A writer preempted inside an overlap
+    loses thousands of counts at once, so the best of three runs counts. An owner word
+    loaded and stored after the increment and read back at once (a version this loop had)
+    caught 1 in 7,000 to 23,000; the bar is 1 in 2,000."""
     args = ["--plugin", str(plugin_path("opt", "broken_tts")), "--nwriters", str(CORES)]
-    run = run_engine([*args, "--pin", "compact", "--duration", "0.5"], "opt", tmp_path)
-    assert run.returncode == 1, run.stderr
-    violations = run.result["violations"]
-    assert violations["write_counter_mismatch"] > 0
-    assert violations["overlapping_writers"] > violations["write_counter_mismatch"] / 200
+    shares = []
+    for _ in range(3):
+        run = run_engine([*args, "--pin", "compact", "--duration", "0.5"], "opt", tmp_path)
+        assert run.returncode == 1, run.stderr
+        violations = run.result["violations"]
+        assert violations["write_counter_mismatch"] > 0
+        shares.append(violations["overlapping_writers"] / violations["write_counter_mismatch"])
+        if shares[-1] > 1 / 2000:
+            return
+    pytest.fail(f"the owner word caught too few of the counter's overlaps: {shares}")
 
 
 def test_broken_lock_is_a_data_race_for_tsan(tmp_path):
