@@ -73,6 +73,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,17 +172,36 @@ struct thread_ctx {
 	struct thread_ctx *next, *prev; /* all live contexts, for fork */
 };
 
-struct mutex_entry {
-	struct mutex_entry *next; /* bucket chain; immutable once published */
+/* What a mutex's and a rwlock's entries in their side tables share: the table's part. */
+struct side_entry {
+	struct side_entry *next; /* bucket chain; immutable once published */
 	const void *addr;
-	u32 live;                 /* 0 after pthread_mutex_destroy, until reused */
-	u32 kind;                 /* enum entry_kind */
+	u32 live;                /* 0 after the object's destroy, until it is initialised again */
+	u32 kind;                /* enum entry_kind */
+	void *lab;               /* the lab lock's bytes, cache-line aligned */
+};
+
+/*
+ * A side table: the mutexes', or the rwlocks'. Entries are found without a lock and built,
+ * rebuilt and retired under table_mutex; the two callbacks are the kind's own part of that.
+ */
+struct side_table {
+	struct side_entry *buckets[1u << TABLE_BITS];
+	const char *what;                 /* "a mutex": for the out-of-memory line */
+	size_t entry_size;                /* the whole entry, side_entry first */
+	const struct lock_ops *const *ops; /* the lab lock, sizing its bytes (*ops NULL: none) */
+	/* Classify the object anew (sets kind) and, for ENTRY_LAB, initialise the lab lock. */
+	void (*start)(struct side_entry *, const void *addr);
+	void (*lab_destroy)(struct side_entry *); /* called for a live ENTRY_LAB only */
+};
+
+struct mutex_entry {
+	struct side_entry side;   /* first: a side_entry * of the mutexes' table is one of these */
 	int glibc_kind;           /* __data.__kind when first seen */
 	u32 occupancy;            /* the trylock gate, for locks without trylock */
 	struct lock_thread *owner; /* the slot holding the lab lock (written under it) */
 	u64 acquisitions;         /* written under the lock (relaxed stores: read at exit) */
 	u64 contended;
-	void *lab; /* ops->lock_size bytes, cache-line aligned */
 };
 
 static int mode;
@@ -201,7 +221,6 @@ static struct lock_init_args rw_init_args;
 /* The mutex lock is the C library's rwlock (pthread_rwlock): its calls must reach glibc. */
 static bool mutex_lock_is_libc_rwlock;
 
-static struct mutex_entry *table[1u << TABLE_BITS];
 static pthread_mutex_t table_mutex = PTHREAD_MUTEX_INITIALIZER; /* insertion and revival */
 static pthread_mutex_t pool_mutex = PTHREAD_MUTEX_INITIALIZER;  /* slots and contexts */
 /*
@@ -612,19 +631,69 @@ static void *side_entry_alloc(size_t header_size, size_t lock_size, const char *
 	return entry;
 }
 
-static inline struct mutex_entry *entry_lookup(const void *addr)
+/* The first entry of a bucket. Acquire: pairs with the release that published it. */
+static inline struct side_entry *side_bucket(struct side_table *t, size_t b)
 {
-	/* Acquire: pairs with the release that published the entry (entry_get). */
-	for (struct mutex_entry *e = __atomic_load_n(&table[table_hash(addr)], __ATOMIC_ACQUIRE);
-	     e != NULL; e = e->next)
+	return __atomic_load_n(&t->buckets[b], __ATOMIC_ACQUIRE);
+}
+
+static inline struct side_entry *side_lookup(struct side_table *t, const void *addr)
+{
+	for (struct side_entry *e = side_bucket(t, table_hash(addr)); e != NULL; e = e->next)
 		if (e->addr == addr)
 			return e;
 	return NULL;
 }
 
-static u32 classify(const pthread_mutex_t *m, int *glibc_kind)
+/* side_get's slow path: build the entry, or start it afresh. */
+static struct side_entry *side_build(struct side_table *t, const void *addr, bool fresh)
 {
-	int kind = m->__data.__kind;
+	real.mutex_lock(&table_mutex);
+	struct side_entry *e = side_lookup(t, addr);
+	if (e == NULL) {
+		void *lab;
+		e = side_entry_alloc(t->entry_size, *t->ops ? (*t->ops)->lock_size : 0, t->what,
+				     &lab);
+		e->addr = addr;
+		e->lab = lab;
+		t->start(e, addr);
+		e->live = 1;
+		size_t b = table_hash(addr);
+		e->next = t->buckets[b];
+		__atomic_store_n(&t->buckets[b], e, __ATOMIC_RELEASE);
+	} else if (fresh || !e->live) {
+		/* Initialised again (memory reused) or used after its destroy: start afresh. */
+		if (e->kind == ENTRY_LAB && e->live)
+			t->lab_destroy(e);
+		t->start(e, addr);
+		__atomic_store_n(&e->live, 1, __ATOMIC_RELEASE);
+	}
+	real.mutex_unlock(&table_mutex);
+	return e;
+}
+
+/* The entry of `addr`; (re)built when `fresh` (the object's init) or after its destroy. */
+static inline struct side_entry *side_get(struct side_table *t, const void *addr, bool fresh)
+{
+	struct side_entry *e = side_lookup(t, addr);
+	if (likely(e != NULL && !fresh && __atomic_load_n(&e->live, __ATOMIC_ACQUIRE)))
+		return e;
+	return side_build(t, addr, fresh);
+}
+
+/* The object's destroy: its lab lock goes, and the entry waits to be initialised again. */
+static void side_retire(struct side_table *t, struct side_entry *e)
+{
+	real.mutex_lock(&table_mutex);
+	if (e->kind == ENTRY_LAB)
+		t->lab_destroy(e);
+	__atomic_store_n(&e->live, 0, __ATOMIC_RELEASE);
+	real.mutex_unlock(&table_mutex);
+}
+
+static u32 classify(const void *addr, int *glibc_kind)
+{
+	int kind = ((const pthread_mutex_t *)addr)->__data.__kind;
 	*glibc_kind = kind;
 	if (mode == MODE_PASS)
 		return ENTRY_PASS;
@@ -678,47 +747,47 @@ static inline void note_nodes_migrate(const struct lock_thread *unlocker, bool *
 
 static void lab_destroy(struct mutex_entry *e)
 {
-	lab_lock_destroy(ops, &nodes_migrate, e->lab);
+	lab_lock_destroy(ops, &nodes_migrate, e->side.lab);
 }
 
 static void lab_init(struct mutex_entry *e)
 {
 	e->occupancy = 0;
 	e->owner = NULL;
-	lab_lock_init(ops, &init_args, e->lab, "lock '%s' failed to initialise a mutex");
+	lab_lock_init(ops, &init_args, e->side.lab, "lock '%s' failed to initialise a mutex");
+}
+
+static void mutex_entry_start(struct side_entry *side, const void *addr)
+{
+	struct mutex_entry *e = (struct mutex_entry *)side;
+	side->kind = classify(addr, &e->glibc_kind);
+	if (side->kind == ENTRY_LAB)
+		lab_init(e);
+}
+
+static void mutex_entry_lab_destroy(struct side_entry *side)
+{
+	lab_destroy((struct mutex_entry *)side);
+}
+
+static struct side_table mutexes = {
+	.what = "a mutex",
+	.entry_size = sizeof(struct mutex_entry),
+	.ops = &ops,
+	.start = mutex_entry_start,
+	.lab_destroy = mutex_entry_lab_destroy,
+};
+_Static_assert(offsetof(struct mutex_entry, side) == 0, "a side_entry * is a mutex_entry *");
+
+static inline struct mutex_entry *entry_lookup(const pthread_mutex_t *m)
+{
+	return (struct mutex_entry *)side_lookup(&mutexes, m);
 }
 
 /* The entry of `m`; (re)built when `fresh` (pthread_mutex_init) or after a destroy. */
-static struct mutex_entry *entry_get(pthread_mutex_t *m, bool fresh)
+static inline struct mutex_entry *entry_get(pthread_mutex_t *m, bool fresh)
 {
-	struct mutex_entry *e = entry_lookup(m);
-	void *lab;
-	if (likely(e != NULL && !fresh && __atomic_load_n(&e->live, __ATOMIC_ACQUIRE)))
-		return e;
-	real.mutex_lock(&table_mutex);
-	e = entry_lookup(m);
-	if (e == NULL) {
-		e = side_entry_alloc(sizeof(*e), ops->lock_size, "a mutex", &lab);
-		e->addr = m;
-		e->lab = lab;
-		e->kind = classify(m, &e->glibc_kind);
-		if (e->kind == ENTRY_LAB)
-			lab_init(e);
-		e->live = 1;
-		size_t b = table_hash(m);
-		e->next = table[b];
-		__atomic_store_n(&table[b], e, __ATOMIC_RELEASE);
-	} else if (fresh || !e->live) {
-		/* pthread_mutex_init again (memory reused) or use after destroy: start afresh. */
-		if (e->kind == ENTRY_LAB && e->live)
-			lab_destroy(e);
-		e->kind = classify(m, &e->glibc_kind);
-		if (e->kind == ENTRY_LAB)
-			lab_init(e);
-		__atomic_store_n(&e->live, 1, __ATOMIC_RELEASE);
-	}
-	real.mutex_unlock(&table_mutex);
-	return e;
+	return (struct mutex_entry *)side_get(&mutexes, m, fresh);
 }
 
 /* Counters live in the entry and are written by the holder only: no atomic RMW needed. */
@@ -753,36 +822,36 @@ static inline void lab_lock(struct mutex_entry *e, struct lock_thread *self)
 	if (ops->trylock == NULL)
 		__atomic_fetch_add(&e->occupancy, 1, __ATOMIC_SEQ_CST);
 	if (unlikely(mutex_lock_is_libc_rwlock))
-		libc_rwlock_call(ops->lock, e->lab, self);
+		libc_rwlock_call(ops->lock, e->side.lab, self);
 	else
-		ops->lock(e->lab, self);
+		ops->lock(e->side.lab, self);
 }
 
 static inline bool lab_trylock(struct mutex_entry *e, struct lock_thread *self)
 {
 	if (unlikely(mutex_lock_is_libc_rwlock)) {
 		in_lab_setup = true;
-		bool taken = ops->trylock(e->lab, self);
+		bool taken = ops->trylock(e->side.lab, self);
 		in_lab_setup = false;
 		return taken;
 	}
 	if (ops->trylock != NULL)
-		return ops->trylock(e->lab, self);
+		return ops->trylock(e->side.lab, self);
 	/* Nobody is in lock(), holds, or is in unlock(): the lock is free and lock() won't wait. */
 	u32 zero = 0;
 	if (!__atomic_compare_exchange_n(&e->occupancy, &zero, 1, false, __ATOMIC_SEQ_CST,
 					 __ATOMIC_RELAXED))
 		return false;
-	ops->lock(e->lab, self);
+	ops->lock(e->side.lab, self);
 	return true;
 }
 
 static inline void lab_unlock(struct mutex_entry *e, struct lock_thread *self)
 {
 	if (unlikely(mutex_lock_is_libc_rwlock))
-		libc_rwlock_call(ops->unlock, e->lab, self);
+		libc_rwlock_call(ops->unlock, e->side.lab, self);
 	else
-		ops->unlock(e->lab, self);
+		ops->unlock(e->side.lab, self);
 	if (ops->trylock == NULL)
 		__atomic_fetch_sub(&e->occupancy, 1, __ATOMIC_SEQ_CST);
 }
@@ -840,7 +909,7 @@ static bool mutex_attempt(void *arg)
 static int do_lock(pthread_mutex_t *m, clockid_t clock, const struct timespec *deadline)
 {
 	struct mutex_entry *e = entry_get(m, false);
-	if (e->kind == ENTRY_PASS) {
+	if (e->side.kind == ENTRY_PASS) {
 		int err = deadline == NULL ? real.mutex_lock(m)
 			  : clock == CLOCK_REALTIME || real.mutex_clocklock == NULL
 				  ? real.mutex_timedlock(m, deadline)
@@ -880,7 +949,7 @@ static int do_lock(pthread_mutex_t *m, clockid_t clock, const struct timespec *d
 static int do_unlock(pthread_mutex_t *m)
 {
 	struct mutex_entry *e = entry_lookup(m);
-	if (e == NULL || e->kind == ENTRY_PASS)
+	if (e == NULL || e->side.kind == ENTRY_PASS)
 		return real.mutex_unlock(m);
 	struct lock_thread *owner = e->owner;
 	if (owner == NULL)
@@ -910,14 +979,10 @@ static int ll_mutex_destroy(pthread_mutex_t *m)
 		return 0;
 	if ((mode == MODE_LAB || stats_wanted) && !in_lab_setup) {
 		struct mutex_entry *e = entry_lookup(m);
-		if (e != NULL && e->live) {
-			if (e->kind == ENTRY_LAB && e->owner != NULL)
+		if (e != NULL && e->side.live) {
+			if (e->side.kind == ENTRY_LAB && e->owner != NULL)
 				return EBUSY;
-			real.mutex_lock(&table_mutex);
-			if (e->kind == ENTRY_LAB)
-				lab_destroy(e);
-			__atomic_store_n(&e->live, 0, __ATOMIC_RELEASE);
-			real.mutex_unlock(&table_mutex);
+			side_retire(&mutexes, &e->side);
 		}
 	}
 	return real.mutex_destroy(m);
@@ -943,7 +1008,7 @@ static int ll_mutex_trylock(pthread_mutex_t *m)
 	if (mode == MODE_PASS && !stats_wanted)
 		return real.mutex_trylock(m);
 	struct mutex_entry *e = entry_get(m, false);
-	if (e->kind == ENTRY_PASS) {
+	if (e->side.kind == ENTRY_PASS) {
 		int err = real.mutex_trylock(m);
 		if (err == 0)
 			count(e, false);
@@ -1162,10 +1227,7 @@ static int ll_old_cond_broadcast(pthread_cond_t *c)
 /* ---- interposed: reader-writer locks -------------------------------------------------------- */
 
 struct rwlock_entry {
-	struct rwlock_entry *next; /* bucket chain; immutable once published */
-	const void *addr;
-	u32 live;                  /* 0 after pthread_rwlock_destroy, until reused */
-	u32 kind;                  /* enum entry_kind: ENTRY_PASS for process-shared ones */
+	struct side_entry side; /* first, as in mutex_entry; kind is ENTRY_PASS for pshared ones */
 	int pshared;
 	/*
 	 * The gate: readers, writers and pending tries in (or waiting for) the lab lock. Readers
@@ -1174,7 +1236,6 @@ struct rwlock_entry {
 	 */
 	u64 gate;
 	u64 reads, writes, contended_reads, contended_writes; /* relaxed atomic adds */
-	void *lab; /* rw_ops->lock_size bytes, cache-line aligned */
 };
 
 #define GATE_FIELD_BITS 21
@@ -1195,65 +1256,56 @@ static inline bool gate_conflicts(u64 g, bool write)
 	return gate_writers(g) != 0;
 }
 
-static struct rwlock_entry *rw_table[1u << TABLE_BITS];
 static bool rw_nodes_migrate; /* as nodes_migrate, for rw_ops */
 
-static inline struct rwlock_entry *rw_entry_lookup(const void *addr)
+static u32 rw_classify(const void *addr, int *pshared)
 {
-	for (struct rwlock_entry *e = __atomic_load_n(&rw_table[table_hash(addr)], __ATOMIC_ACQUIRE);
-	     e != NULL; e = e->next)
-		if (e->addr == addr)
-			return e;
-	return NULL;
-}
-
-static u32 rw_classify(const pthread_rwlock_t *rw, int *pshared)
-{
-	*pshared = rw->__data.__shared != 0;
+	*pshared = ((const pthread_rwlock_t *)addr)->__data.__shared != 0;
 	return rw_mode == RW_PASS || *pshared ? ENTRY_PASS : ENTRY_LAB;
 }
 
 static void rw_lab_init(struct rwlock_entry *e)
 {
 	e->gate = 0;
-	lab_lock_init(rw_ops, &rw_init_args, e->lab, "lock '%s' failed to initialise a rwlock");
+	lab_lock_init(rw_ops, &rw_init_args, e->side.lab, "lock '%s' failed to initialise a rwlock");
 }
 
 static void rw_lab_destroy(struct rwlock_entry *e)
 {
-	lab_lock_destroy(rw_ops, &rw_nodes_migrate, e->lab);
+	lab_lock_destroy(rw_ops, &rw_nodes_migrate, e->side.lab);
+}
+
+static void rwlock_entry_start(struct side_entry *side, const void *addr)
+{
+	struct rwlock_entry *e = (struct rwlock_entry *)side;
+	side->kind = rw_classify(addr, &e->pshared);
+	if (side->kind == ENTRY_LAB)
+		rw_lab_init(e);
+}
+
+static void rwlock_entry_lab_destroy(struct side_entry *side)
+{
+	rw_lab_destroy((struct rwlock_entry *)side);
+}
+
+static struct side_table rwlocks = {
+	.what = "a rwlock",
+	.entry_size = sizeof(struct rwlock_entry),
+	.ops = &rw_ops,
+	.start = rwlock_entry_start,
+	.lab_destroy = rwlock_entry_lab_destroy,
+};
+_Static_assert(offsetof(struct rwlock_entry, side) == 0, "a side_entry * is a rwlock_entry *");
+
+static inline struct rwlock_entry *rw_entry_lookup(const pthread_rwlock_t *rw)
+{
+	return (struct rwlock_entry *)side_lookup(&rwlocks, rw);
 }
 
 /* The entry of `rw`; (re)built when `fresh` (pthread_rwlock_init) or after a destroy. */
-static struct rwlock_entry *rw_entry_get(pthread_rwlock_t *rw, bool fresh)
+static inline struct rwlock_entry *rw_entry_get(pthread_rwlock_t *rw, bool fresh)
 {
-	struct rwlock_entry *e = rw_entry_lookup(rw);
-	void *lab;
-	if (likely(e != NULL && !fresh && __atomic_load_n(&e->live, __ATOMIC_ACQUIRE)))
-		return e;
-	real.mutex_lock(&table_mutex);
-	e = rw_entry_lookup(rw);
-	if (e == NULL) {
-		e = side_entry_alloc(sizeof(*e), rw_ops ? rw_ops->lock_size : 0, "a rwlock", &lab);
-		e->addr = rw;
-		e->lab = lab;
-		e->kind = rw_classify(rw, &e->pshared);
-		if (e->kind == ENTRY_LAB)
-			rw_lab_init(e);
-		e->live = 1;
-		size_t b = table_hash(rw);
-		e->next = rw_table[b];
-		__atomic_store_n(&rw_table[b], e, __ATOMIC_RELEASE);
-	} else if (fresh || !e->live) {
-		if (e->kind == ENTRY_LAB && e->live)
-			rw_lab_destroy(e);
-		e->kind = rw_classify(rw, &e->pshared);
-		if (e->kind == ENTRY_LAB)
-			rw_lab_init(e);
-		__atomic_store_n(&e->live, 1, __ATOMIC_RELEASE);
-	}
-	real.mutex_unlock(&table_mutex);
-	return e;
+	return (struct rwlock_entry *)side_get(&rwlocks, rw, fresh);
 }
 
 static inline void rw_count(struct rwlock_entry *e, bool write, bool contended)
@@ -1270,17 +1322,17 @@ static inline void rw_count(struct rwlock_entry *e, bool write, bool contended)
 static inline void rw_lab_acquire(struct rwlock_entry *e, struct lock_thread *self, bool write)
 {
 	if (write || rw_mode == RW_EXCLUSIVE)
-		rw_ops->lock(e->lab, self);
+		rw_ops->lock(e->side.lab, self);
 	else
-		rw_ops->read_lock(e->lab, self);
+		rw_ops->read_lock(e->side.lab, self);
 }
 
 static inline void rw_lab_release(struct rwlock_entry *e, struct lock_thread *self, bool write)
 {
 	if (write || rw_mode == RW_EXCLUSIVE)
-		rw_ops->unlock(e->lab, self);
+		rw_ops->unlock(e->side.lab, self);
 	else
-		rw_ops->read_unlock(e->lab, self);
+		rw_ops->read_unlock(e->side.lab, self);
 }
 
 /* Blocking entry. Returns whether a conflicting holder or waiter was there (contended). */
@@ -1372,7 +1424,7 @@ static int rw_acquire(pthread_rwlock_t *rw, bool write, bool try, clockid_t cloc
 		      const struct timespec *deadline)
 {
 	struct rwlock_entry *e = rw_entry_get(rw, false);
-	if (e->kind == ENTRY_PASS) {
+	if (e->side.kind == ENTRY_PASS) {
 		int err = rw_pass_acquire(rw, write, try, clock, deadline);
 		if (err == 0)
 			rw_count(e, write, false);
@@ -1413,7 +1465,7 @@ static int rw_acquire(pthread_rwlock_t *rw, bool write, bool try, clockid_t cloc
 static int rw_release(pthread_rwlock_t *rw)
 {
 	struct rwlock_entry *e = rw_entry_lookup(rw);
-	if (e == NULL || e->kind == ENTRY_PASS)
+	if (e == NULL || e->side.kind == ENTRY_PASS)
 		return real.rwlock_unlock(rw);
 	struct thread_ctx *ctx = my_ctx;
 	struct rw_hold *held = ctx ? rw_held(ctx, e) : NULL;
@@ -1457,14 +1509,10 @@ static int ll_rwlock_destroy(pthread_rwlock_t *rw)
 	if (rw_forward())
 		return real.rwlock_destroy ? real.rwlock_destroy(rw) : 0;
 	struct rwlock_entry *e = rw_entry_lookup(rw);
-	if (e != NULL && e->live) {
-		if (e->kind == ENTRY_LAB && __atomic_load_n(&e->gate, __ATOMIC_SEQ_CST) != 0)
+	if (e != NULL && e->side.live) {
+		if (e->side.kind == ENTRY_LAB && __atomic_load_n(&e->gate, __ATOMIC_SEQ_CST) != 0)
 			return EBUSY;
-		real.mutex_lock(&table_mutex);
-		if (e->kind == ENTRY_LAB)
-			rw_lab_destroy(e);
-		__atomic_store_n(&e->live, 0, __ATOMIC_RELEASE);
-		real.mutex_unlock(&table_mutex);
+		side_retire(&rwlocks, &e->side);
 	}
 	return real.rwlock_destroy(rw);
 }
@@ -1684,9 +1732,11 @@ static void atfork_child(void)
 	 * a thread that does not exist. (A lock another thread held stays held, as glibc's does.)
 	 */
 	for (size_t b = 0; mode == MODE_LAB && b < (1u << TABLE_BITS); b++)
-		for (struct mutex_entry *e = table[b]; e != NULL; e = e->next) {
+		for (struct side_entry *side = mutexes.buckets[b]; side; side = side->next) {
+			struct mutex_entry *e = (struct mutex_entry *)side;
 			struct lock_thread *owner = e->owner;
-			if (!e->live || e->kind != ENTRY_LAB || owner == NULL || !slot_is_mine(owner))
+			if (!side->live || side->kind != ENTRY_LAB || owner == NULL ||
+			    !slot_is_mine(owner))
 				continue;
 			lab_destroy(e);
 			lab_init(e);
@@ -1695,9 +1745,10 @@ static void atfork_child(void)
 		}
 	/* Rwlocks this thread holds: the other threads' read holds go with them. */
 	for (size_t b = 0; rw_mode != RW_PASS && my_ctx != NULL && b < (1u << TABLE_BITS); b++)
-		for (struct rwlock_entry *e = rw_table[b]; e != NULL; e = e->next)
-			if (e->live && e->kind == ENTRY_LAB && rw_held(my_ctx, e) != NULL)
-				rw_rebuild_for_child(e);
+		for (struct side_entry *side = rwlocks.buckets[b]; side; side = side->next)
+			if (side->live && side->kind == ENTRY_LAB &&
+			    rw_held(my_ctx, (struct rwlock_entry *)side) != NULL)
+				rw_rebuild_for_child((struct rwlock_entry *)side);
 	if (mode != MODE_LAB && rw_mode == RW_PASS)
 		return;
 	/* The other threads' contexts: their free slots return to the pool. */
@@ -1726,7 +1777,7 @@ static int by_acquisitions(const void *a, const void *b)
 
 static const char *kind_name(const struct mutex_entry *e)
 {
-	if (e->kind == ENTRY_LAB)
+	if (e->side.kind == ENTRY_LAB)
 		return "lab";
 	switch (e->glibc_kind & KIND_TYPE_MASK) {
 	case PTHREAD_MUTEX_RECURSIVE:
@@ -1747,11 +1798,11 @@ static struct rw_totals rw_totals(void)
 {
 	struct rw_totals t = { 0 };
 	for (size_t b = 0; b < (1u << TABLE_BITS); b++)
-		for (struct rwlock_entry *e = __atomic_load_n(&rw_table[b], __ATOMIC_ACQUIRE); e;
-		     e = e->next) {
+		for (struct side_entry *side = side_bucket(&rwlocks, b); side; side = side->next) {
+			const struct rwlock_entry *e = (const struct rwlock_entry *)side;
 			u64 reads = __atomic_load_n(&e->reads, __ATOMIC_RELAXED);
 			u64 writes = __atomic_load_n(&e->writes, __ATOMIC_RELAXED);
-			if (e->kind == ENTRY_PASS) {
+			if (side->kind == ENTRY_PASS) {
 				t.pass_seen++;
 				t.pass_reads += reads;
 				t.pass_writes += writes;
@@ -1793,10 +1844,10 @@ __attribute__((destructor)) static void interpose_stats(void)
 	struct mutex_entry **all = malloc(cap * sizeof(*all));
 	u64 seen = 0, acq = 0, cont = 0, pass_seen = 0, pass_acq = 0, recursive = 0, errorcheck = 0;
 	for (size_t b = 0; b < (1u << TABLE_BITS); b++)
-		for (struct mutex_entry *e = __atomic_load_n(&table[b], __ATOMIC_ACQUIRE); e;
-		     e = e->next) {
+		for (struct side_entry *side = side_bucket(&mutexes, b); side; side = side->next) {
+			struct mutex_entry *e = (struct mutex_entry *)side;
 			u64 a = __atomic_load_n(&e->acquisitions, __ATOMIC_RELAXED);
-			if (e->kind == ENTRY_PASS) {
+			if (side->kind == ENTRY_PASS) {
 				pass_seen++;
 				pass_acq += a;
 				recursive += (e->glibc_kind & KIND_TYPE_MASK) == PTHREAD_MUTEX_RECURSIVE;
@@ -1848,7 +1899,7 @@ __attribute__((destructor)) static void interpose_stats(void)
 	for (size_t i = 0; i < n && i < HOTTEST; i++)
 		fprintf(out, "%s\n    {\"address\": \"%p\", \"kind\": \"%s\", \"acquisitions\": %llu, "
 			     "\"contended_acquisitions\": %llu}",
-			i ? "," : "", all[i]->addr, kind_name(all[i]),
+			i ? "," : "", all[i]->side.addr, kind_name(all[i]),
 			(unsigned long long)__atomic_load_n(&all[i]->acquisitions, __ATOMIC_RELAXED),
 			(unsigned long long)__atomic_load_n(&all[i]->contended, __ATOMIC_RELAXED));
 	fprintf(out, "\n  ]\n}\n");
