@@ -43,7 +43,8 @@ static unsigned long long noted[BARE_MAX_THREADS * 8];
 
 /*
  * The engine's lean critical section and nothing else of it (worker_loop.h): the owner word
- * stored first, the counter, the last holder read and overwritten, the owner word read back.
+ * stored first, the counter, the last holder read (and overwritten at a hand-over), the owner
+ * word read back.
  * What the checks cost by themselves; the engine may not go below it without dropping them.
  */
 static void bare_iteration(unsigned int thread)
@@ -54,7 +55,8 @@ static void bare_iteration(unsigned int thread)
 	__asm__ __volatile__("" ::: "memory");
 	shared_line.counter = shared_line.counter + 1;
 	unsigned int previous = shared_line.last_holder;
-	shared_line.last_holder = key;
+	if (__builtin_expect(previous != key, 0))
+		shared_line.last_holder = key;
 	__asm__ __volatile__("" ::: "memory");
 	unsigned int overwritten = __atomic_load_n(&shared_line.owner, __ATOMIC_RELAXED) ^ key;
 	LOCK_OPS.unlock(lock_memory, &selves[thread]);
