@@ -192,7 +192,13 @@ struct side_table {
 	const struct lock_ops *const *ops; /* the lab lock, sizing its bytes (*ops NULL: none) */
 	/* Classify the object anew (sets kind) and, for ENTRY_LAB, initialise the lab lock. */
 	void (*start)(struct side_entry *, const void *addr);
-	void (*lab_destroy)(struct side_entry *); /* called for a live ENTRY_LAB only */
+	/*
+	 * Set once the lab lock leaves a node in a thread's lock_private after unlock (CLH,
+	 * ck_clh: the predecessor's node, which may be the one the lock allocated at init). Its
+	 * destroy would then free a node a thread now owns, so it is skipped: one node leaks per
+	 * destroyed mutex or rwlock.
+	 */
+	bool nodes_migrate;
 };
 
 struct mutex_entry {
@@ -645,6 +651,23 @@ static inline struct side_entry *side_lookup(struct side_table *t, const void *a
 	return NULL;
 }
 
+/*
+ * Set while a lock's init or destroy runs (under table_mutex): a lock built on the C library's
+ * (pthread_mutex_pi) calls pthread_mutex_init/destroy, which must then go straight to glibc.
+ */
+static __thread bool in_lab_setup __attribute__((tls_model("initial-exec")));
+
+/* A live ENTRY_LAB's lab lock, destroyed by the catalogue lock's own destroy. */
+static void side_lab_destroy(struct side_table *t, struct side_entry *e)
+{
+	const struct lock_ops *o = *t->ops;
+	if (o->destroy && !__atomic_load_n(&t->nodes_migrate, __ATOMIC_RELAXED)) {
+		in_lab_setup = true;
+		o->destroy(e->lab);
+		in_lab_setup = false;
+	}
+}
+
 /* side_get's slow path: build the entry, or start it afresh. */
 static struct side_entry *side_build(struct side_table *t, const void *addr, bool fresh)
 {
@@ -664,7 +687,7 @@ static struct side_entry *side_build(struct side_table *t, const void *addr, boo
 	} else if (fresh || !e->live) {
 		/* Initialised again (memory reused) or used after its destroy: start afresh. */
 		if (e->kind == ENTRY_LAB && e->live)
-			t->lab_destroy(e);
+			side_lab_destroy(t, e);
 		t->start(e, addr);
 		__atomic_store_n(&e->live, 1, __ATOMIC_RELEASE);
 	}
@@ -686,7 +709,7 @@ static void side_retire(struct side_table *t, struct side_entry *e)
 {
 	real.mutex_lock(&table_mutex);
 	if (e->kind == ENTRY_LAB)
-		t->lab_destroy(e);
+		side_lab_destroy(t, e);
 	__atomic_store_n(&e->live, 0, __ATOMIC_RELEASE);
 	real.mutex_unlock(&table_mutex);
 }
@@ -704,20 +727,7 @@ static u32 classify(const void *addr, int *glibc_kind)
 	return ENTRY_LAB; /* normal, default and adaptive mutexes */
 }
 
-/*
- * Set while a lock's init or destroy runs (under table_mutex): a lock built on the C library's
- * (pthread_mutex_pi) calls pthread_mutex_init/destroy, which must then go straight to glibc.
- */
-static __thread bool in_lab_setup __attribute__((tls_model("initial-exec")));
-
-/*
- * Set once a lock leaves a node in a thread's lock_private after unlock (CLH, ck_clh: the
- * predecessor's node, which may be the one the lock allocated at init). Such a lock's destroy
- * would free a node a thread now owns, so it is skipped: one node leaks per destroyed mutex.
- */
-static bool nodes_migrate;
-
-/* A catalogue lock's own init and destroy, for a mutex's or a rwlock's entry. */
+/* A catalogue lock's own init, for a mutex's or a rwlock's entry. */
 static void lab_lock_init(const struct lock_ops *o, const struct lock_init_args *args, void *lab,
 			  const char *failure_format)
 {
@@ -729,25 +739,11 @@ static void lab_lock_init(const struct lock_ops *o, const struct lock_init_args 
 		fatal(failure_format, o->name);
 }
 
-static void lab_lock_destroy(const struct lock_ops *o, const bool *migrated, void *lab)
-{
-	if (o->destroy && !__atomic_load_n(migrated, __ATOMIC_RELAXED)) {
-		in_lab_setup = true;
-		o->destroy(lab);
-		in_lab_setup = false;
-	}
-}
-
-/* After an unlock: does the lock leave nodes with the threads (see nodes_migrate)? */
+/* After an unlock: does the lock leave nodes with the threads (side_table.nodes_migrate)? */
 static inline void note_nodes_migrate(const struct lock_thread *unlocker, bool *migrated)
 {
 	if (unlikely(unlocker->lock_private != NULL) && !__atomic_load_n(migrated, __ATOMIC_RELAXED))
 		__atomic_store_n(migrated, true, __ATOMIC_RELAXED);
-}
-
-static void lab_destroy(struct mutex_entry *e)
-{
-	lab_lock_destroy(ops, &nodes_migrate, e->side.lab);
 }
 
 static void lab_init(struct mutex_entry *e)
@@ -765,17 +761,11 @@ static void mutex_entry_start(struct side_entry *side, const void *addr)
 		lab_init(e);
 }
 
-static void mutex_entry_lab_destroy(struct side_entry *side)
-{
-	lab_destroy((struct mutex_entry *)side);
-}
-
 static struct side_table mutexes = {
 	.what = "a mutex",
 	.entry_size = sizeof(struct mutex_entry),
 	.ops = &ops,
 	.start = mutex_entry_start,
-	.lab_destroy = mutex_entry_lab_destroy,
 };
 _Static_assert(offsetof(struct mutex_entry, side) == 0, "a side_entry * is a mutex_entry *");
 
@@ -956,7 +946,7 @@ static int do_unlock(pthread_mutex_t *m)
 		return EPERM; /* not locked */
 	e->owner = NULL;
 	lab_unlock(e, owner);
-	note_nodes_migrate(owner, &nodes_migrate);
+	note_nodes_migrate(owner, &mutexes.nodes_migrate);
 	slot_put(owner);
 	return 0;
 }
@@ -1256,8 +1246,6 @@ static inline bool gate_conflicts(u64 g, bool write)
 	return gate_writers(g) != 0;
 }
 
-static bool rw_nodes_migrate; /* as nodes_migrate, for rw_ops */
-
 static u32 rw_classify(const void *addr, int *pshared)
 {
 	*pshared = ((const pthread_rwlock_t *)addr)->__data.__shared != 0;
@@ -1270,11 +1258,6 @@ static void rw_lab_init(struct rwlock_entry *e)
 	lab_lock_init(rw_ops, &rw_init_args, e->side.lab, "lock '%s' failed to initialise a rwlock");
 }
 
-static void rw_lab_destroy(struct rwlock_entry *e)
-{
-	lab_lock_destroy(rw_ops, &rw_nodes_migrate, e->side.lab);
-}
-
 static void rwlock_entry_start(struct side_entry *side, const void *addr)
 {
 	struct rwlock_entry *e = (struct rwlock_entry *)side;
@@ -1283,17 +1266,11 @@ static void rwlock_entry_start(struct side_entry *side, const void *addr)
 		rw_lab_init(e);
 }
 
-static void rwlock_entry_lab_destroy(struct side_entry *side)
-{
-	rw_lab_destroy((struct rwlock_entry *)side);
-}
-
 static struct side_table rwlocks = {
 	.what = "a rwlock",
 	.entry_size = sizeof(struct rwlock_entry),
 	.ops = &rw_ops,
 	.start = rwlock_entry_start,
-	.lab_destroy = rwlock_entry_lab_destroy,
 };
 _Static_assert(offsetof(struct rwlock_entry, side) == 0, "a side_entry * is a rwlock_entry *");
 
@@ -1479,7 +1456,7 @@ static int rw_release(pthread_rwlock_t *rw)
 		return 0; /* a nested read lock */
 	rw_lab_release(e, &h.slot->lt, h.write);
 	__atomic_fetch_sub(&e->gate, h.write ? GATE_WRITER : GATE_READER, __ATOMIC_SEQ_CST);
-	note_nodes_migrate(&h.slot->lt, &rw_nodes_migrate);
+	note_nodes_migrate(&h.slot->lt, &rwlocks.nodes_migrate);
 	slot_put(&h.slot->lt);
 	return 0;
 }
@@ -1711,7 +1688,7 @@ static bool slot_is_mine(const struct lock_thread *lt)
 /* A rwlock this thread holds, rebuilt with only its own holds (see atfork_child). */
 static void rw_rebuild_for_child(struct rwlock_entry *e)
 {
-	rw_lab_destroy(e);
+	side_lab_destroy(&rwlocks, &e->side);
 	rw_lab_init(e);
 	for (unsigned int i = 0; i < my_ctx->n_rw_holds; i++) {
 		struct rw_hold *h = &my_ctx->rw_holds[i];
@@ -1738,7 +1715,7 @@ static void atfork_child(void)
 			if (!side->live || side->kind != ENTRY_LAB || owner == NULL ||
 			    !slot_is_mine(owner))
 				continue;
-			lab_destroy(e);
+			side_lab_destroy(&mutexes, &e->side);
 			lab_init(e);
 			lab_lock(e, owner);
 			e->owner = owner;
