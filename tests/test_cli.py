@@ -3,6 +3,7 @@
 Runs are bounded by tiny durations and few threads; nothing asserts on throughput or time.
 """
 
+import functools
 import os
 import signal
 import sqlite3
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, bench_path
 from locklab import cli
+from locklab.run import engine
 
 EXAMPLE = ROOT / "examples" / "campaigns" / "spin-backoff.toml"
 SWEEP_TIMEOUT_S = 120
@@ -233,6 +235,15 @@ def children(pid: int) -> list[int]:
     return found
 
 
+def running(pid: int) -> bool:
+    """Whether ``pid`` still runs: a zombie waiting for its new parent to reap it does not."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
 def test_resume_after_killed_sweep(tmp_path, how):
     store = tmp_path / "store"
@@ -292,12 +303,25 @@ def test_engine_dies_with_a_killed_locklab(tmp_path):
         sweep.kill()
         sweep.wait()
     deadline = time.monotonic() + 5
-    while any(Path(f"/proc/{pid}").exists() for pid in engines) and time.monotonic() < deadline:
+    while any(running(pid) for pid in engines) and time.monotonic() < deadline:
         time.sleep(0.05)
-    alive = [pid for pid in engines if Path(f"/proc/{pid}").exists()]
+    alive = [pid for pid in engines if running(pid)]
     for pid in alive:  # do not leave it spinning when the assertion fails
         os.kill(pid, signal.SIGKILL)
     assert not alive
+
+
+def test_engine_never_starts_once_locklab_is_gone():
+    """The other half of the race above: locklab killed after the fork but before the child asked
+    for the death signal. The child, already handed to another parent, must leave, not run."""
+    not_the_parent = os.getppid()
+    done = subprocess.run(
+        ["sleep", "30"],
+        preexec_fn=functools.partial(engine._die_with_parent, not_the_parent),
+        timeout=10,
+        check=False,
+    )
+    assert done.returncode == engine.EXIT_KILLED_WITH_PARENT
 
 
 def test_resume_refuses_a_new_plan(tmp_path, capsys):
