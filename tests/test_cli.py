@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, bench_path
 from locklab import cli
-from locklab.run import engine
+from locklab.run import lifetime
 
 EXAMPLE = ROOT / "examples" / "campaigns" / "spin-backoff.toml"
 SWEEP_TIMEOUT_S = 120
@@ -317,11 +317,11 @@ def test_engine_never_starts_once_locklab_is_gone():
     not_the_parent = os.getppid()
     done = subprocess.run(
         ["sleep", "30"],
-        preexec_fn=functools.partial(engine._die_with_parent, not_the_parent),
+        preexec_fn=functools.partial(lifetime._die_with, not_the_parent),
         timeout=10,
         check=False,
     )
-    assert done.returncode == engine.EXIT_KILLED_WITH_PARENT
+    assert done.returncode == lifetime.EXIT_PARENT_GONE
 
 
 def test_resume_refuses_a_new_plan(tmp_path, capsys):

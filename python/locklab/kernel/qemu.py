@@ -23,6 +23,7 @@ from pathlib import Path
 from locklab.errors import LocklabError
 from locklab.kernel.params import TORTURE_TYPES_6_1
 from locklab.kernel.vcpu_pin import PinnedVcpu, QemuGone, Qmp, pin_vcpus
+from locklab.run.lifetime import die_with_locklab
 
 ROOT = Path(__file__).resolve().parents[3]
 BUILD = ROOT / "build" / "kernel"
@@ -226,7 +227,8 @@ def _qemu(
             command[2] = "tcg,thread=multi"
         command += ["-S", "-qmp", f"unix:{qmp_dir / 'qmp.sock'},server=on,wait=off"]
     try:
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                preexec_fn=die_with_locklab())  # fmt: skip
     except OSError as error:
         if qmp_dir is not None:
             shutil.rmtree(qmp_dir, ignore_errors=True)

@@ -6,12 +6,9 @@ and reads the JSON it prints. Nothing of Python runs inside a measurement.
 
 from __future__ import annotations
 
-import ctypes
-import functools
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -21,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from locklab.errors import LocklabError
 from locklab.model.catalogue import Catalogue, lock_info
+from locklab.run.lifetime import die_with_locklab
 
 if TYPE_CHECKING:
     from locklab.model.spec import Configuration, ExperimentSpec
@@ -28,8 +26,6 @@ if TYPE_CHECKING:
 ENGINE_NAME = "locklab-bench"
 # Engine exit statuses (native/engine/engine.h).
 EXIT_OK, EXIT_VIOLATION, EXIT_USAGE, EXIT_WATCHDOG = 0, 1, 2, 3
-PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-EXIT_KILLED_WITH_PARENT = 128 + signal.SIGKILL  # as if the death signal had come
 
 
 @dataclass
@@ -178,24 +174,10 @@ class Engine:
                 text=True,
                 timeout=timeout_s,
                 check=False,
-                preexec_fn=functools.partial(_die_with_parent, os.getpid()),
+                preexec_fn=die_with_locklab(),
             )
         except OSError as error:
             raise LocklabError(f"engine {self.path} cannot run: {error.strerror}") from None
-
-
-def _die_with_parent(parent_pid: int) -> None:
-    """In the engine, before exec: on Linux, be killed when locklab dies, even by SIGKILL, so an
-    interrupted sweep does not leave an engine spinning on every CPU for the rest of its run.
-    Had locklab died between the fork and the prctl, no signal would come: the child has already
-    been handed to another parent, so it leaves now instead of running the engine.
-    (Safe in a preexec_fn: locklab runs no other thread while it starts the engine.)"""
-    if sys.platform != "linux":
-        return
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent_pid:
-        os._exit(EXIT_KILLED_WITH_PARENT)
 
 
 def _text(data: bytes | str | None) -> str:

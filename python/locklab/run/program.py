@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from locklab.errors import LocklabError
 from locklab.run.engine import EXIT_OK, EngineOutcome
+from locklab.run.lifetime import die_with_locklab
 
 if TYPE_CHECKING:
     from locklab.model.spec import Configuration, ExperimentSpec
@@ -124,7 +125,7 @@ def run_program(
         try:
             proc = subprocess.Popen(
                 argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                errors="replace", start_new_session=True,
+                errors="replace", start_new_session=True, preexec_fn=die_with_locklab(),
             )  # fmt: skip
         except OSError as error:
             raise LocklabError(f"cannot run {argv[0]}: {error.strerror}") from None

@@ -1,0 +1,33 @@
+"""Children that die with locklab: the engine, a program under a lock, a booted kernel.
+
+Killed, even by SIGKILL, locklab must not leave any of them spinning on the CPUs it measured.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import signal
+import sys
+from collections.abc import Callable
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+EXIT_PARENT_GONE = 128 + signal.SIGKILL  # as if the death signal had come
+
+
+def die_with_locklab() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that has the child killed when this process dies (Linux; None elsewhere)."""
+    if sys.platform != "linux":
+        return None
+    return functools.partial(_die_with, os.getpid())
+
+
+def _die_with(parent_pid: int) -> None:
+    """In the child, before exec. The death signal only covers a parent that dies after the prctl:
+    had locklab died since the fork, the child has another parent already, so it leaves now.
+    (Safe in a preexec_fn: locklab runs no other thread while it starts a child.)"""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent_pid:
+        os._exit(EXIT_PARENT_GONE)
