@@ -3,19 +3,14 @@ interposition library), its own throughput stored, tabulated and judged like any
 program that fails or hangs under a lock is a failed run with one line, and the others go on.
 Counts and statuses only, no timing."""
 
-import os
 import shutil
-import signal
 import sqlite3
-import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
 from conftest import BUILD, ROOT, bench_path, plugin_path
 from locklab.cli.main import main
-from test_cli import children, one_error_line, running
+from test_cli import left_running_after_kill, one_error_line
 
 TORTURE = BUILD / "opt" / "interpose-torture"
 
@@ -108,35 +103,5 @@ def test_kyoto_cabinet_campaign_at_a_tiny_scale(tmp_path, capsys):
 def test_the_program_dies_with_a_killed_locklab(tmp_path):
     """As the engine does (test_cli.py): a program left running after SIGKILL of locklab would
     still hold the CPUs it was measured on."""
-    sweep = subprocess.Popen(
-        [sys.executable, "-m", "locklab.cli", "exec", "--lock", "ticket", "--repeat", "1",
-         "--store", str(tmp_path), "--plain", "--", "sleep", "30"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 20
-        while not (programs := sleeping(sweep.pid)) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert programs, "locklab never started the program"
-    finally:
-        sweep.kill()
-        sweep.wait()
-    deadline = time.monotonic() + 5
-    while any(running(pid) for pid in programs) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    alive = [pid for pid in programs if running(pid)]
-    for pid in alive:
-        os.kill(pid, signal.SIGKILL)
-    assert not alive
-
-
-def sleeping(pid: int) -> list[int]:
-    """The children of ``pid`` that run ``sleep`` already (after the exec, not before)."""
-    found = []
-    for child in children(pid):
-        try:
-            if Path(f"/proc/{child}/cmdline").read_bytes().startswith(b"sleep\0"):
-                found.append(child)
-        except OSError:
-            pass
-    return found
+    args = ["exec", "--lock", "ticket", "--repeat", "1", "--plain", "--", "sleep", "30"]
+    assert not left_running_after_kill(args, tmp_path, lambda command: command[:1] == ["sleep"])
