@@ -5,14 +5,18 @@
  * shares the CPU with a low-priority owner?
  *
  * Three SCHED_FIFO threads pinned to one CPU, so the scheduler's choice is deterministic:
- *   low (prio 10)     takes the lock, signals, computes for --hold-ns inside it, releases;
- *   high (prio 30)    released once low holds the lock: tries to take it and blocks;
- *   medium (prio 20)  released with high: burns the CPU for 10 x hold, never touching the lock.
+ *   low (prio 10)     takes the lock, signals, and sleeps until high is about to lock; then
+ *                     computes for --hold-ns inside it, and releases;
+ *   medium (prio 20)  released by the controller: releases high, then burns the CPU for
+ *                     10 x hold, never touching the lock;
+ *   high (prio 30)    released by medium, so medium is already running: wakes low, tries to
+ *                     take the lock and blocks.
  * Without priority inheritance, medium preempts low, so high waits for medium's whole burst.
  * With it, low runs at high's priority, finishes its critical section, and high gets the lock
  * before medium's burst ends. Each iteration records that ordering (a shared sequence number
- * taken when high acquires and when medium finishes), which holds on any machine with one
- * spare CPU for the controller; high's wait is also timed, for the latency percentiles.
+ * taken when high acquires and when medium finishes). Each step waits for the one before it,
+ * never for a clock, so the ordering holds however late the controller or the host is: low
+ * cannot finish its hold before high and medium are there.
  *
  * The controller (the main thread, SCHED_OTHER, on another CPU when there is one) paces the
  * iterations with futexes and is the watchdog: an iteration that does not finish in
@@ -45,8 +49,10 @@ struct pi_run {
 	void *lock;
 	double hold_s, burst_s;
 	u32 go_low;       /* iteration number low may start */
-	u32 go_others;    /* iteration number high and medium may start */
+	u32 go_medium;    /* iteration number medium may start */
+	u32 go_high;      /* iteration number high may start (from medium) */
 	u32 low_holds;    /* iteration number whose lock low holds */
+	u32 high_locking; /* iteration number whose lock() high is about to call */
 	u32 done;         /* threads finished with the current iteration */
 	u32 sequence;     /* ordering of "high acquired" and "medium's burst ended" */
 	u32 stop;
@@ -92,7 +98,10 @@ static void *pi_thread_main(void *arg)
 	const struct lock_ops *ops = run->config->lock;
 
 	for (u32 iteration = 1;; iteration++) {
-		wait_for(t->role == ROLE_LOW ? &run->go_low : &run->go_others, iteration);
+		wait_for(t->role == ROLE_LOW      ? &run->go_low
+			 : t->role == ROLE_MEDIUM ? &run->go_medium
+						  : &run->go_high,
+			 iteration);
 		if (__atomic_load_n(&run->stop, __ATOMIC_ACQUIRE))
 			return NULL;
 		switch (t->role) {
@@ -100,11 +109,14 @@ static void *pi_thread_main(void *arg)
 			ops->lock(run->lock, &t->ctx);
 			publish(&run->low_holds, iteration);
 			run->cs_counter++;
+			/* Asleep, not spinning: on a single CPU the controller still runs. */
+			wait_for(&run->high_locking, iteration);
 			spin_for(run->hold_s);
 			run->acquisitions++;
 			ops->unlock(run->lock, &t->ctx);
 			break;
 		case ROLE_HIGH: {
+			publish(&run->high_locking, iteration);
 			double started = monotonic_s();
 			ops->lock(run->lock, &t->ctx);
 			double waited = monotonic_s() - started;
@@ -116,6 +128,7 @@ static void *pi_thread_main(void *arg)
 			break;
 		}
 		case ROLE_MEDIUM:
+			publish(&run->go_high, iteration); /* high preempts us here */
 			spin_for(run->burst_s);
 			run->medium_seq[iteration] = __atomic_fetch_add(&run->sequence, 1, __ATOMIC_RELAXED);
 			break;
@@ -280,14 +293,15 @@ int run_pi_scenario(const struct bench_config *config, const struct machine_fact
 		publish(&run.go_low, i);
 		if (!wait_for_timeout(&run.low_holds, i, timeout))
 			_exit(pi_report(&run, facts, finished, iterations, cpu, true));
-		publish(&run.go_others, i);
+		publish(&run.go_medium, i);
 		if (!wait_for_timeout(&run.done, ROLES, timeout))
 			_exit(pi_report(&run, facts, finished, iterations, cpu, true));
 		finished = i;
 	}
 	__atomic_store_n(&run.stop, 1, __ATOMIC_RELEASE);
 	publish(&run.go_low, iterations + 1);
-	publish(&run.go_others, iterations + 1);
+	publish(&run.go_medium, iterations + 1);
+	publish(&run.go_high, iterations + 1);
 	for (int r = 0; r < ROLES; r++)
 		pthread_join(threads[r].thread, NULL);
 	int status = pi_report(&run, facts, finished, iterations, cpu, false);
