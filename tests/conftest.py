@@ -17,7 +17,8 @@ from locklab.store import Store
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
 VARIANTS = ("opt", "tsan", "asan")
-CORES = os.cpu_count() or 2
+# The CPUs this process may run on, as the engine counts them (a cpuset or taskset shrinks it).
+CORES = len(os.sched_getaffinity(0))
 OVERSUBSCRIBED = 3 * CORES  # threads >= 3 x cores, as the torture tests require
 RUN_TIMEOUT_S = 120
 
@@ -127,6 +128,7 @@ def run_unit_against_mutant(
 # off does; with -qmp it serves the QMP that vCPU pinning needs, on real threads.
 FAKE_QEMU = ROOT / "tests" / "fakes" / "fake_qemu.py"
 FAKE_QEMU_CONSOLE = ROOT / "tests" / "data" / "locktorture" / "qemu_debian_6.1_spin_lock.log"
+FAKE_QEMU_SHORT_SIGN_OF_LIFE_S = 1.0
 
 
 @pytest.fixture
@@ -141,7 +143,10 @@ def fake_qemu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_QEMU_CONSOLE", str(FAKE_QEMU_CONSOLE))
     monkeypatch.setattr(qemu, "kvm_device_usable", lambda: True)  # whatever this host has
-    monkeypatch.setattr(qemu, "KVM_SIGN_OF_LIFE_S", 1.0)
+    # Generous: the stand-in (sh, then Python) can take seconds to print on a loaded machine,
+    # and a limit that fires early turns a working or aborting KVM into a hang. A test that
+    # needs the limit to fire sets it short (FAKE_QEMU_SHORT_SIGN_OF_LIFE_S).
+    monkeypatch.setattr(qemu, "KVM_SIGN_OF_LIFE_S", 30.0)
     return tmp_path
 
 

@@ -19,6 +19,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 
 def option(name: str, default: str = "") -> str:
@@ -26,8 +27,9 @@ def option(name: str, default: str = "") -> str:
     return args[args.index(name) + 1] if name in args[:-1] else default
 
 
-def vcpu_threads(count: int, running: threading.Event) -> list[int]:
-    """`count` threads that wait for `running`, then note their affinity; their ids."""
+def vcpu_threads(count: int, running: threading.Event) -> tuple[list[int], Callable[[], None]]:
+    """`count` threads that wait for `running`, then note their affinity; their ids, and a
+    call that waits for every thread and writes what they noted."""
     ids: list[int] = []
     affinity: dict[str, list[int]] = {}
     started = threading.Barrier(count + 1)
@@ -44,21 +46,25 @@ def vcpu_threads(count: int, running: threading.Event) -> list[int]:
     started.wait()
 
     def report() -> None:
+        # Joined, not slept on: a stalled thread must not leave its CPUs out of the file.
         for thread in threads:
             thread.join()
         out = os.environ.get("FAKE_QEMU_AFFINITY")
         if out:
-            with open(out, "w") as file:
+            # Whole or not at all: locklab may kill this process at any moment, and a later
+            # boot replaces the file the test reads.
+            partial = f"{out}.{os.getpid()}.tmp"
+            with open(partial, "w") as file:
                 json.dump(affinity, file)
+            os.replace(partial, out)
 
-    threading.Thread(target=report, daemon=True).start()
-    return ids
+    return ids, report
 
 
 def serve_qmp(path: str, vcpus: int) -> None:
     """QMP until `cont` (QEMU's own replies, reduced to what locklab asks)."""
     running = threading.Event()
-    ids = vcpu_threads(vcpus, running)
+    ids, report = vcpu_threads(vcpus, running)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(path)
     server.listen(1)
@@ -79,7 +85,7 @@ def serve_qmp(path: str, vcpus: int) -> None:
             send({"return": {}})
             if command == "cont":
                 running.set()
-                time.sleep(0.2)  # the vCPUs note their affinity
+                report()  # before any console output, which may end this process
                 return
         else:
             send({"error": {"class": "CommandNotFound", "desc": f"{command} not found"}})
