@@ -38,23 +38,40 @@ def test_a_program_under_each_lock_is_tabulated(tmp_path, capsys):
 
 
 def test_a_broken_lock_and_a_hang_are_failed_runs(tmp_path, capsys):
-    store = tmp_path / "s"
-    args = ["exec", "--lock", "pthread_mutex,broken_tts,never_unlock", "--repeat", "1",
-            "--plugin", str(plugin_path("opt", "broken_tts")),
-            "--plugin", str(plugin_path("opt", "never_unlock")), "--timeout", "5",
-            "--store", str(store), "--plain", "--", str(TORTURE), "--threads", "2",
-            "--iterations", "20000"]  # fmt: skip
-    assert main(args) == 1
-    err = capsys.readouterr().err
-    errors = [line for line in err.splitlines() if line.startswith("locklab: error:")]
-    assert len(errors) == 2, err
-    assert any("broken_tts:" in line and "failed (exit status 1)" in line for line in errors)
-    assert any("never_unlock: hung" in line and "killed after 5 s" in line for line in errors)
-    assert dict(statuses(store)) == {
+    """One sweep: the broken lock's run fails, the hung one is killed, the others go on.
+
+    broken_tts is caught only if the program's threads overlap in its short counter phase; on a
+    loaded two-core machine they may not, and a later phase can then pass or hang (a timeout,
+    not a failure). So up to three sweeps are made, as test_memcached.py does: a try that misses
+    the broken lock is allowed; three are not. Every other status is checked on each try."""
+    expected_ok = {
         "pthread_mutex|nwriters=1,nreaders=0,hold_ns=0,gap_ns=0,cs_lines=0": "ok",
-        "broken_tts|nwriters=1,nreaders=0,hold_ns=0,gap_ns=0,cs_lines=0": "error",
         "never_unlock|nwriters=1,nreaders=0,hold_ns=0,gap_ns=0,cs_lines=0": "timeout",
     }
+    broken = "broken_tts|nwriters=1,nreaders=0,hold_ns=0,gap_ns=0,cs_lines=0"
+    missed = []
+    for attempt in range(3):
+        store = tmp_path / f"s{attempt}"
+        args = ["exec", "--lock", "pthread_mutex,broken_tts,never_unlock", "--repeat", "1",
+                "--plugin", str(plugin_path("opt", "broken_tts")),
+                "--plugin", str(plugin_path("opt", "never_unlock")), "--timeout", "5",
+                "--store", str(store), "--plain", "--", str(TORTURE), "--threads", "2",
+                "--iterations", "20000"]  # fmt: skip
+        assert main(args) == 1
+        err = capsys.readouterr().err
+        errors = [line for line in err.splitlines() if line.startswith("locklab: error:")]
+        assert any("never_unlock: hung" in line and "killed after 5 s" in line for line in errors)
+        found = dict(statuses(store))
+        assert {key: found.get(key) for key in expected_ok} == expected_ok, err
+        if found.get(broken) != "error":  # missed: passed, or hung in a later phase
+            assert found.get(broken) in ("ok", "timeout"), err
+            missed.append(f"{found.get(broken)}: {err}")
+            continue
+        assert len(errors) == 2, err
+        assert any("broken_tts:" in line and "failed (exit status 1)" in line for line in errors)
+        assert found == {**expected_ok, broken: "error"}
+        return
+    pytest.fail("three sweeps never caught broken_tts:\n" + "\n".join(missed))
 
 
 def test_throughput_from_the_programs_output(tmp_path, capsys):

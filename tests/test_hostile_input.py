@@ -8,6 +8,7 @@ except where the bug was a hang, and there only with a wide margin.
 
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -391,20 +392,28 @@ def test_engine_refuses_an_unwritable_json_path_before_measuring(tmp_path):
 
 
 def test_watchdog_counts_from_the_last_acquisition(tmp_path):
-    """A lock that deadlocks at once, a 2 s window, a 4 s watchdog: the run ends about 4 s after
-    its only acquisition (it ended 6 s in, the watchdog counted from the window's end), and its
-    window is the 2 s measured."""
+    """A lock that deadlocks at once, a 5 s window, a 6 s watchdog: the run ends about 6 s after
+    its only acquisition, and its window is the 5 s measured. Before the fix the watchdog counted
+    from the window's end, so the run could not end before 5 + 6 = 11 s, and window_s said 11 s.
+
+    The watchdog must outlast the window (else it fires inside the window, and the join the fix
+    is about never runs); the long window puts over 4 s between the correct end and the bound, room
+    for a loaded machine's stalls, with the two spinners holding both CPUs."""
+    window_s, watchdog_s = 5, 6
+    bound = window_s + watchdog_s - 0.5  # the bug's earliest end, less a little
     out = tmp_path / "r.json"
     start = time.monotonic()
     proc = subprocess.run(
         [str(bench_path("opt")), "--plugin", str(plugin_path("opt", "never_unlock")),
-         "--lock", "never_unlock", "--nwriters", "2", "--duration", "2", "--warmup", "0",
-         "--watchdog", "4", "--json", str(out)],
+         "--lock", "never_unlock", "--nwriters", "2", "--duration", str(window_s),
+         "--warmup", "0", "--watchdog", str(watchdog_s), "--json", str(out)],
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     elapsed = time.monotonic() - start
     result = json.loads(out.read_text())
     assert proc.returncode == 3 and result["status"] == "watchdog"
-    assert 1.9 <= result["window_s"] <= 2.5
-    assert "no acquisition in 4.0 s" in result["error"]
-    assert elapsed < 5.5  # 6 s and more before the fix
+    assert window_s - 0.1 <= result["window_s"] < bound
+    idle = re.search(r"no acquisition in ([0-9.]+) s", result["error"])
+    assert idle, result["error"]
+    assert watchdog_s - 0.1 <= float(idle.group(1)) < bound
+    assert elapsed < bound

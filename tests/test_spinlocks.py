@@ -53,6 +53,7 @@ def test_unit_tests_can_fail(tmp_path):
     assert "CNA keeps the lock on one node" in proc.stdout
 
 
+@pytest.mark.skipif(CORES < 2, reason="needs two CPUs for two virtual nodes")
 def test_topology_with_virtual_nodes():
     proc = subprocess.run(
         [str(bench_path("opt")), "--topology", "--numa-nodes", str(CORES)],
