@@ -130,28 +130,28 @@ test: deps build-all venv
 	$(VENV)/bin/python -m pytest -q tests
 
 # P1's bare loops (bench/engine_overhead.py): each lock's own source in a loop of nothing else
-# (inline_), the same with the engine's checks (checked_), and Concurrency Kit's and glibc's
-# locks in the same loop.
+# (inline_), the same with the engine's checks (checked_) or with one read of the section's line
+# only (oneread_), and Concurrency Kit's and glibc's locks in the same loop.
 INLINE_LOCKS := tas:tas ttas:tas ticket:ticket mcs:mcs clh:clh qspinlock:qspinlock \
 	cna:qspinlock futex_mutex:futex_mutex pthread_mutex:pthread_locks
+BARE_LOOP_KINDS := inline: checked:-DBARE_CHECKS oneread:-DBARE_ONE_READ
 inline_source = $(word 2,$(subst :, ,$(filter $(1):%,$(INLINE_LOCKS))))
 .SECONDEXPANSION:
-$(BUILD)/opt/inline_%: bench/inline_loop.c bench/bare_loop.h native/locks/$$(call inline_source,$$*).c $(HEADERS)
-	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(CFLAGS_opt) -Inative/locks -DLOCK_SOURCE='"$(call inline_source,$*).c"' \
-		-DLOCK_OPS=$*_ops -o $@ bench/inline_loop.c
-
-$(BUILD)/opt/checked_%: bench/inline_loop.c bench/bare_loop.h native/locks/$$(call inline_source,$$*).c $(HEADERS)
-	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(CFLAGS_opt) -Inative/locks -DLOCK_SOURCE='"$(call inline_source,$*).c"' \
-		-DLOCK_OPS=$*_ops -DBARE_CHECKS -o $@ bench/inline_loop.c
+# $(1): the loop's kind (the program's prefix), $(2): the define that makes it that kind.
+define bare_loop_rule
+$(BUILD)/opt/$(1)_%: bench/inline_loop.c bench/bare_loop.h native/locks/$$$$(call inline_source,$$$$*).c $(HEADERS)
+	@mkdir -p $$(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS_opt) -Inative/locks -DLOCK_SOURCE='"$$(call inline_source,$$*).c"' \
+		-DLOCK_OPS=$$*_ops $(2) -o $$@ bench/inline_loop.c
+endef
+$(foreach k,$(BARE_LOOP_KINDS),$(eval $(call bare_loop_rule,$(word 1,$(subst :, ,$(k))),$(word 2,$(subst :, ,$(k))))))
 
 $(BUILD)/opt/ck_loop: bench/ck_loop.c bench/bare_loop.h
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS_opt) -o $@ bench/ck_loop.c
 
-BARE_LOOPS := $(foreach l,$(INLINE_LOCKS),$(BUILD)/opt/inline_$(firstword $(subst :, ,$(l))) \
-	$(BUILD)/opt/checked_$(firstword $(subst :, ,$(l)))) $(BUILD)/opt/ck_loop
+BARE_LOOPS := $(foreach k,$(BARE_LOOP_KINDS),$(foreach l,$(INLINE_LOCKS), \
+	$(BUILD)/opt/$(firstword $(subst :, ,$(k)))_$(firstword $(subst :, ,$(l))))) $(BUILD)/opt/ck_loop
 
 # What interposition adds to one lock call (bench/interpose_overhead.py).
 $(BUILD)/opt/mutex_calls: bench/mutex_calls.c

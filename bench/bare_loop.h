@@ -21,7 +21,7 @@
 
 /*
  * The critical section's cache line: the counter, and beside it the engine's owner word and
- * last holder, which only the checked loop touches (inline_loop.c, BARE_CHECKS).
+ * last holder, which only the checked loops touch (inline_loop.c, BARE_CHECKS, BARE_ONE_READ).
  */
 static _Alignas(64) struct {
 	unsigned long long counter;

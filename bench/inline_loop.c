@@ -7,6 +7,8 @@
  * Usage: inline_loop LOCK SECONDS NTHREADS  (LOCK: the lock's name, checked)
  * -DBARE_CHECKS adds the engine's per-acquisition checks and nothing else of the engine: the
  * floor under the engine's cost with its checks on.
+ * -DBARE_ONE_READ adds one plain read of the section's line and nothing else: the least that
+ * any per-acquisition check reading the line (as the owner word's read-back must) can cost.
  */
 #include LOCK_SOURCE
 
@@ -30,16 +32,34 @@ static bool bare_lock_setup(const char *name)
 	return !LOCK_OPS.init || LOCK_OPS.init(lock_memory, &(struct lock_init_args){ params, BARE_MAX_THREADS }) == 0;
 }
 
-#ifndef BARE_CHECKS
+#if defined(BARE_CHECKS) || defined(BARE_ONE_READ)
+/* Hand-overs and overlaps, counted after unlock() as the engine counts them. */
+static unsigned long long noted[BARE_MAX_THREADS * 8];
+#endif
+
+#if !defined(BARE_CHECKS) && !defined(BARE_ONE_READ)
 static void bare_iteration(unsigned int thread)
 {
 	LOCK_OPS.lock(lock_memory, &selves[thread]);
 	shared_line.counter = shared_line.counter + 1;
 	LOCK_OPS.unlock(lock_memory, &selves[thread]);
 }
+#elif defined(BARE_ONE_READ)
+/*
+ * The owner word read after the increment, as the engine reads it back, but never stored: no
+ * check's store, no hand-over test. The branch on it after unlock() keeps the read.
+ */
+static void bare_iteration(unsigned int thread)
+{
+	LOCK_OPS.lock(lock_memory, &selves[thread]);
+	shared_line.counter = shared_line.counter + 1;
+	__asm__ __volatile__("" ::: "memory");
+	unsigned int seen = __atomic_load_n(&shared_line.owner, __ATOMIC_RELAXED);
+	LOCK_OPS.unlock(lock_memory, &selves[thread]);
+	if (__builtin_expect(seen != 0, 0))
+		noted[thread * 8]++;
+}
 #else
-/* Hand-overs and overlaps, counted after unlock() as the engine counts them. */
-static unsigned long long noted[BARE_MAX_THREADS * 8];
 
 /*
  * The engine's lean critical section and nothing else of it (worker_loop.h): the owner word
