@@ -175,7 +175,12 @@ def measured(
         "context_switches": {"involuntary": involuntary, "voluntary": voluntary},
         "cpu": {"utilisation": on_cpu * threads},
         "threads": [{"index": i} for i in range(threads)],
-        "cache_misses": {"total": None, "per_acquisition": None, "reason": NO_PMU},
+        "cache_misses": {
+            "total": None,
+            "per_acquisition": None,
+            "per_handoff": None,
+            "reason": NO_PMU,
+        },
     }
 
 
@@ -246,7 +251,12 @@ def test_a_quiet_machine_says_so(store):
     def extra(label, nwriters, repeat):
         result = measured(0.0)
         result["machine"] = {**MACHINE, "check": quiet}
-        result["cache_misses"] = {"total": 900, "per_acquisition": 0.01, "reason": None}
+        result["cache_misses"] = {
+            "total": 900,
+            "per_acquisition": 0.01,
+            "per_handoff": 0.5,
+            "reason": None,
+        }
         return result
 
     experiment = fill(store, spec_two_locks(), KOPS, extra=extra)

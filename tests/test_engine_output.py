@@ -217,14 +217,22 @@ def test_steal_and_cache_misses_are_figures_or_null_with_a_reason(tmp_path, resu
     assert (misses["total"] is None) == (misses["reason"] is not None)
     if misses["reason"] is not None:
         assert misses["reason"].startswith("perf_event_open: ")
+        assert misses["per_handoff"] is None
     else:
         assert misses["per_acquisition"] == misses["total"] / 20000
+        handoffs = run.result["handoffs"]["total"]
+        assert misses["per_handoff"] == (misses["total"] / handoffs if handoffs else None)
 
 
 def test_schema_rejects_a_null_figure_without_its_reason(tmp_path, result_schema):
     run = run_engine(["--lock", "tas", "--duration", "0.1"], tmp_path=tmp_path)
     broken = dict(run.result)
-    broken["cache_misses"] = {"total": None, "per_acquisition": None, "reason": None}
+    broken["cache_misses"] = {
+        "total": None,
+        "per_acquisition": None,
+        "per_handoff": None,
+        "reason": None,
+    }
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(broken, result_schema)
     broken = dict(run.result)

@@ -419,7 +419,12 @@ static void disturbance_of(const struct run_state *run, bool private_ok, double 
 	}
 }
 
-static void json_disturbance(struct json_writer *j, const struct disturbance *d, uint64_t total)
+/*
+ * Misses per hand-over stand in for seed 004's "coherency accesses per contended acquisition":
+ * a hand-over is the acquisition that brings the lock's and the data's lines from another CPU.
+ */
+static void json_disturbance(struct json_writer *j, const struct disturbance *d, uint64_t total,
+			     uint64_t handoffs)
 {
 	json_begin_object(j, "steal");
 	if (d->steal_fraction >= 0) {
@@ -441,10 +446,15 @@ static void json_disturbance(struct json_writer *j, const struct disturbance *d,
 			json_double(j, "per_acquisition", (double)d->cache_misses / (double)total);
 		else
 			json_null(j, "per_acquisition");
+		if (handoffs)
+			json_double(j, "per_handoff", (double)d->cache_misses / (double)handoffs);
+		else
+			json_null(j, "per_handoff");
 		json_null(j, "reason");
 	} else {
 		json_null(j, "total");
 		json_null(j, "per_acquisition");
+		json_null(j, "per_handoff");
 		json_string(j, "reason", d->cache_miss_reason);
 	}
 	json_end_object(j);
@@ -550,9 +560,14 @@ static void run_result_print(const struct run_state *run, const struct run_resul
 	if (r->disturbance.steal_fraction > 0)
 		fprintf(human, "  steal        %.1f%% of the run's CPU time (hypervisor)\n",
 			100.0 * r->disturbance.steal_fraction);
-	if (r->disturbance.cache_misses_known && r->total)
-		fprintf(human, "  cache misses %.2f per acquisition\n",
+	if (r->disturbance.cache_misses_known && r->total) {
+		fprintf(human, "  cache misses %.2f per acquisition",
 			(double)r->disturbance.cache_misses / (double)r->total);
+		if (r->handoffs.total)
+			fprintf(human, ", %.2f per hand-over",
+				(double)r->disturbance.cache_misses / (double)r->handoffs.total);
+		fputc('\n', human);
+	}
 	fflush(human);
 	if (r->status != EXIT_FINE)
 		fprintf(stderr, "locklab-bench: %s\n", r->error_text);
@@ -619,7 +634,7 @@ static int run_result_write_json(const struct run_state *run, const struct run_r
 	json_double(j, "utilisation",
 		    r->window > 0 ? (usage->user_s + usage->system_s) / r->window : NAN);
 	json_end_object(j);
-	json_disturbance(j, &r->disturbance, r->total);
+	json_disturbance(j, &r->disturbance, r->total, r->handoffs.total);
 	json_threads(j, run, r->private_ok);
 	json_intervals(j, run);
 	json_calibration(j, run);
