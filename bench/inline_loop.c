@@ -60,7 +60,6 @@ static void bare_iteration(unsigned int thread)
 		noted[thread * 8]++;
 }
 #else
-
 /*
  * The engine's lean critical section and nothing else of it (worker_loop.h): the owner word
  * stored first, the counter, the last holder read (and overwritten at a hand-over), the owner
