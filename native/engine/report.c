@@ -384,14 +384,26 @@ struct disturbance {
 	unsigned long long steal_ticks;
 	bool cache_misses_known;
 	uint64_t cache_misses;
+	/*
+	 * NAN where undefined (no counters, no acquisition, no hand-over). Per hand-over stands in
+	 * for seed 004's "coherency accesses per contended acquisition": a hand-over is the
+	 * acquisition that brings the lock's and the data's lines from another CPU.
+	 */
+	double misses_per_acquisition, misses_per_handoff;
 	char cache_miss_reason[128];
 };
 
+static double misses_per(const struct disturbance *d, uint64_t events)
+{
+	return d->cache_misses_known && events ? (double)d->cache_misses / (double)events : NAN;
+}
+
 static void disturbance_of(const struct run_state *run, bool private_ok, double window,
-			   struct disturbance *d)
+			   uint64_t acquisitions, uint64_t handoffs, struct disturbance *d)
 {
 	memset(d, 0, sizeof(*d));
 	d->steal_fraction = -1;
+	d->misses_per_acquisition = d->misses_per_handoff = NAN;
 	if (run->steal_read_start && run->steal_read_end) {
 		d->steal_fraction = steal_fraction(&run->steal_start, &run->steal_end, window);
 		d->steal_cpus = run->steal_start.cpus;
@@ -417,14 +429,11 @@ static void disturbance_of(const struct run_state *run, bool private_ok, double 
 			d->cache_misses += w->cache_misses_end - w->cache_misses_start;
 		}
 	}
+	d->misses_per_acquisition = misses_per(d, acquisitions);
+	d->misses_per_handoff = misses_per(d, handoffs);
 }
 
-/*
- * Misses per hand-over stand in for seed 004's "coherency accesses per contended acquisition":
- * a hand-over is the acquisition that brings the lock's and the data's lines from another CPU.
- */
-static void json_disturbance(struct json_writer *j, const struct disturbance *d, uint64_t total,
-			     uint64_t handoffs)
+static void json_disturbance(struct json_writer *j, const struct disturbance *d)
 {
 	json_begin_object(j, "steal");
 	if (d->steal_fraction >= 0) {
@@ -442,14 +451,8 @@ static void json_disturbance(struct json_writer *j, const struct disturbance *d,
 	json_begin_object(j, "cache_misses");
 	if (d->cache_misses_known) {
 		json_uint(j, "total", d->cache_misses);
-		if (total)
-			json_double(j, "per_acquisition", (double)d->cache_misses / (double)total);
-		else
-			json_null(j, "per_acquisition");
-		if (handoffs)
-			json_double(j, "per_handoff", (double)d->cache_misses / (double)handoffs);
-		else
-			json_null(j, "per_handoff");
+		json_double(j, "per_acquisition", d->misses_per_acquisition);
+		json_double(j, "per_handoff", d->misses_per_handoff);
 		json_null(j, "reason");
 	} else {
 		json_null(j, "total");
@@ -505,7 +508,7 @@ static void run_result_compute(struct run_state *run, int status, struct run_res
 			    : run->window_end_s > 0  ? run->window_end_s - run->window_start_s
 						     : monotonic_s() - run->window_start_s;
 	r->throughput = r->window > 0 ? (double)r->total / r->window : NAN;
-	disturbance_of(run, r->private_ok, r->window, &r->disturbance);
+	disturbance_of(run, r->private_ok, r->window, r->total, r->handoffs.total, &r->disturbance);
 	describe_violations(&r->violations, violation_text, sizeof(violation_text));
 	if (status == EXIT_WATCHDOG)
 		snprintf(r->error_text, sizeof(r->error_text),
@@ -560,12 +563,10 @@ static void run_result_print(const struct run_state *run, const struct run_resul
 	if (r->disturbance.steal_fraction > 0)
 		fprintf(human, "  steal        %.1f%% of the run's CPU time (hypervisor)\n",
 			100.0 * r->disturbance.steal_fraction);
-	if (r->disturbance.cache_misses_known && r->total) {
-		fprintf(human, "  cache misses %.2f per acquisition",
-			(double)r->disturbance.cache_misses / (double)r->total);
-		if (r->handoffs.total)
-			fprintf(human, ", %.2f per hand-over",
-				(double)r->disturbance.cache_misses / (double)r->handoffs.total);
+	if (isfinite(r->disturbance.misses_per_acquisition)) {
+		fprintf(human, "  cache misses %.2f per acquisition", r->disturbance.misses_per_acquisition);
+		if (isfinite(r->disturbance.misses_per_handoff))
+			fprintf(human, ", %.2f per hand-over", r->disturbance.misses_per_handoff);
 		fputc('\n', human);
 	}
 	fflush(human);
@@ -634,7 +635,7 @@ static int run_result_write_json(const struct run_state *run, const struct run_r
 	json_double(j, "utilisation",
 		    r->window > 0 ? (usage->user_s + usage->system_s) / r->window : NAN);
 	json_end_object(j);
-	json_disturbance(j, &r->disturbance, r->total, r->handoffs.total);
+	json_disturbance(j, &r->disturbance);
 	json_threads(j, run, r->private_ok);
 	json_intervals(j, run);
 	json_calibration(j, run);
