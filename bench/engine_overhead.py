@@ -33,6 +33,7 @@ import os
 import statistics
 import subprocess
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 OPT = ROOT / "build" / "opt"
@@ -101,16 +102,6 @@ def bare_ops_per_s(program: Path, lock: str, nthreads: int, seconds: float) -> f
     return float(proc.stdout)
 
 
-def ratios(numerators: list[float], denominators: list[float]) -> list[float]:
-    return [a / b for a, b in zip(numerators, denominators, strict=True)]
-
-
-def median_ratio(numerators: list[float], denominators: list[float]) -> tuple[float, float]:
-    values = ratios(numerators, denominators)
-    spread = statistics.stdev(values) if len(values) > 1 else 0.0
-    return statistics.median(values), spread
-
-
 def median_interval(values: list[float]) -> tuple[float, float]:
     """The narrowest [k-th smallest, k-th largest] that covers the median with MEDIAN_COVERAGE.
 
@@ -129,19 +120,30 @@ def median_interval(values: list[float]) -> tuple[float, float]:
     return ordered[k - 1], ordered[n - k]
 
 
-def verdict(values: list[float], goal: float) -> str:
-    """met, MISSED, or noise: where the median's interval lies against the goal."""
-    low, high = median_interval(values)
-    if low >= goal:
-        return "met"
-    if high < goal:
-        return "MISSED"
-    return "noise"
+class Ratio(NamedTuple):
+    """Per-repeat ratios, summarised: their median, sd, and the median's interval."""
+
+    median: float
+    sd: float
+    low: float
+    high: float
+
+    def interval(self) -> str:
+        return f"{self.low:.2f}-{self.high:.2f}"
+
+    def verdict(self, goal: float) -> str:
+        """met, MISSED, or noise: where the median's interval lies against the goal."""
+        if self.low >= goal:
+            return "met"
+        if self.high < goal:
+            return "MISSED"
+        return "noise"
 
 
-def interval_text(values: list[float]) -> str:
-    low, high = median_interval(values)
-    return f"{low:.2f}-{high:.2f}"
+def ratio_of(numerators: list[float], denominators: list[float]) -> Ratio:
+    values = [a / b for a, b in zip(numerators, denominators, strict=True)]
+    spread = statistics.stdev(values) if len(values) > 1 else 0.0
+    return Ratio(statistics.median(values), spread, *median_interval(values))
 
 
 def p1(repeats: int, seconds: float, threads: tuple[int, ...], locks: list[str]) -> None:
@@ -166,19 +168,19 @@ def p1(repeats: int, seconds: float, threads: tuple[int, ...], locks: list[str])
                 one_read.append(bare_ops_per_s(OPT / f"oneread_{lock}", lock, nthreads, seconds))
                 if peer:
                     indep.append(bare_ops_per_s(CK_LOOP, peer, nthreads, seconds))
-            checks_cost.append((lock, nthreads, ratios(checked, same), ratios(one_read, same)))
-            ratio, spread = median_ratio(engine, same)
-            goal = f">={P1_GOAL:.2f} {verdict(ratios(engine, same), P1_GOAL)}"
+            checks_cost.append((lock, nthreads, ratio_of(checked, same), ratio_of(one_read, same)))
+            ratio = ratio_of(engine, same)
+            goal = f">={P1_GOAL:.2f} {ratio.verdict(P1_GOAL)}"
             line = (
                 f"{lock:<14} {nthreads:>3} {statistics.median(engine):>13,.0f}"
-                f" {statistics.median(same):>14,.0f} {ratio:>6.3f} {spread:>5.3f}"
-                f" {interval_text(ratios(engine, same)):>9}  {goal:<12}"
+                f" {statistics.median(same):>14,.0f} {ratio.median:>6.3f} {ratio.sd:>5.3f}"
+                f" {ratio.interval():>9}  {goal:<12}"
             )
-            cratio, cspread = median_ratio(engine, checked)
-            line += f" {cratio:>7.3f} {cspread:>5.3f} "
+            over_checked = ratio_of(engine, checked)
+            line += f" {over_checked.median:>7.3f} {over_checked.sd:>5.3f} "
             if peer:
-                iratio, ispread = median_ratio(engine, indep)
-                line += f" {peer:<14} {iratio:>6.3f} {ispread:>5.3f}"
+                over_peer = ratio_of(engine, indep)
+                line += f" {peer:<14} {over_peer.median:>6.3f} {over_peer.sd:>5.3f}"
             else:
                 line += f" {'-':<14} {'':>6} {'':>5}"
             line += f" {'/'.join(str(n) for n in sorted(timed)):>6}"
@@ -188,9 +190,8 @@ def p1(repeats: int, seconds: float, threads: tuple[int, ...], locks: list[str])
     print(f"{'lock':<14} {'thr':>3} {'checked':>7} {'interval':>9} {'one read':>8} {'interval':>9}")
     for lock, nthreads, checked_share, read_share in checks_cost:
         print(
-            f"{lock:<14} {nthreads:>3} {statistics.median(checked_share):>7.3f}"
-            f" {interval_text(checked_share):>9} {statistics.median(read_share):>8.3f}"
-            f" {interval_text(read_share):>9}"
+            f"{lock:<14} {nthreads:>3} {checked_share.median:>7.3f} {checked_share.interval():>9}"
+            f" {read_share.median:>8.3f} {read_share.interval():>9}"
         )
 
 
@@ -203,11 +204,11 @@ def plugin_cost(repeats: int, seconds: float) -> None:
         for _ in range(repeats):
             own.append(engine_ops_per_s(lock, 1, seconds))
             indirect.append(engine_ops_per_s(lock, 1, seconds, indirect=True))
-        ratio, spread = median_ratio(indirect, own)
+        ratio = ratio_of(indirect, own)
         extra_ns = 1e9 / statistics.median(indirect) - 1e9 / statistics.median(own)
         print(
             f"{lock:<14} {statistics.median(own):>13,.0f} {statistics.median(indirect):>13,.0f}"
-            f" {ratio:>6.3f} {spread:>5.3f} {extra_ns:>7.2f}",
+            f" {ratio.median:>6.3f} {ratio.sd:>5.3f} {extra_ns:>7.2f}",
             flush=True,
         )
 
@@ -225,12 +226,11 @@ def p2(repeats: int, seconds: float) -> None:
             for _ in range(repeats):
                 ours_runs.append(engine_ops_per_s(ours, nwriters, seconds))
                 peer_runs.append(engine_ops_per_s(peer, nwriters, seconds))
-            ratio, spread = median_ratio(ours_runs, peer_runs)
+            ratio = ratio_of(ours_runs, peer_runs)
             print(
                 f"{ours + ' / ' + peer:<20} {nwriters:>7} {statistics.median(ours_runs):>14,.0f}"
-                f" {statistics.median(peer_runs):>14,.0f} {ratio:>7.3f} {spread:>6.3f}"
-                f" {interval_text(ratios(ours_runs, peer_runs)):>9}"
-                f"  >= {P2_GOAL:.2f} {verdict(ratios(ours_runs, peer_runs), P2_GOAL)}",
+                f" {statistics.median(peer_runs):>14,.0f} {ratio.median:>7.3f} {ratio.sd:>6.3f}"
+                f" {ratio.interval():>9}  >= {P2_GOAL:.2f} {ratio.verdict(P2_GOAL)}",
                 flush=True,
             )
 
