@@ -6,11 +6,16 @@ PYTHON ?= python3
 VENV := .venv
 BUILD := build
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+# What a plugin's own writer loop is compiled against (native/kshim/plugin.c): a hash of the
+# engine headers it includes. An engine loads such a loop only from a plugin with the same hash.
+LAYOUT_HEADERS := native/engine/engine.h native/engine/worker_hot.h native/engine/worker_loop.h \
+	native/include/locklab/lock.h native/include/locklab/kernel.h native/include/locklab/arch.h
+ENGINE_LAYOUT := $(shell cat $(LAYOUT_HEADERS) | sha256sum | cut -c1-16)
 
 CC ?= gcc
 WARNINGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread -g $(WARNINGS) -Inative/include \
-	-DLOCKLAB_VERSION='"$(VERSION)"'
+	-DLOCKLAB_VERSION='"$(VERSION)"' -DLOCKLAB_ENGINE_LAYOUT='"$(ENGINE_LAYOUT)"'
 # Per build variant: optimised (what is measured), ThreadSanitizer, AddressSanitizer+UBSan.
 CFLAGS_opt := -O2
 CFLAGS_tsan := -O1 -fsanitize=thread
@@ -47,7 +52,7 @@ deps:
 define variant_rules
 $(BUILD)/$(1)/locklab-bench: $(ENGINE_SRC) $(LOCK_SRC) $(LOOP_SRC) $(HEADERS) Makefile
 	@mkdir -p $$(@D)
-	$(CC) $(BASE_CFLAGS) $(CFLAGS_$(1)) -o $$@ $(ENGINE_SRC) $(ENGINE_LOCK_SRC) -ldl -lm
+	$(CC) $(BASE_CFLAGS) $(CFLAGS_$(1)) -rdynamic -o $$@ $(ENGINE_SRC) $(ENGINE_LOCK_SRC) -ldl -lm
 
 $(BUILD)/$(1)/plugins/%.so: %.c $(HEADERS) Makefile
 	@mkdir -p $$(@D)
@@ -169,3 +174,41 @@ bench: deps build venv $(BARE_LOOPS)
 
 clean:
 	rm -rf $(BUILD)
+
+# A lock compiled from a kernel tree (python/locklab/kernel/from_source.py calls this with the
+# tree already copied and patched): the tree's own files against the shim (native/kshim), as
+# GNU C like the kernel's (-std=gnu11, no strict aliasing or overflow, null checks kept), in
+# the build's flags, into one plugin with its own writer loop. Only the tree's files may warn:
+# an undeclared function is an error (a patch that calls what the shim lacks), and the shim's
+# own files are held to the project's warnings.
+#   KSHIM_TREE=DIR KSHIM_LOCK=rtmutex|mutex|rwsem|qspinlock KSHIM_BUILD=opt|tsan|asan
+#   KSHIM_OUT=PATH.so KSHIM_SOURCE='text for the catalogue'
+KSHIM_FILES_rtmutex := kernel/locking/rtmutex_api.c
+KSHIM_FILES_mutex := kernel/locking/mutex.c kernel/locking/osq_lock.c
+KSHIM_FILES_rwsem := kernel/locking/rwsem.c kernel/locking/osq_lock.c
+KSHIM_FILES_qspinlock :=
+KSHIM_TREE_FILES = $(KSHIM_FILES_$(KSHIM_LOCK)) kernel/locking/qspinlock.c lib/rbtree.c
+KSHIM_OBJ = $(KSHIM_OUT).objs
+KERNEL_CFLAGS := -std=gnu11 -D__KERNEL__ -fno-strict-aliasing -fno-delete-null-pointer-checks \
+	-fno-strict-overflow -fno-common -fPIC -fvisibility=hidden -g \
+	-Wall -Wno-unused-function -Wno-unused-variable -Werror=implicit-function-declaration \
+	-Inative/kshim/include -I$(KSHIM_TREE)/include -Inative/include -DKSHIM_LOCK_$(KSHIM_LOCK)
+KSHIM_TREE_OBJS = $(patsubst %.c,$(KSHIM_OBJ)/tree/%.o,$(KSHIM_TREE_FILES))
+KSHIM_OWN_OBJS = $(KSHIM_OBJ)/sched.o $(KSHIM_OBJ)/bridge.o
+
+.PHONY: kshim-plugin
+kshim-plugin: $(KSHIM_OUT)
+
+$(KSHIM_OBJ)/tree/%.o: $(KSHIM_TREE)/%.c
+	@mkdir -p $(@D)
+	$(CC) $(KERNEL_CFLAGS) $(CFLAGS_$(KSHIM_BUILD)) -c -o $@ $<
+
+$(KSHIM_OBJ)/%.o: native/kshim/%.c
+	@mkdir -p $(@D)
+	$(CC) $(KERNEL_CFLAGS) -Wextra -Werror -Wno-unused-parameter $(CFLAGS_$(KSHIM_BUILD)) -c -o $@ $<
+
+$(KSHIM_OUT): $(KSHIM_TREE_OBJS) $(KSHIM_OWN_OBJS) native/kshim/host.c native/kshim/plugin.c \
+		$(HEADERS) Makefile
+	$(CC) $(BASE_CFLAGS) $(CFLAGS_$(KSHIM_BUILD)) -fPIC -fvisibility=hidden -shared \
+		-DKSHIM_LOCK_$(KSHIM_LOCK) -DKSHIM_SOURCE='"$(KSHIM_SOURCE)"' -o $@ \
+		native/kshim/host.c native/kshim/plugin.c $(KSHIM_TREE_OBJS) $(KSHIM_OWN_OBJS)

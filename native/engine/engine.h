@@ -37,6 +37,20 @@ void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), nore
 const struct lock_ops *registry_find(const char *name);
 void registry_load_plugin(const char *path); /* usage_error() on failure */
 const struct lock_ops *registry_last_plugin(void);
+/*
+ * A plugin may export its own writer loop (LOCKLAB_PLUGIN_LOOP_SYMBOL, worker_loop.h compiled
+ * with its lock called directly, as native/engine/loops/ do for built-in locks) and the
+ * engine layout it was compiled against (LOCKLAB_PLUGIN_LAYOUT_SYMBOL, LOCKLAB_ENGINE_LAYOUT:
+ * a hash of the engine headers the loop depends on, set by the build).
+ */
+struct worker;
+typedef void plugin_writer_loop_fn(struct worker *w, uint32_t control_seen);
+#define LOCKLAB_PLUGIN_LOOP_SYMBOL "locklab_plugin_writer_loop"
+#define LOCKLAB_PLUGIN_LAYOUT_SYMBOL "locklab_plugin_engine_layout"
+#ifndef LOCKLAB_ENGINE_LAYOUT
+#define LOCKLAB_ENGINE_LAYOUT "unset"
+#endif
+plugin_writer_loop_fn *registry_plugin_loop(const struct lock_ops *ops);
 size_t registry_count(void);
 const struct lock_ops *registry_at(size_t i);
 size_t lock_tunable_count(const struct lock_ops *ops);

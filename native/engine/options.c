@@ -19,6 +19,7 @@
 static const char usage_text[] =
 	"usage: locklab-bench --lock NAME [options]\n"
 	"       locklab-bench --list [--json FILE]   |   locklab-bench --topology\n"
+	"       locklab-bench --engine-layout   (what a plugin's own writer loop is built for)\n"
 	"\n"
 	"what to run\n"
 	"  --lock NAME            lock to measure (see --list)\n"
@@ -67,6 +68,7 @@ static const char usage_text[] =
 
 enum option_id {
 	OPT_LIST = 256,
+	OPT_ENGINE_LAYOUT,
 	OPT_TOPOLOGY,
 	OPT_SCENARIO,
 	OPT_LOCK,
@@ -98,6 +100,7 @@ enum option_id {
 static const struct option long_options[] = {
 	{ "help", no_argument, NULL, 'h' },
 	{ "list", no_argument, NULL, OPT_LIST },
+	{ "engine-layout", no_argument, NULL, OPT_ENGINE_LAYOUT },
 	{ "topology", no_argument, NULL, OPT_TOPOLOGY },
 	{ "scenario", required_argument, NULL, OPT_SCENARIO },
 	{ "lock", required_argument, NULL, OPT_LOCK },
@@ -263,6 +266,7 @@ void options_parse(int argc, char **argv, struct bench_config *config)
 		switch (id) {
 		case 'h': fputs(usage_text, stdout); exit(EXIT_FINE);
 		case OPT_LIST: config->list = true; break;
+		case OPT_ENGINE_LAYOUT: puts(LOCKLAB_ENGINE_LAYOUT); exit(EXIT_FINE);
 		case OPT_TOPOLOGY: config->topology = true; break;
 		case OPT_SCENARIO:
 			if (strcmp(optarg, "pi-inversion") != 0)

@@ -22,6 +22,8 @@ static const struct lock_ops *const builtin_locks[] = {
 #define BUILTIN_COUNT (sizeof(builtin_locks) / sizeof(builtin_locks[0]))
 
 static const struct lock_ops *plugin_locks[MAX_PLUGINS];
+/* A plugin's own writer loop (worker_loop.h compiled with its lock inlined), or NULL. */
+static plugin_writer_loop_fn *plugin_loops[MAX_PLUGINS];
 static size_t plugin_count;
 
 size_t registry_count(void) { return BUILTIN_COUNT + plugin_count; }
@@ -76,12 +78,22 @@ const struct lock_ops *registry_last_plugin(void)
 	return plugin_count ? plugin_locks[plugin_count - 1] : NULL;
 }
 
+plugin_writer_loop_fn *registry_plugin_loop(const struct lock_ops *ops)
+{
+	for (size_t i = 0; i < plugin_count; i++)
+		if (plugin_locks[i] == ops)
+			return plugin_loops[i];
+	return NULL;
+}
+
+/* ':' separates a source from a lock (kernel:rtmutex: the kernel tree's rtmutex). */
 static bool valid_lock_name(const char *name)
 {
 	if (name == NULL || *name == '\0')
 		return false;
 	for (const char *p = name; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-'))
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-' ||
+		      *p == ':'))
 			return false;
 	return true;
 }
@@ -101,7 +113,7 @@ void registry_load_plugin(const char *path)
 		usage_error("plugin %s was built for lock ABI %u, this engine has %u: rebuild it",
 			    path, ops->abi_version, LOCKLAB_ABI_VERSION);
 	if (!valid_lock_name(ops->name))
-		usage_error("plugin %s: lock name must be lower case letters, digits, '_' or '-'",
+		usage_error("plugin %s: lock name must be lower case letters, digits, '_', '-' or ':'",
 			    path);
 	if (ops->lock == NULL || ops->unlock == NULL || ops->lock_size == 0)
 		usage_error("plugin %s: lock '%s' needs lock, unlock and a lock_size", path,
@@ -113,6 +125,19 @@ void registry_load_plugin(const char *path)
 		usage_error("plugin %s: at most %d tunables", path, MAX_TUNABLES);
 	if (registry_find(ops->name) != NULL)
 		usage_error("plugin %s: a lock named '%s' already exists", path, ops->name);
+	/*
+	 * A writer loop of its own is compiled against the engine's structures: it is used only
+	 * by the engine whose layout (a hash of the headers that define them) it was built for.
+	 */
+	plugin_writer_loop_fn *loop = (plugin_writer_loop_fn *)dlsym(handle, LOCKLAB_PLUGIN_LOOP_SYMBOL);
+	if (loop != NULL) {
+		const char *layout = dlsym(handle, LOCKLAB_PLUGIN_LAYOUT_SYMBOL);
+		if (layout == NULL || strcmp(layout, LOCKLAB_ENGINE_LAYOUT) != 0)
+			usage_error("plugin %s was built for another engine (layout %s, this engine has "
+				    "%s): rebuild it", path, layout ? layout : "none",
+				    LOCKLAB_ENGINE_LAYOUT);
+	}
+	plugin_loops[plugin_count] = loop;
 	plugin_locks[plugin_count++] = ops;
 }
 void list_locks(const char *json_path)

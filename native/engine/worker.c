@@ -322,6 +322,9 @@ typedef void writer_loop_fn(struct worker *w, uint32_t control_seen);
 
 static writer_loop_fn *writer_loop_of(const struct lock_ops *ops)
 {
+	writer_loop_fn *plugin_loop = registry_plugin_loop(ops);
+	if (plugin_loop != NULL)
+		return plugin_loop;
 	for (size_t i = 0; i < sizeof(specialised_loops) / sizeof(specialised_loops[0]); i++)
 		if (specialised_loops[i].ops == ops)
 			return specialised_loops[i].writer_loop;

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * host.c - the userspace side of the kernel shim: each thread's task and CPU id, per-CPU
+ * copies, futexes, the clock, and what a WARN or BUG prints. Compiled against libc, never
+ * against the kernel headers (their names would collide); it reaches the kernel side only
+ * through kshim/host.h.
+ *
+ * CPU ids: a thread gets the lowest id no live thread has when it first uses a kernel lock,
+ * and gives it back when it exits, so per-CPU data (qspinlock's queue nodes) is never used by
+ * two threads at once, as preemption being off guarantees in the kernel.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "host.h"
+
+__thread struct task_struct *kshim_current_task __attribute__((tls_model("initial-exec")));
+long kshim_percpu_offset[KSHIM_NR_CPUS];
+/* The per-CPU section: the linker names its bounds. DEFINE_PER_CPU variables are its first copy. */
+extern char __start_kshim_percpu[] __attribute__((weak));
+extern char __stop_kshim_percpu[] __attribute__((weak));
+
+static pthread_mutex_t ids_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned char id_taken[KSHIM_NR_CPUS];
+static char *percpu_copy[KSHIM_NR_CPUS]; /* made once per id, kept: ids are reused */
+static pthread_key_t task_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+struct host_task {
+	unsigned int cpu;
+	/* the task follows, aligned for it */
+	_Alignas(128) unsigned char task[];
+};
+
+static void fatal(const char *what)
+{
+	fprintf(stderr, "locklab: kernel shim: %s\n", what);
+	exit(2);
+}
+
+static void release_task(void *record)
+{
+	struct host_task *host = record;
+	pthread_mutex_lock(&ids_lock);
+	id_taken[host->cpu] = 0;
+	pthread_mutex_unlock(&ids_lock);
+	kshim_current_task = NULL;
+	free(host);
+}
+
+static void make_key(void)
+{
+	if (pthread_key_create(&task_key, release_task) != 0)
+		fatal("pthread_key_create failed");
+}
+
+static unsigned int take_cpu_id(void)
+{
+	size_t section = (size_t)(__stop_kshim_percpu - __start_kshim_percpu);
+	pthread_mutex_lock(&ids_lock);
+	unsigned int cpu = 0;
+	while (cpu < KSHIM_NR_CPUS && id_taken[cpu])
+		cpu++;
+	if (cpu == KSHIM_NR_CPUS) {
+		pthread_mutex_unlock(&ids_lock);
+		fatal("more than 4096 threads use kernel locks at once");
+	}
+	id_taken[cpu] = 1;
+	/* CPU 0 uses the section itself; each other id gets a copy of it, made once. */
+	if (cpu != 0 && section != 0 && percpu_copy[cpu] == NULL) {
+		char *copy = aligned_alloc(128, (section + 127) / 128 * 128);
+		if (copy == NULL)
+			fatal("out of memory for per-CPU data");
+		memcpy(copy, __start_kshim_percpu, section);
+		percpu_copy[cpu] = copy;
+		__atomic_store_n(&kshim_percpu_offset[cpu], copy - __start_kshim_percpu,
+				 __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&ids_lock);
+	return cpu;
+}
+
+struct task_struct *kshim_attach_current(void)
+{
+	pthread_once(&key_once, make_key);
+	struct host_task *host = aligned_alloc(128, (sizeof(*host) + kshim_task_size + 127) / 128 * 128);
+	if (host == NULL)
+		fatal("out of memory for a task");
+	memset(host, 0, sizeof(*host) + kshim_task_size);
+	host->cpu = take_cpu_id();
+	struct sched_param param = { 0 };
+	int policy = SCHED_OTHER;
+	pthread_getschedparam(pthread_self(), &policy, &param);
+	struct task_struct *task = (struct task_struct *)(void *)host->task;
+	kshim_task_init(task, host->cpu, (int)syscall(SYS_gettid), policy, param.sched_priority);
+	pthread_setspecific(task_key, host);
+	kshim_current_task = task;
+	return task;
+}
+
+void kshim_futex_wait(unsigned int *word, unsigned int expected)
+{
+	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+}
+
+void kshim_futex_wake(unsigned int *word)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+void kshim_host_yield(void)
+{
+	sched_yield();
+}
+
+uint64_t kshim_clock_ns(void)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+/* jiffies at HZ = 250, from the same clock. */
+unsigned long kshim_jiffies(void)
+{
+	return (unsigned long)(kshim_clock_ns() / 4000000ull);
+}
+
+void kshim_warn(const char *file, int line, const char *condition)
+{
+	fprintf(stderr, "locklab: kernel WARNING at %s:%d: %s\n", file, line, condition);
+}
+
+void kshim_bug(const char *file, int line, const char *condition)
+{
+	fprintf(stderr, "locklab: kernel BUG at %s:%d: %s\n", file, line, condition);
+	abort();
+}

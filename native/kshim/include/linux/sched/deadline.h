@@ -1,0 +1,3 @@
+/* SPDX-License-Identifier: MIT */
+/* linux/sched/deadline.h: part of the kernel environment in kshim/kernel.h. */
+#include <kshim/kernel.h>

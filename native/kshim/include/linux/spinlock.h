@@ -1,0 +1,3 @@
+/* SPDX-License-Identifier: MIT */
+/* linux/spinlock.h: part of the kernel environment in kshim/kernel.h. */
+#include <kshim/kernel.h>

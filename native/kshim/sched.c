@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sched.c - the scheduler calls the tree's sleeping locks make, on the kshim task
+ * (kshim/sched.h), written from their documented behaviour in Linux 6.1 and 6.12
+ * (kernel/sched/core.c: try_to_wake_up(), wake_q_add(), wake_up_q(), rt_mutex_setprio()).
+ * Compiled in the kernel environment; the host side (futexes, threads) is host.c.
+ */
+#include <linux/sched.h>
+#include <linux/sched/wake_q.h>
+
+/* Sleep until a waker sets TASK_RUNNING: at once if one already has. */
+void schedule(void)
+{
+	struct task_struct *self = current;
+	unsigned int state;
+
+	while ((state = smp_load_acquire(&self->__state)) != TASK_RUNNING) {
+		WRITE_ONCE(self->on_cpu, 0);
+		kshim_futex_wait(&self->__state, state);
+		WRITE_ONCE(self->on_cpu, 1);
+	}
+}
+
+void schedule_preempt_disabled(void)
+{
+	schedule();
+}
+
+void schedule_rtlock(void)
+{
+	schedule();
+}
+
+long schedule_timeout(long timeout)
+{
+	schedule();
+	return timeout;
+}
+
+void kshim_yield(void)
+{
+	kshim_host_yield();
+}
+
+/*
+ * try_to_wake_up(): wake @p if its state is one of @state. Fully ordered when it wakes (a
+ * seq_cst exchange of the state word), as the kernel's is: what the waker stored before is
+ * seen by the woken task after its schedule() returns.
+ */
+int wake_up_state(struct task_struct *p, unsigned int state)
+{
+	unsigned int seen = READ_ONCE(p->__state);
+
+	do {
+		if (!(seen & state))
+			return 0;
+	} while (!__atomic_compare_exchange_n(&p->__state, &seen, TASK_RUNNING, false,
+					      __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+	kshim_futex_wake(&p->__state);
+	return 1;
+}
+
+int wake_up_process(struct task_struct *p)
+{
+	return wake_up_state(p, TASK_NORMAL);
+}
+
+/*
+ * wake_q: a task is queued at most once (its wake_q node's next goes from NULL to the list's
+ * tail marker atomically); wake_up_q() wakes each and clears the node first, so the task can
+ * be queued again by anyone once it is woken.
+ */
+static bool wake_q_queue(struct wake_q_head *head, struct task_struct *task)
+{
+	struct wake_q_node *node = &task->wake_q;
+
+	smp_mb__before_atomic();
+	if (unlikely(cmpxchg_relaxed(&node->next, NULL, WAKE_Q_TAIL)))
+		return false;
+	*head->lastp = node;
+	head->lastp = &node->next;
+	return true;
+}
+
+void wake_q_add(struct wake_q_head *head, struct task_struct *task)
+{
+	if (wake_q_queue(head, task))
+		get_task_struct(task);
+}
+
+void wake_q_add_safe(struct wake_q_head *head, struct task_struct *task)
+{
+	if (!wake_q_queue(head, task))
+		put_task_struct(task);
+}
+
+void wake_up_q(struct wake_q_head *head)
+{
+	struct wake_q_node *node = head->first;
+
+	while (node != WAKE_Q_TAIL) {
+		struct task_struct *task = container_of(node, struct task_struct, wake_q);
+
+		node = node->next;
+		/* The task may be queued again from here on: clear before waking (pairs with
+		 * the cmpxchg in wake_q_queue()). */
+		WRITE_ONCE(task->wake_q.next, NULL);
+		wake_up_process(task);
+		put_task_struct(task);
+	}
+}
+
+/*
+ * Priority inheritance's effect on the boosted task: its effective priority becomes its top
+ * donor's if that is more important. The host's scheduler is not told (that needs privilege
+ * and is the hand ports' job, native/locks/lock_task.h); the locks' own decisions (waiter
+ * order, stealing, the top waiter's spin) follow prio as in the kernel.
+ */
+void rt_mutex_setprio(struct task_struct *p, struct task_struct *pi_task)
+{
+	int prio = p->normal_prio;
+
+	if (pi_task && pi_task->prio < prio)
+		prio = pi_task->prio;
+	WRITE_ONCE(p->pi_top_task, pi_task);
+	WRITE_ONCE(p->prio, prio);
+}
+
+int sched_setscheduler(struct task_struct *p, int policy, const void *param)
+{
+	(void)p, (void)policy, (void)param;
+	return 0;
+}
+
+/* A new task: what the kernel's fork gives the locks' fields (sched_fork(), rt_mutex_init_task()). */
+void kshim_task_init(struct task_struct *task, unsigned int cpu, pid_t pid, int policy,
+		     int rt_priority)
+{
+	task->__state = TASK_RUNNING;
+	task->on_cpu = 1;
+	task->cpu = cpu;
+	task->pid = pid;
+	task->policy = (unsigned int)policy;
+	task->rt_priority = (unsigned int)rt_priority;
+	task->static_prio = DEFAULT_PRIO;
+	task->normal_prio = policy == SCHED_FIFO || policy == SCHED_RR
+				    ? MAX_RT_PRIO - 1 - rt_priority
+				    : DEFAULT_PRIO;
+	task->prio = task->normal_prio;
+	raw_spin_lock_init(&task->pi_lock);
+	task->pi_waiters = RB_ROOT_CACHED;
+	task->pi_top_task = NULL;
+	task->pi_blocked_on = NULL;
+	task->wake_q.next = NULL;
+}
+
+const size_t kshim_task_size = sizeof(struct task_struct);
