@@ -127,6 +127,9 @@ const struct lock_ops locklab_plugin_lock = {
 __attribute__((visibility("default"))) extern const char locklab_plugin_engine_layout[];
 const char locklab_plugin_engine_layout[] = LOCKLAB_ENGINE_LAYOUT;
 
+/* Exported: the engine looks it up by name (LOCKLAB_PLUGIN_LOOP_SYMBOL). */
+__attribute__((visibility("default"))) void locklab_plugin_writer_loop(struct worker *w,
+								       uint32_t control_seen);
 #define WORKER_LOOP_NAME locklab_plugin_writer_loop
 #define WORKER_LOCK(lock, self) ((void)(self), KSHIM_LOCK((KSHIM_TYPE *)(lock)))
 #define WORKER_UNLOCK(lock, self) KSHIM_UNLOCK((KSHIM_TYPE *)(lock))

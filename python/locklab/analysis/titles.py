@@ -3,20 +3,43 @@ label stands for."""
 
 from __future__ import annotations
 
+import json
 import statistics
+from pathlib import Path
 
 from locklab.model.spec import ExperimentSpec
 from locklab.store import Experiment, Run
+
+# What a lock compiled from a kernel tree cannot reproduce in userspace (kernel/from_source.py).
+FROM_SOURCE_NOTE = (
+    "kernel: locks run the tree's own code in userspace: preemption and interrupts cannot be "
+    "disabled, so a preempted holder or queued waiter stalls the others and points with more "
+    "threads than CPUs differ from the kernel's; a preempted owner reads as running"
+)
+
+
+def _origin(plugin: str) -> str:
+    """A kernel: lock's tree and patches (its build's provenance.json), else the plugin."""
+    record = Path(plugin).with_name("provenance.json")
+    try:
+        data = json.loads(record.read_text())
+        patches = " + ".join(data["patches"]) or "no patches"
+        return f"{data['source']} with {patches} ({data['build']})"
+    except (OSError, ValueError, KeyError, TypeError):
+        return plugin
 
 
 def variant_lines(spec: ExperimentSpec) -> list[str]:
     """What each column label runs, where the label alone does not say it."""
     described = [
-        f"{v.label} = {v.describe()}" + (f" from {v.plugin}" if v.plugin else "")
+        f"{v.label} = {v.describe()}" + (f" from {_origin(v.plugin)}" if v.plugin else "")
         for v in spec.variants
         if v.label != v.describe() or v.plugin
     ]
-    return [f"variants: {'; '.join(described)}"] if described else []
+    lines = [f"variants: {'; '.join(described)}"] if described else []
+    if any(v.lock.startswith("kernel:") for v in spec.variants):
+        lines.append(f"note: {FROM_SOURCE_NOTE}")
+    return lines
 
 
 def _repeats(spec: ExperimentSpec) -> str:

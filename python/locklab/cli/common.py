@@ -7,12 +7,16 @@ import argparse
 import math
 import os
 import socket
+from pathlib import Path
 from typing import Any
 
 from locklab.analysis.cells import Settings
 from locklab.analysis.metrics import METRICS
 from locklab.analysis.stats import TESTS
 from locklab.errors import LocklabError
+from locklab.kernel.build import ROOT
+from locklab.kernel.from_source import BUILDS
+from locklab.run.engine import find_engine
 
 DEFAULT_STORE = "locklab-results"
 EXIT_RUN_FAILED = 1
@@ -130,6 +134,21 @@ def engine_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--engine", help="path of locklab-bench (default: $LOCKLAB_ENGINE, the virtualenv, PATH)"
     )
+    parser.add_argument(
+        "--build", choices=BUILDS, default=None,
+        help="the engine's build: opt (measured), tsan (ThreadSanitizer) or asan "
+        "(AddressSanitizer+UBSan); kernel: locks are compiled in the same build",
+    )  # fmt: skip
+
+
+def chosen_engine(args: argparse.Namespace) -> Path:
+    """--engine, else the engine of --build (build/BUILD/locklab-bench), else the default."""
+    if args.engine or not args.build:
+        return find_engine(args.engine)
+    path = ROOT / "build" / args.build / "locklab-bench"
+    if not path.is_file():
+        raise LocklabError(f"--build {args.build}: {path} is missing (run 'make build-all')")
+    return path
 
 
 def settings(args: argparse.Namespace) -> Settings:

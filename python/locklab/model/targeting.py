@@ -22,23 +22,35 @@ def spec_for_locks(
     param_texts: list[str],
     plugin_paths: list[str],
     axes_text: dict[str, str | None],
+    source_plugins: dict[str, list[tuple[str, str]]] | None = None,
     **settings: Any,
 ) -> ExperimentSpec:
     """The spec of `--lock A,B --param ... --nwriters ...`; `settings` are ExperimentSpec's
-    other fields (name and baseline default to the locks)."""
+    other fields (name and baseline default to the locks). `source_plugins`: for each lock
+    compiled from a kernel tree (kernel:NAME), its (patch label, plugin) pairs: one variant
+    each, labelled by the patch (or LOCK/LABEL when several such locks are run)."""
     if not lock_text:
         raise LocklabError("run: give --lock A,B,... (or --resume EXP)")
     locks = [name.strip() for name in lock_text.split(",")]
     if not all(locks):
         raise LocklabError(f"--lock: empty lock name in '{lock_text}'")
+    sources = source_plugins or {}
     plugins = tuple(str(Path(p).resolve()) for p in plugin_paths)
     catalogue = catalogue_of(plugins)
-    unknown = next((name for name in locks if name not in catalogue), None)
+    unknown = next((name for name in locks if name not in catalogue and name not in sources), None)
     if unknown:
         raise LocklabError(f"unknown lock '{unknown}' (see 'locklab list')")
-    params = _targeted_params(catalogue, locks, param_texts)
+    built_here = [lock for lock in locks if lock not in sources]
+    params = _targeted_params(catalogue, built_here, param_texts)
     plugin_of = _plugin_of(catalogue_of, plugins)
-    variants = [Variant(lock, lock, tuple(params[lock]), plugin_of.get(lock)) for lock in locks]
+    variants: list[Variant] = []
+    for lock in locks:
+        if lock not in sources:
+            variants.append(Variant(lock, lock, tuple(params[lock]), plugin_of.get(lock)))
+            continue
+        for label, plugin in sources[lock]:
+            shown = label if len(sources) == 1 else f"{lock}/{label}"
+            variants.append(Variant(shown, lock, (), plugin))
     sweep = {
         axis: parse_int_list(axis, text) for axis, text in axes_text.items() if text is not None
     }
@@ -46,7 +58,7 @@ def spec_for_locks(
         name=settings.pop("name", None) or "-".join(locks),
         variants=variants,
         sweep={axis: sweep[axis] for axis in AXES if axis in sweep},
-        baseline=settings.pop("baseline", None) or locks[0],
+        baseline=settings.pop("baseline", None) or variants[0].label,
         **settings,
     )
 

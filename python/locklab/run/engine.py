@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -39,9 +40,15 @@ class EngineOutcome:
     wall_s: float
     timed_out: bool = False
     status: str = field(init=False)
+    sanitizer: str | None = field(init=False)  # the report's one line, when there is one
 
     def __post_init__(self) -> None:
-        if self.timed_out:
+        self.sanitizer = sanitizer_summary(self.stderr)
+        if self.sanitizer is not None:
+            # A finding of the run, as a violation is; the whole report is kept with it.
+            self.status = "sanitizer"
+            self.result = {**(self.result or {}), "sanitizer_report": self.stderr}
+        elif self.timed_out:
             self.status = "timeout"
         elif self.result is not None and self.exit_code in (EXIT_OK, EXIT_VIOLATION, EXIT_WATCHDOG):
             self.status = self.result.get("status", "error")
@@ -50,6 +57,8 @@ class EngineOutcome:
 
     def error_line(self) -> str:
         """The engine's own last stderr line, or a description of how it ended."""
+        if self.sanitizer is not None:
+            return self.sanitizer
         if self.timed_out:
             return f"killed after {self.wall_s:.0f} s without finishing"
         if self.result is not None and self.result.get("error"):
@@ -103,10 +112,23 @@ class Engine:
             self._catalogues[plugins] = Catalogue([lock_info(lock) for lock in locks])
         return self._catalogues[plugins]
 
+    def build(self) -> str:
+        """Which build this engine is, by the sanitizer runtime it links: tsan, asan or opt
+        (a plugin loaded into it must be compiled the same way)."""
+        binary = self.path.read_bytes()
+        if b"__tsan_init" in binary:
+            return "tsan"
+        return "asan" if b"__asan_init" in binary else "opt"
+
     def check(self, spec: ExperimentSpec) -> None:
         """The spec against this engine's catalogue, with the plugins it loads; a variant that
         names a plugin must take its lock from it, not from the built-in locks."""
-        spec.validate(self.catalogue(spec.plugins()))
+        # Each plugin is listed alone: several may bring a lock of one name (kernel:rtmutex,
+        # built with different patches).
+        locks = {name: info for name, info in self.catalogue().items()}
+        for plugin in spec.plugins():
+            locks.update(self.catalogue((plugin,)).items())
+        spec.validate(Catalogue(list(locks.values())))
         built_in = self.catalogue()
         for variant in spec.variants:
             if variant.plugin and variant.lock in built_in:
@@ -178,6 +200,34 @@ class Engine:
             )
         except OSError as error:
             raise LocklabError(f"engine {self.path} cannot run: {error.strerror}") from None
+
+
+_SANITIZER = re.compile(
+    r"(?:WARNING|ERROR): (ThreadSanitizer|AddressSanitizer|"
+    r"UndefinedBehaviorSanitizer|LeakSanitizer): ([\w-]+(?: [\w-]+)*)"
+)
+_FRAME = re.compile(r"^\s+#0 (\S+)", re.M)
+_SECOND_ACCESS = re.compile(r"^\s+Previous .* by ", re.M)
+
+
+def sanitizer_summary(stderr: str) -> str | None:
+    """The first sanitizer report in the engine's stderr as one line: "ThreadSanitizer data
+    race, A vs B" (the innermost function of each access), or None when there is none."""
+    found = _SANITIZER.search(stderr)
+    if found is None:
+        return None
+    tool, kind = found.group(1), found.group(2).split(" on ")[0].removesuffix(" (pid")
+    report = stderr[found.end() :]
+    end = report.find("SUMMARY:")
+    report = report if end < 0 else report[:end]
+    first = _FRAME.search(report)
+    where = first.group(1) if first else "unknown"
+    second_at = _SECOND_ACCESS.search(report)
+    if second_at is not None:
+        second = _FRAME.search(report, second_at.end())
+        if second is not None:
+            where = f"{where} vs {second.group(1)}"
+    return f"{tool} {kind.replace('-', ' ')}, {where}"
 
 
 def _text(data: bytes | str | None) -> str:

@@ -23,6 +23,7 @@ from locklab.store import Experiment, Run, Store
 
 STATUS_WORDS = {
     "violation": "correctness violation",
+    "sanitizer": "sanitizer report",
     "watchdog": f"deadlock (watchdog: no acquisition for {RUN_WATCHDOG_S:g} s)",
     "timeout": "hung (killed at its time limit)",
     "error": "failed",

@@ -1,0 +1,226 @@
+"""Kernel locks compiled from a kernel tree into the engine: `kernel:rtmutex`, `kernel:mutex`,
+`kernel:rwsem`, `kernel:qspinlock`.
+
+The tree's own files (kernel/locking/ and lib/rbtree.c) are copied, the user's patches applied
+to the copy (the same patch files and labels as `locklab kernel --patch`), and the Makefile's
+`kshim-plugin` rule compiles them unmodified against locklab's shim (native/kshim) into one
+plugin per (lock, tree, patches, build), with a writer loop of its own. Each is built once:
+its key hashes the tree, the patches, the shim, the build and the engine's layout.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from locklab.errors import LocklabError
+from locklab.kernel.build import (
+    ROOT,
+    SOURCE_TARBALL,
+    _progress,
+    source_identity,
+    unpack_default_source,
+)
+from locklab.kernel.build_inputs import (
+    apply_patch,
+    check_patches,
+    parse_patch_option,
+    patch_failure,
+    patched_files,
+)
+
+PREFIX = "kernel:"
+LOCKS = ("rtmutex", "mutex", "rwsem", "qspinlock")
+BUILDS = ("opt", "tsan", "asan")
+CACHE = ROOT / "build" / "kshim"
+SHIM = ROOT / "native" / "kshim"
+# Bumped when the way a plugin is made changes, so older ones are not reused.
+RECIPE = "locklab-kshim-1"
+# What is copied from the tree: the locking files and their includes, and the rbtree code.
+TREE_PARTS = ("kernel/locking", "lib/rbtree.c", "include")
+
+# The compiler runs with LC_ALL=C, so it quotes with ASCII.
+_UNDECLARED = re.compile(r"implicit declaration of function '(\w+)'")
+_UNDEFINED = re.compile(r"undefined reference to `(\w+)'")
+_NO_HEADER = re.compile(r"fatal error: ([\w/.-]+\.h): No such file")
+_ERROR = re.compile(r"^(\S+:\d+:\d+: error: .*)$", re.M)
+
+
+@dataclass(frozen=True)
+class SourceLock:
+    """One lock of a tree, with a patch set, in one build: where its plugin is."""
+
+    lock: str  # kernel:rtmutex
+    label: str  # the patch set's label, as `locklab kernel --patch` names it
+    plugin: Path
+    key: str
+    cached: bool
+
+
+def is_source_lock(name: str) -> bool:
+    return name.startswith(PREFIX)
+
+
+def check_name(name: str) -> str:
+    """The family of kernel:NAME, or one error line naming the known ones."""
+    family = name.removeprefix(PREFIX)
+    if family not in LOCKS:
+        known = ", ".join(PREFIX + lock for lock in LOCKS)
+        raise LocklabError(f"unknown kernel lock '{name}' (known: {known})")
+    return family
+
+
+def _engine_layout(engine: Path) -> str:
+    proc = subprocess.run([str(engine), "--engine-layout"], capture_output=True, text=True,
+                          check=False)  # fmt: skip
+    if proc.returncode != 0 or not proc.stdout.strip():
+        raise LocklabError(f"{engine} does not say its layout: rebuild it ('make build-all')")
+    return proc.stdout.strip()
+
+
+def _shim_digest() -> str:
+    digest = hashlib.sha256()
+    for path in [*sorted(SHIM.rglob("*")), ROOT / "Makefile"]:
+        if path.is_file():
+            digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def build_key(source_key: str, patches: list[Path], family: str, build: str, layout: str) -> str:
+    recipe = {
+        "recipe": RECIPE,
+        "source": source_key,
+        "patches": [[p.name, hashlib.sha256(p.read_bytes()).hexdigest()] for p in patches],
+        "lock": family,
+        "build": build,
+        "shim": _shim_digest(),
+        "engine_layout": layout,
+    }
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
+
+
+def _copy_tree(source: Path, work: Path, patches: list[Path]) -> None:
+    """The parts of the tree the build compiles, and every file a patch touches, copied."""
+    partial = work.with_name(work.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    for part in TREE_PARTS:
+        origin = source / part
+        target = partial / part
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if origin.is_dir():
+            shutil.copytree(origin, target, symlinks=True)
+        else:
+            shutil.copy2(origin, target)
+    for name in {name for patch in patches for name in patched_files(patch)}:
+        origin, target = source / name, partial / name
+        if origin.is_file() and not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(origin, target)
+    for patch in patches:
+        proc = apply_patch(partial, patch, dry_run=False)
+        if proc.returncode != 0:
+            raise LocklabError(patch_failure(patch, proc.stdout + proc.stderr))
+    shutil.rmtree(work, ignore_errors=True)
+    partial.rename(work)
+
+
+def compile_failure(output: str, lock: str, label: str) -> str:
+    """One line for a build that failed: the kernel function or header the shim lacks, else
+    the compiler's first error."""
+    for pattern, what in ((_UNDECLARED, "kernel function"), (_UNDEFINED, "kernel function"),
+                          (_NO_HEADER, "header")):  # fmt: skip
+        found = pattern.search(output)
+        if found:
+            return (f"{lock} ({label}): the {what} {found.group(1)} is not in locklab's "
+                    "kernel shim (native/kshim): the patch uses what the shim lacks")  # fmt: skip
+    first = _ERROR.search(output)
+    lines = output.strip().splitlines() or ["no output"]
+    detail = first.group(1) if first else lines[-1]
+    return f"{lock} ({label}): compiling from the tree failed: {detail[:240]}"
+
+
+def build_source_lock(
+    name: str,
+    label: str,
+    patches: list[Path],
+    build: str,
+    engine: Path,
+    source_dir: Path | None = None,
+) -> SourceLock:
+    """The plugin of kernel:NAME with these patches in this build, built unless cached."""
+    family = check_name(name)
+    if build not in BUILDS:
+        raise LocklabError(f"--build {build}: use one of {', '.join(BUILDS)}")
+    if source_dir is None:
+        source = unpack_default_source()
+        origin = f"{SOURCE_TARBALL.name}"
+    else:
+        source = source_dir.resolve()
+        if not (source / "kernel" / "locking" / "rtmutex_api.c").is_file():
+            raise LocklabError(f"--source {source_dir}: not a kernel tree with kernel/locking/")
+        origin = str(source)
+    try:
+        check_patches(source, patches)
+    except LocklabError as error:
+        raise LocklabError(f"{label}: {error}") from None
+    layout = _engine_layout(engine)
+    key = build_key(source_identity(source), patches, family, build, layout)
+    target = CACHE / key[:24]
+    plugin = target / f"kernel-{family}.so"
+    if plugin.is_file():
+        return SourceLock(name, label, plugin, key, cached=True)
+    start = time.monotonic()
+    _progress(f"building {name} ({label}, {build}) from {origin}")
+    work = target / "tree"
+    _copy_tree(source, work, patches)
+    applied = " + ".join(p.name for p in patches) or "no patches"
+    note = f"{origin}, {applied}".replace("'", "").replace('"', "")
+    partial = target / f"kernel-{family}.so.partial"
+    jobs = f"-j{os.cpu_count() or 1}"
+    command = ["make", "--no-print-directory", "-s", "-C", str(ROOT), jobs, "kshim-plugin",
+               f"KSHIM_TREE={work}", f"KSHIM_LOCK={family}", f"KSHIM_BUILD={build}",
+               f"KSHIM_OUT={partial}", f"KSHIM_SOURCE={note}"]  # fmt: skip
+    proc = subprocess.run(command, capture_output=True, text=True, check=False,
+                          env={**os.environ, "LC_ALL": "C"})  # fmt: skip
+    (target / "build.log").write_text(proc.stdout + proc.stderr)
+    if proc.returncode != 0:
+        raise LocklabError(compile_failure(proc.stdout + proc.stderr, name, label))
+    partial.rename(plugin)
+    (target / "provenance.json").write_text(json.dumps({
+        "lock": name, "label": label, "build": build, "source": origin,
+        "patches": [p.name for p in patches], "key": key,
+        "seconds": round(time.monotonic() - start, 1),
+    }, indent=2) + "\n")  # fmt: skip
+    _progress(f"built {name} ({label}, {build}) in {time.monotonic() - start:.1f} s")
+    return SourceLock(name, label, plugin, key, cached=False)
+
+
+def build_source_locks(
+    names: list[str],
+    patch_texts: list[str],
+    build: str,
+    engine: Path,
+    source_dir: Path | None = None,
+) -> dict[str, list[SourceLock]]:
+    """Each kernel: lock named, once per --patch LABEL=FILE[,FILE...] (none: the stock tree,
+    labelled "stock"), in `build`; every name and patch checked before anything is built."""
+    for name in names:
+        check_name(name)
+    patches: dict[str, list[Path]] = {}
+    for text in patch_texts or ["stock"]:
+        label, files = parse_patch_option(text)
+        if label in patches:
+            raise LocklabError(f"--patch: label {label!r} given twice")
+        patches[label] = files
+    return {
+        name: [build_source_lock(name, label, files, build, engine, source_dir)
+               for label, files in patches.items()]
+        for name in names
+    }  # fmt: skip
