@@ -5,6 +5,9 @@
  * against the kernel headers (their names would collide); it reaches the kernel side only
  * through kshim/host.h.
  *
+ * Per-CPU data: the linker gathers every DEFINE_PER_CPU variable in the kshim_percpu section;
+ * each CPU id gets a copy of it and per_cpu_ptr() adds the copy's offset (the kernel's scheme).
+ *
  * CPU ids: a thread gets the lowest id no live thread has when it first uses a kernel lock,
  * and gives it back when it exits, so per-CPU data (qspinlock's queue nodes) is never used by
  * two threads at once, as preemption being off guarantees in the kernel.
@@ -76,8 +79,11 @@ static unsigned int take_cpu_id(void)
 		fatal("more than 4096 threads use kernel locks at once");
 	}
 	id_taken[cpu] = 1;
-	/* CPU 0 uses the section itself; each other id gets a copy of it, made once. */
-	if (cpu != 0 && section != 0 && percpu_copy[cpu] == NULL) {
+	/*
+	 * Each id gets a copy of the section, made once, from the section itself, which no CPU
+	 * uses: it stays as DEFINE_PER_CPU left it, as the kernel's template does.
+	 */
+	if (section != 0 && percpu_copy[cpu] == NULL) {
 		char *copy = aligned_alloc(128, (section + 127) / 128 * 128);
 		if (copy == NULL)
 			fatal("out of memory for per-CPU data");

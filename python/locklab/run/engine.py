@@ -43,14 +43,17 @@ class EngineOutcome:
     sanitizer: str | None = field(init=False)  # the report's one line, when there is one
 
     def __post_init__(self) -> None:
-        self.sanitizer = sanitizer_summary(self.stderr)
-        if self.sanitizer is not None:
-            # A finding of the run, as a violation is; the whole report is kept with it.
-            self.status = "sanitizer"
+        reports = sanitizer_reports(self.stderr)
+        self.sanitizer = next((r.line for r in reports if r.counts), None)
+        if reports:  # kept with the run, whether or not they count
             self.result = {**(self.result or {}), "sanitizer_report": self.stderr}
+        # A report that does not count leaves the sanitizer's exit status, not a failure.
+        finished = (EXIT_OK, EXIT_VIOLATION, EXIT_WATCHDOG) + ((SANITIZER_EXIT,) if reports else ())
+        if self.sanitizer is not None:
+            self.status = "sanitizer"  # a finding of the run, as a violation is
         elif self.timed_out:
             self.status = "timeout"
-        elif self.result is not None and self.exit_code in (EXIT_OK, EXIT_VIOLATION, EXIT_WATCHDOG):
+        elif self.result is not None and self.result.get("status") and self.exit_code in finished:
             self.status = self.result.get("status", "error")
         else:
             self.status = "error"
@@ -197,37 +200,64 @@ class Engine:
                 timeout=timeout_s,
                 check=False,
                 preexec_fn=die_with_locklab(),
+                env=sanitizer_environment(),
             )
         except OSError as error:
             raise LocklabError(f"engine {self.path} cannot run: {error.strerror}") from None
 
 
-_SANITIZER = re.compile(
-    r"(?:WARNING|ERROR): (ThreadSanitizer|AddressSanitizer|"
-    r"UndefinedBehaviorSanitizer|LeakSanitizer): ([\w-]+(?: [\w-]+)*)"
+_REPORT = re.compile(
+    r"^(?:WARNING|ERROR): (ThreadSanitizer|AddressSanitizer|"
+    r"UndefinedBehaviorSanitizer|LeakSanitizer): ([\w-]+(?: [\w-]+)*)",
+    re.M,
 )
 _FRAME = re.compile(r"^\s+#0 (\S+)", re.M)
-_SECOND_ACCESS = re.compile(r"^\s+Previous .* by ", re.M)
+_ACCESS = re.compile(r"^\s+(Previous )?(atomic )?(read|write) of size (\d+)", re.M | re.I)
+# The exit status a sanitizer gives a process that reported (TSAN's default).
+SANITIZER_EXIT = 66
+
+
+@dataclass(frozen=True)
+class SanitizerReport:
+    line: str  # "ThreadSanitizer data race, A vs B": the innermost function of each access
+    counts: bool  # a finding (see sanitizer_reports)
+
+
+def sanitizer_reports(stderr: str) -> list[SanitizerReport]:
+    """Every sanitizer report in the engine's stderr, in order. A ThreadSanitizer data race
+    counts as KCSAN counts one in its default configuration (KCSAN_ASSUME_PLAIN_WRITES_ATOMIC):
+    only when one of the two accesses is a plain read, or a plain write wider than a word;
+    marked accesses and plain aligned writes up to a word are taken as atomic. Every other
+    sanitizer report counts."""
+    reports: list[SanitizerReport] = []
+    starts = list(_REPORT.finditer(stderr))
+    for index, found in enumerate(starts):
+        tool, kind = found.group(1), found.group(2)
+        end = starts[index + 1].start() if index + 1 < len(starts) else len(stderr)
+        body = stderr[found.end() : end]
+        accesses = list(_ACCESS.finditer(body))
+        names = [m.group(1) for m in _FRAME.finditer(body)][: max(1, len(accesses))]
+        where = " vs ".join(names[:2]) or "unknown"
+        counts = True
+        if tool == "ThreadSanitizer" and kind == "data race" and accesses:
+            counts = any(not a.group(2) and (a.group(3).lower() == "read" or int(a.group(4)) > 8)
+                         for a in accesses)  # fmt: skip
+        reports.append(SanitizerReport(f"{tool} {kind.replace('-', ' ')}, {where}", counts))
+    return reports
 
 
 def sanitizer_summary(stderr: str) -> str | None:
-    """The first sanitizer report in the engine's stderr as one line: "ThreadSanitizer data
-    race, A vs B" (the innermost function of each access), or None when there is none."""
-    found = _SANITIZER.search(stderr)
-    if found is None:
-        return None
-    tool, kind = found.group(1), found.group(2).split(" on ")[0].removesuffix(" (pid")
-    report = stderr[found.end() :]
-    end = report.find("SUMMARY:")
-    report = report if end < 0 else report[:end]
-    first = _FRAME.search(report)
-    where = first.group(1) if first else "unknown"
-    second_at = _SECOND_ACCESS.search(report)
-    if second_at is not None:
-        second = _FRAME.search(report, second_at.end())
-        if second is not None:
-            where = f"{where} vs {second.group(1)}"
-    return f"{tool} {kind.replace('-', ' ')}, {where}"
+    """The first report that counts, as one line; None when there is none."""
+    return next((r.line for r in sanitizer_reports(stderr) if r.counts), None)
+
+
+def sanitizer_environment() -> dict[str, str]:
+    """The environment for a process that may run under ThreadSanitizer: every racing address
+    reported, not only the first pair found on it (a plain write that does not count must not
+    hide a plain read that does); the user's own TSAN_OPTIONS come after, and win."""
+    env = dict(os.environ)
+    env["TSAN_OPTIONS"] = f"suppress_equal_addresses=0 {env.get('TSAN_OPTIONS', '')}".strip()
+    return env
 
 
 def _text(data: bytes | str | None) -> str:
