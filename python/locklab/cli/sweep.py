@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from locklab import provenance
@@ -25,9 +26,9 @@ from locklab.cli.common import (
 from locklab.errors import LocklabError
 from locklab.kernel import campaign as kernel_campaign
 from locklab.kernel.campaign import KernelCampaign
-from locklab.kernel.from_source import build_source_locks, is_source_lock
+from locklab.kernel.from_source import build_source_lock, build_source_locks, is_source_lock
 from locklab.model.campaign import load_campaign, locate_error
-from locklab.model.spec import AutoRepeat, ExperimentSpec, default
+from locklab.model.spec import AutoRepeat, ExperimentSpec, Variant, default
 from locklab.model.targeting import spec_for_locks
 from locklab.model.values import AXES
 from locklab.output import listing
@@ -54,6 +55,18 @@ def _source_plugins(args: argparse.Namespace, engine: Engine) -> dict[str, list[
     return {
         name: [(lock.label, str(lock.plugin)) for lock in locks] for name, locks in built.items()
     }
+
+
+def compiled_variants(variants: list[Variant], engine: Engine) -> list[Variant]:
+    """A campaign's kernel: variants with their plugins, compiled from the tree (cached) with
+    each variant's patches in the engine's build."""
+    return [
+        replace(variant, plugin=str(build_source_lock(
+            variant.lock, variant.label, [Path(p) for p in variant.patches], engine.build(),
+            engine.path).plugin))
+        if is_source_lock(variant.lock) and variant.plugin is None else variant
+        for variant in variants
+    ]  # fmt: skip
 
 
 def register(commands: Commands) -> None:
@@ -228,6 +241,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         spec.warmup_s = args.warmup
     engine = Engine(chosen_engine(args))
     try:
+        spec.variants = compiled_variants(spec.variants, engine)
         engine.check(spec)
         if spec.program:
             from locklab.run.program import check_program

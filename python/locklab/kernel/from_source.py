@@ -49,6 +49,7 @@ TREE_PARTS = ("kernel/locking", "lib/rbtree.c", "include")
 # The compiler runs with LC_ALL=C, so it quotes with ASCII.
 _UNDECLARED = re.compile(r"implicit declaration of function '(\w+)'")
 _UNDEFINED = re.compile(r"undefined reference to `(\w+)'")
+_UNRESOLVED = re.compile(r"undefined symbol: (\w+)")
 _NO_HEADER = re.compile(r"fatal error: ([\w/.-]+\.h): No such file")
 _ERROR = re.compile(r"^(\S+:\d+:\d+: error: .*)$", re.M)
 
@@ -135,6 +136,7 @@ def compile_failure(output: str, lock: str, label: str) -> str:
     """One line for a build that failed: the kernel function or header the shim lacks, else
     the compiler's first error."""
     for pattern, what in ((_UNDECLARED, "kernel function"), (_UNDEFINED, "kernel function"),
+                          (_UNRESOLVED, "kernel function"),
                           (_NO_HEADER, "header")):  # fmt: skip
         found = pattern.search(output)
         if found:
@@ -192,6 +194,12 @@ def build_source_lock(
     (target / "build.log").write_text(proc.stdout + proc.stderr)
     if proc.returncode != 0:
         raise LocklabError(compile_failure(proc.stdout + proc.stderr, name, label))
+    # Loaded once by the engine it is for: a kernel function the tree declares but the shim
+    # does not define is an unresolved symbol there (the link of a shared object allows it).
+    loaded = subprocess.run([str(engine), "--plugin", str(partial), "--list"],
+                            capture_output=True, text=True, check=False)  # fmt: skip
+    if loaded.returncode != 0:
+        raise LocklabError(compile_failure(loaded.stderr, name, label))
     partial.rename(plugin)
     (target / "provenance.json").write_text(json.dumps({
         "lock": name, "label": label, "build": build, "source": origin,

@@ -37,7 +37,7 @@ TOP_KEYS = {
     "max_repeat",
     "precision",
 }
-VARIANT_KEYS = {"label", "lock", "params", "plugin"}
+VARIANT_KEYS = {"label", "lock", "params", "plugin", "patches"}
 # What [full] may override: the seed's own scale, run with `locklab campaign FILE --full`.
 FULL_KEYS = {
     "repeat", "duration", "warmup", "long_hold_ms", "numa_nodes", "pin", "sweep",
@@ -190,7 +190,16 @@ class _CampaignReader:
             if plugin is not None and not Path(plugin).is_absolute():
                 plugin = str((self.path.parent / plugin).resolve())
             label = self.typed(table, "label", str, lock)
-            variants.append(Variant(label, lock, tuple(params.items()), plugin))
+            patches = table.get("patches", [])
+            if not isinstance(patches, list) or not all(isinstance(p, str) for p in patches):
+                raise self.fail(f"variant {index}: patches must be a list of file names", "patches")
+            if patches and not lock.startswith("kernel:"):
+                raise self.fail(
+                    f"variant {index}: patches are for locks compiled from a kernel tree "
+                    f"(kernel:rtmutex, ...), not '{lock}'", "patches",
+                )  # fmt: skip
+            files = tuple(str((self.path.parent / p).resolve()) for p in patches)
+            variants.append(Variant(label, lock, tuple(params.items()), plugin, files))
         return variants
 
     def workloads(self, raw: object) -> list[Workload]:

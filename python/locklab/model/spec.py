@@ -45,6 +45,8 @@ class Variant:
     lock: str
     params: tuple[tuple[str, int], ...] = ()
     plugin: str | None = None
+    # A kernel: lock's patch files, applied to the tree it is compiled from (plugin: the build).
+    patches: tuple[str, ...] = ()
 
     def describe(self) -> str:
         params = ",".join(f"{name}={value}" for name, value in self.params)
@@ -238,7 +240,13 @@ class ExperimentSpec:
     def to_dict(self) -> dict:
         data = asdict(self)
         data["variants"] = [
-            {"label": v.label, "lock": v.lock, "params": dict(v.params), "plugin": v.plugin}
+            {
+                "label": v.label,
+                "lock": v.lock,
+                "params": dict(v.params),
+                "plugin": v.plugin,
+                "patches": list(v.patches),
+            }
             for v in self.variants
         ]
         data["workloads"] = [{"name": w.name, **dict(w.axes)} for w in self.workloads]
@@ -249,7 +257,13 @@ class ExperimentSpec:
         known = {f.name for f in fields(cls)}
         data = {key: value for key, value in data.items() if key in known}
         data["variants"] = [
-            Variant(v["label"], v["lock"], tuple(v["params"].items()), v.get("plugin"))
+            Variant(
+                v["label"],
+                v["lock"],
+                tuple(v["params"].items()),
+                v.get("plugin"),
+                tuple(v.get("patches", ())),
+            )
             for v in data["variants"]
         ]
         data["workloads"] = [

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -69,6 +70,8 @@ class EngineOutcome:
         lines = [line for line in self.stderr.splitlines() if line.strip()]
         if lines:
             return lines[-1].removeprefix("locklab-bench: error: ")
+        if self.exit_code < 0:  # the engine crashed, as a kernel that oopses
+            return f"crashed ({signal.Signals(-self.exit_code).name})"
         return f"exit status {self.exit_code}"
 
 
