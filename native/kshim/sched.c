@@ -8,10 +8,9 @@
 #include <linux/sched.h>
 #include <linux/sched/wake_q.h>
 
-/* Sleep until a waker sets TASK_RUNNING: at once if one already has. */
-void schedule(void)
+/* Sleep until a waker sets TASK_RUNNING: at once if one already has (__schedule_loop()). */
+static void schedule_loop(struct task_struct *self)
 {
-	struct task_struct *self = current;
 	unsigned int state;
 
 	while ((state = smp_load_acquire(&self->__state)) != TASK_RUNNING) {
@@ -19,6 +18,16 @@ void schedule(void)
 		kshim_futex_wait(&self->__state, state);
 		WRITE_ONCE(self->on_cpu, 1);
 	}
+}
+
+/*
+ * schedule(): the kernel's first calls sched_submit_work() (flush the task's plugged block I/O,
+ * tell the workqueue or io_uring pool that a worker sleeps) and afterwards sched_update_worker();
+ * a userspace thread has neither a plug nor a worker pool, so only the sleep is left.
+ */
+void schedule(void)
+{
+	schedule_loop(current);
 }
 
 void schedule_preempt_disabled(void)
@@ -35,6 +44,57 @@ long schedule_timeout(long timeout)
 {
 	schedule();
 	return timeout;
+}
+
+/*
+ * 6.12's rtmutex (and rwbase_rt) brackets its whole slow path with these, so that the work
+ * schedule() would submit first (sched_submit_work(), which may itself take sleeping locks on
+ * PREEMPT_RT) is done once before the task queues as a waiter, and each sleep inside is
+ * rt_mutex_schedule(), the bare sleep. sched_rt_mutex marks the bracket: the kernel sets and
+ * checks it only under lockdep; it is kept here in every build, a WARN when the bracket nests or
+ * is left unopened, since the check costs a plain store per slow path. The _futex_ pair is for
+ * the futex syscall's PI path, which has no work to submit.
+ */
+void rt_mutex_pre_schedule(void)
+{
+	struct task_struct *self = current;
+
+	WARN_ON_ONCE(self->sched_rt_mutex);
+	self->sched_rt_mutex = 1;
+	sched_submit_work(self); /* nothing to submit in userspace: see schedule() */
+}
+
+void rt_mutex_futex_pre_schedule(void)
+{
+	struct task_struct *self = current;
+
+	WARN_ON_ONCE(self->sched_rt_mutex);
+	self->sched_rt_mutex = 1;
+}
+
+void rt_mutex_schedule(void)
+{
+	struct task_struct *self = current;
+
+	WARN_ON_ONCE(!self->sched_rt_mutex);
+	schedule_loop(self);
+}
+
+void rt_mutex_post_schedule(void)
+{
+	struct task_struct *self = current;
+
+	/* sched_update_worker(): no worker pool to tell that it runs again. */
+	WARN_ON_ONCE(!self->sched_rt_mutex);
+	self->sched_rt_mutex = 0;
+}
+
+void rt_mutex_futex_post_schedule(void)
+{
+	struct task_struct *self = current;
+
+	WARN_ON_ONCE(!self->sched_rt_mutex);
+	self->sched_rt_mutex = 0;
 }
 
 void kshim_yield(void)
@@ -152,6 +212,7 @@ void kshim_task_init(struct task_struct *task, unsigned int cpu, pid_t pid, int 
 	task->pi_top_task = NULL;
 	task->pi_blocked_on = NULL;
 	task->wake_q.next = NULL;
+	task->sched_rt_mutex = 0;
 }
 
 const size_t kshim_task_size = sizeof(struct task_struct);

@@ -74,6 +74,7 @@ typedef long ssize_t;
 typedef int pid_t;
 typedef unsigned int gfp_t;
 typedef long long ktime_t;
+typedef long long loff_t; /* 6.12's lock_events.h declares lockevent_read() with it */
 typedef u32 uid_t;
 typedef struct {
 	int counter;
@@ -91,6 +92,7 @@ struct hlist_head {
 struct hlist_node {
 	struct hlist_node *next, **pprev;
 };
+struct file; /* named by lockevent_read()'s declaration (6.12), never used */
 struct lock_class_key {
 	char unused;
 };
@@ -159,6 +161,10 @@ struct callback_head {
 #define BUILD_BUG() __builtin_trap()
 #define __stringify_1(x) #x
 #define __stringify(x) __stringify_1(x)
+/* linux/compiler_types.h and compiler.h: a fresh name per use (6.12's scoped_guard() labels). */
+#define ___PASTE(a, b) a##b
+#define __PASTE(a, b) ___PASTE(a, b)
+#define __UNIQUE_ID(prefix) __PASTE(__PASTE(__UNIQUE_ID_, prefix), __COUNTER__)
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define offsetof_end(type, member) (offsetof(type, member) + sizeof(((type *)0)->member))
 #define container_of(ptr, type, member)                                                        \
@@ -246,6 +252,7 @@ struct callback_head {
 #define rcu_read_unlock() barrier()
 #define rcu_assign_pointer(p, v) smp_store_release(&(p), (v))
 #define rcu_dereference(p) READ_ONCE(p)
+#define rcu_dereference_raw(p) READ_ONCE(p) /* 6.12's rb_find_rcu(); no lockdep check to skip */
 #define RCU_INIT_POINTER(p, v) WRITE_ONCE(p, v)
 
 /* ---- barriers: what the kernel emits on this architecture (locklab/arch.h) -------------------- */

@@ -170,6 +170,10 @@ DEFINE_LOCK_GUARD_1(raw_spinlock_irqsave, raw_spinlock_t,
 #define debug_check_no_locks_freed(...) ((void)0)
 #define trace_contention_begin(...) ((void)0)
 #define trace_contention_end(...) ((void)0)
+/* The contention tracepoints are compiled out, so there is nothing to export (6.12's mutex.c
+ * exports them; linux/tracepoint.h). */
+#define EXPORT_TRACEPOINT_SYMBOL(name)
+#define EXPORT_TRACEPOINT_SYMBOL_GPL(name)
 #define LD_WAIT_SLEEP 0
 #define LD_WAIT_SPIN 0
 #define LD_WAIT_CONFIG 0

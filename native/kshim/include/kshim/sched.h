@@ -83,6 +83,7 @@ struct task_struct {
 	struct mutex_waiter *blocked_on;
 	struct wake_q_node wake_q;
 	int saved_state;
+	unsigned int sched_rt_mutex; /* between rt_mutex_pre_schedule() and _post_schedule() (6.12) */
 	char comm[TASK_COMM_LEN];
 	void *host_thread;       /* the runtime's record of the thread (runtime.c) */
 };
@@ -114,6 +115,12 @@ long schedule_timeout(long timeout);
 int wake_up_process(struct task_struct *p);
 int wake_up_state(struct task_struct *p, unsigned int state);
 void rt_mutex_setprio(struct task_struct *p, struct task_struct *pi_task);
+/* 6.12's rtmutex sleeps through these (linux/sched/rt.h, kernel/sched/core.c); 6.1's does not. */
+void rt_mutex_pre_schedule(void);
+void rt_mutex_schedule(void);
+void rt_mutex_post_schedule(void);
+void rt_mutex_futex_pre_schedule(void);
+void rt_mutex_futex_post_schedule(void);
 int sched_setscheduler(struct task_struct *p, int policy, const void *param);
 void kshim_yield(void);
 /* I/O accounting around a sleep: nothing to account here. */
@@ -126,7 +133,8 @@ static inline void io_schedule_finish(int token) { (void)token; }
 #define signal_pending(p) 0
 #define signal_pending_state(state, p) 0
 #define fatal_signal_pending(p) 0
-#define sched_submit_work(p) ((void)0)
+/* schedule()'s first step: no plugged I/O or worker pool in userspace (sched.c). */
+#define sched_submit_work(p) ((void)(p))
 /* Tasks live as long as their threads, and no lock outlives the threads that use it. */
 static inline struct task_struct *get_task_struct(struct task_struct *t) { return t; }
 static inline void put_task_struct(struct task_struct *t) { (void)t; }
@@ -143,11 +151,17 @@ static inline bool owner_on_cpu(struct task_struct *owner)
 	return READ_ONCE(owner->on_cpu) && !vcpu_is_preempted(task_cpu(owner));
 }
 
+/*
+ * rt_prio() as 6.1 defines it: RT or deadline. 6.12 renamed that test rt_or_dl_prio() (and
+ * rt_task() rt_or_dl_task()) and narrowed rt_prio() to RT alone; its lock files call only the
+ * rt_or_dl_ names, so both trees get the meaning they were written for without a version test.
+ */
 static inline int rt_prio(int prio) { return unlikely(prio < MAX_RT_PRIO); }
+static inline bool rt_or_dl_prio(int prio) { return unlikely(prio < MAX_RT_PRIO); }
 static inline int dl_prio(int prio) { return unlikely(prio < MAX_DL_PRIO); }
 static inline int rt_task(struct task_struct *p) { return rt_prio(p->prio); }
 static inline int dl_task(struct task_struct *p) { return dl_prio(p->prio); }
-static inline bool rt_or_dl_task(struct task_struct *p) { return rt_task(p) || dl_task(p); }
+static inline bool rt_or_dl_task(struct task_struct *p) { return rt_or_dl_prio(p->prio); }
 static inline bool rt_or_dl_task_policy(struct task_struct *p)
 {
 	return p->policy == SCHED_FIFO || p->policy == SCHED_RR || p->policy == SCHED_DEADLINE;
