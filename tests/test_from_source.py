@@ -22,7 +22,7 @@ import pytest
 from conftest import CORES, OVERSUBSCRIBED, ROOT, bench_path
 from locklab.errors import LocklabError
 from locklab.kernel import from_source
-from locklab.run.engine import Engine
+from locklab.run.engine import Engine, sanitizer_reports
 
 PATCHES = ROOT / "campaigns" / "patches"
 K2 = PATCHES / "0002-rtmutex-read_once-in-mark_rt_mutex_waiters.patch"
@@ -55,6 +55,17 @@ def torture(plugin: Path, lock: str, build: str, readers: bool) -> object:
     return Engine(bench_path(build)).run(args, timeout_s=120)
 
 
+# Plain reads of the trees' own code that race, found by TSAN here (and KCSAN-reportable: an
+# unmarked read of a field another CPU writes): osq_wait_next()'s `if (node->next)` against
+# osq_lock()'s WRITE_ONCE(prev->next, node) (kernel/locking/osq_lock.c, 6.1), and
+# rwsem_down_write_slowpath()'s read of waiter.handoff_set, written by rwsem_try_write_lock()
+# under wait_lock (kernel/locking/rwsem.c, 6.1 and 6.12). A torture run may find them; any
+# other finding fails it.
+TREE_RACES = {
+    "mutex": ("osq_wait_next",),
+    "rwsem": ("osq_wait_next", "rwsem_down_write_slowpath", "rwsem_try_write_lock"),
+}
+
 # The stock 6.1 rtmutex races by design under TSAN (seed 000's race, tested below): its
 # torture there runs with k2's READ_ONCE, which removes only that race.
 TORTURE = [(lock, build) for lock in from_source.LOCKS for build in from_source.BUILDS]
@@ -65,11 +76,14 @@ def test_torture_oversubscribed(lock, build):
     patches = (K2,) if lock == "rtmutex" and build == "tsan" else ()
     plugin = built(lock, build, patches, "k2" if patches else "stock").plugin
     outcome = torture(plugin, lock, build, readers=lock == "rwsem")
-    assert outcome.status == "ok", outcome.error_line()
+    findings = [r.line for r in sanitizer_reports(outcome.stderr) if r.counts]
+    known = TREE_RACES.get(lock, ())
+    unknown = [line for line in findings if not any(name in line for name in known)]
+    assert not unknown, outcome.stderr[-3000:]
+    assert outcome.status in ("ok", "sanitizer"), outcome.error_line()
     assert outcome.result is not None
     assert outcome.result["violations"]["checked"] is True
     assert outcome.result["violations"]["total"] == 0
-    assert "sanitizer_report" not in outcome.result, outcome.stderr[-3000:]
 
 
 def run_cli(*args: str, store: Path, timeout: float = SWEEP_TIMEOUT_S):

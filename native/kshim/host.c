@@ -51,6 +51,12 @@ static void fatal(const char *what)
 	exit(2);
 }
 
+/*
+ * A thread that exits gives its CPU id back but not its task: a waker may still be waking it
+ * (wake_up_q()) and a spinner reading its on_cpu, which the kernel covers with a reference and
+ * an RCU grace period. Without grace periods here, tasks are kept until the process exits:
+ * memory in proportion to the threads a process ever had that used a kernel lock.
+ */
 static void release_task(void *record)
 {
 	struct host_task *host = record;
@@ -58,7 +64,6 @@ static void release_task(void *record)
 	id_taken[host->cpu] = 0;
 	pthread_mutex_unlock(&ids_lock);
 	kshim_current_task = NULL;
-	free(host);
 }
 
 static void make_key(void)

@@ -161,7 +161,8 @@ void wake_up_q(struct wake_q_head *head)
 	while (node != WAKE_Q_TAIL) {
 		struct task_struct *task = container_of(node, struct task_struct, wake_q);
 
-		node = node->next;
+		/* Marked: another waker's failed cmpxchg in wake_q_queue() may read it meanwhile. */
+		node = READ_ONCE(node->next);
 		/* The task may be queued again from here on: clear before waking (pairs with
 		 * the cmpxchg in wake_q_queue()). */
 		WRITE_ONCE(task->wake_q.next, NULL);
