@@ -7,6 +7,7 @@ import json
 import sys
 
 from locklab.cli.common import Commands, engine_option
+from locklab.kernel import from_source
 from locklab.output import listing
 from locklab.run.engine import Engine, find_engine
 
@@ -29,7 +30,17 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(listing.locks_json(catalogue), indent=2))
     else:
-        listing.stdout_console().print(listing.locks(catalogue))
+        console = listing.stdout_console()
+        console.print(listing.locks(catalogue))
+        console.print(
+            "\nCompiled from a kernel tree (--lock kernel:NAME, with --patch LABEL=FILE[,FILE...], "
+            "--source DIR, --build opt|tsan|asan; default tree: Debian's linux-source-6.1):",
+            markup=False,
+        )
+        for name, files in from_source.LOCK_FILES.items():
+            console.print(
+                f"  {from_source.PREFIX}{name:<10} {files}", markup=False, highlight=False
+            )
     return 0
 
 

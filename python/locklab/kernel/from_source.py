@@ -37,7 +37,15 @@ from locklab.kernel.build_inputs import (
 )
 
 PREFIX = "kernel:"
-LOCKS = ("rtmutex", "mutex", "rwsem", "qspinlock")
+# What each lock is compiled from (the Makefile's KSHIM_FILES_*; qspinlock.c and rbtree.c
+# are in every one: the raw spinlock and the waiter trees).
+LOCK_FILES = {
+    "rtmutex": "kernel/locking/rtmutex_api.c (with rtmutex.c): both paths, PI, spin on owner",
+    "mutex": "kernel/locking/mutex.c, osq_lock.c: optimistic spinning, hand-off",
+    "rwsem": "kernel/locking/rwsem.c, osq_lock.c: reader-writer semaphore, writer spinning",
+    "qspinlock": "kernel/locking/qspinlock.c (no paravirt): the queued spinlock",
+}
+LOCKS = tuple(LOCK_FILES)
 BUILDS = ("opt", "tsan", "asan")
 CACHE = ROOT / "build" / "kshim"
 SHIM = ROOT / "native" / "kshim"
