@@ -88,7 +88,8 @@ def test_torture_oversubscribed(lock, build):
 
 def run_cli(*args: str, store: Path, timeout: float = SWEEP_TIMEOUT_S):
     return subprocess.run(
-        [sys.executable, "-m", "locklab.cli", *args, "--store", str(store)],
+        # --store before the command's own arguments: exec passes what follows -- on.
+        [sys.executable, "-m", "locklab.cli", args[0], "--store", str(store), *args[1:]],
         capture_output=True, text=True, timeout=timeout, check=False, cwd=ROOT,
         env={**os.environ, "LOCKLAB_ENGINE": str(bench_path("opt"))},
     )  # fmt: skip
@@ -229,3 +230,17 @@ def test_every_lock_builds_from_tree(version, tmp_path):
         ).plugin
         outcome = torture(plugin, lock, "opt", readers=lock == "rwsem")
         assert outcome.status == "ok", (version, lock, outcome.error_line())
+
+
+def test_a_program_runs_under_a_lock_from_the_tree(tmp_path):
+    """locklab exec: the interposition library takes the plugin's lock for the program's
+    pthread mutexes (interpose-torture checks its own mutual exclusion and exits non-zero
+    when it is broken)."""
+    program = ROOT / "build" / "opt" / "interpose-torture"
+    proc = run_cli(
+        "exec", "--lock", "kernel:rtmutex", "--patch", f"k3={K3}", "--threads", f"1,{2 * CORES}",
+        "--repeat", "2", "--", str(program), "--threads", "{threads}", "--iterations", "2000",
+        store=tmp_path / "results.db",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "k3" in proc.stdout and "Traceback" not in proc.stderr

@@ -33,7 +33,22 @@ long kshim_percpu_offset[KSHIM_NR_CPUS];
 extern char __start_kshim_percpu[] __attribute__((weak));
 extern char __stop_kshim_percpu[] __attribute__((weak));
 
-static pthread_mutex_t ids_lock = PTHREAD_MUTEX_INITIALIZER;
+/*
+ * Guards the id table. Not a pthread mutex: under locklab exec those are the lab's lock, which
+ * may be this very kernel lock, whose first use by a thread comes here.
+ */
+static int ids_lock;
+
+static void ids_lock_take(void)
+{
+	while (__atomic_exchange_n(&ids_lock, 1, __ATOMIC_ACQUIRE) != 0)
+		sched_yield();
+}
+
+static void ids_lock_drop(void)
+{
+	__atomic_store_n(&ids_lock, 0, __ATOMIC_RELEASE);
+}
 static unsigned char id_taken[KSHIM_NR_CPUS];
 static char *percpu_copy[KSHIM_NR_CPUS]; /* made once per id, kept: ids are reused */
 static pthread_key_t task_key;
@@ -60,9 +75,9 @@ static void fatal(const char *what)
 static void release_task(void *record)
 {
 	struct host_task *host = record;
-	pthread_mutex_lock(&ids_lock);
+	ids_lock_take();
 	id_taken[host->cpu] = 0;
-	pthread_mutex_unlock(&ids_lock);
+	ids_lock_drop();
 	kshim_current_task = NULL;
 }
 
@@ -75,12 +90,12 @@ static void make_key(void)
 static unsigned int take_cpu_id(void)
 {
 	size_t section = (size_t)(__stop_kshim_percpu - __start_kshim_percpu);
-	pthread_mutex_lock(&ids_lock);
+	ids_lock_take();
 	unsigned int cpu = 0;
 	while (cpu < KSHIM_NR_CPUS && id_taken[cpu])
 		cpu++;
 	if (cpu == KSHIM_NR_CPUS) {
-		pthread_mutex_unlock(&ids_lock);
+		ids_lock_drop();
 		fatal("more than 4096 threads use kernel locks at once");
 	}
 	id_taken[cpu] = 1;
@@ -97,7 +112,7 @@ static unsigned int take_cpu_id(void)
 		__atomic_store_n(&kshim_percpu_offset[cpu], copy - __start_kshim_percpu,
 				 __ATOMIC_RELEASE);
 	}
-	pthread_mutex_unlock(&ids_lock);
+	ids_lock_drop();
 	return cpu;
 }
 

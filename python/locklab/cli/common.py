@@ -15,8 +15,8 @@ from locklab.analysis.metrics import METRICS
 from locklab.analysis.stats import TESTS
 from locklab.errors import LocklabError
 from locklab.kernel.build import ROOT
-from locklab.kernel.from_source import BUILDS
-from locklab.run.engine import find_engine
+from locklab.kernel.from_source import BUILDS, build_source_locks, is_source_lock
+from locklab.run.engine import Engine, find_engine
 
 DEFAULT_STORE = "locklab-results"
 EXIT_RUN_FAILED = 1
@@ -163,3 +163,28 @@ def settings(args: argparse.Namespace) -> Settings:
 
 def host() -> str:
     return socket.gethostname()
+
+
+def source_options(parser: argparse._ActionsContainer) -> None:
+    parser.add_argument(
+        "--patch", action="append", default=[], metavar="LABEL=FILE[,FILE...]",
+        help="kernel: locks: compile them from the tree with these patches, one variant per "
+        "label (a label alone: the stock tree), as 'locklab kernel --patch' takes them",
+    )  # fmt: skip
+    parser.add_argument(
+        "--source", type=Path, help="kernel: locks: the kernel tree (default 6.1's)"
+    )
+
+
+def source_plugins(args: argparse.Namespace, engine: Engine) -> dict[str, list[tuple[str, str]]]:
+    """The kernel: locks of --lock, compiled from the tree (cached) in the engine's build."""
+    names = [name.strip() for name in (args.lock or "").split(",") if is_source_lock(name.strip())]
+    if not names:
+        if args.patch or args.source:
+            raise LocklabError("--patch and --source are for kernel: locks (kernel:rtmutex, ...)")
+        return {}
+    build = args.build or engine.build()
+    built = build_source_locks(names, args.patch, build, engine.path, args.source)
+    return {
+        name: [(lock.label, str(lock.plugin)) for lock in locks] for name, locks in built.items()
+    }

@@ -9,18 +9,21 @@ from pathlib import Path
 from locklab import provenance
 from locklab.cli.common import (
     Commands,
+    chosen_engine,
     engine_option,
     host,
     number,
     repeat_count,
     settings,
+    source_options,
+    source_plugins,
     statistics_options,
 )
 from locklab.cli.sweep import execute
 from locklab.errors import LocklabError
 from locklab.model.spec import ExperimentSpec, default
 from locklab.model.targeting import spec_for_locks
-from locklab.run.engine import Engine, find_engine
+from locklab.run.engine import Engine
 from locklab.run.program import check_program
 from locklab.store import Store
 
@@ -40,6 +43,7 @@ def register(commands: Commands) -> None:
     engine_option(run)
     run.add_argument("--lock", help="locks to compare, comma-separated (baseline: the first)")
     run.add_argument("--plugin", action="append", default=[], help="a lock plugin (.so)")
+    source_options(run)
     run.add_argument("--param", action="append", default=[], help="NAME=VALUE or LOCK.NAME=VALUE")
     run.add_argument("--baseline", help="the lock the others are compared with (default first)")
     run.add_argument("--name", help="experiment name (default: the program and the locks)")
@@ -73,11 +77,11 @@ def cmd_exec(args: argparse.Namespace) -> int:
     program = args.program[1:] if args.program[:1] == ["--"] else args.program
     if args.repeat == "auto":
         raise LocklabError("exec: --repeat auto is for engine runs; give a number")
-    engine = Engine(find_engine(args.engine))
+    engine = Engine(chosen_engine(args))
     name = args.name or f"{Path(program[0]).name if program else 'program'}-{args.lock}"
     spec = spec_for_locks(
         engine.catalogue, args.lock, args.param, args.plugin,
-        {"nwriters": args.threads or "1"},
+        {"nwriters": args.threads or "1"}, source_plugins(args, engine),
         name=name, baseline=args.baseline, repeat=args.repeat, seed=args.seed,
         source="program", program=program,
         program_metric=args.metric_regex or "time", program_work=args.work,

@@ -21,12 +21,14 @@ from locklab.cli.common import (
     number,
     repeat_count,
     settings,
+    source_options,
+    source_plugins,
     statistics_options,
 )
 from locklab.errors import LocklabError
 from locklab.kernel import campaign as kernel_campaign
 from locklab.kernel.campaign import KernelCampaign
-from locklab.kernel.from_source import build_source_lock, build_source_locks, is_source_lock
+from locklab.kernel.from_source import build_source_lock, is_source_lock
 from locklab.model.campaign import load_campaign, locate_error
 from locklab.model.spec import AutoRepeat, ExperimentSpec, Variant, default
 from locklab.model.targeting import spec_for_locks
@@ -41,20 +43,6 @@ from locklab.store import Experiment, Run, Store
 
 def _spec(name: str) -> object:
     return default(ExperimentSpec, name)
-
-
-def _source_plugins(args: argparse.Namespace, engine: Engine) -> dict[str, list[tuple[str, str]]]:
-    """The kernel: locks of --lock, compiled from the tree (cached) in the engine's build."""
-    names = [name.strip() for name in (args.lock or "").split(",") if is_source_lock(name.strip())]
-    if not names:
-        if args.patch or args.source:
-            raise LocklabError("--patch and --source are for kernel: locks (kernel:rtmutex, ...)")
-        return {}
-    build = args.build or engine.build()
-    built = build_source_locks(names, args.patch, build, engine.path, args.source)
-    return {
-        name: [(lock.label, str(lock.plugin)) for lock in locks] for name, locks in built.items()
-    }
 
 
 def compiled_variants(variants: list[Variant], engine: Engine) -> list[Variant]:
@@ -76,12 +64,7 @@ def register(commands: Commands) -> None:
     what = run.add_argument_group("what to run")
     what.add_argument("--lock", help="locks to compare, comma-separated: tas,ticket,mcs")
     what.add_argument("--plugin", action="append", default=[], help="load a lock plugin (.so)")
-    what.add_argument(
-        "--patch", action="append", default=[], metavar="LABEL=FILE[,FILE...]",
-        help="kernel: locks: compile them from the tree with these patches, one variant per "
-        "label (a label alone: the stock tree), as 'locklab kernel --patch' takes them",
-    )  # fmt: skip
-    what.add_argument("--source", type=Path, help="kernel: locks: the kernel tree (default 6.1's)")
+    source_options(what)
     what.add_argument(
         "--param",
         action="append",
@@ -214,7 +197,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return execute(args, chosen, engine, store, experiment)[0]
     spec = spec_for_locks(
         engine.catalogue, args.lock, args.param, args.plugin,
-        {axis: getattr(args, axis) for axis in AXES}, _source_plugins(args, engine),
+        {axis: getattr(args, axis) for axis in AXES}, source_plugins(args, engine),
         name=args.name, baseline=args.baseline,
         repeat=args.max_repeat if args.repeat == "auto" else args.repeat,
         repeat_auto=args.repeat == "auto", min_repeat=args.min_repeat,
