@@ -171,6 +171,7 @@ bench: deps build venv $(BARE_LOOPS)
 	$(VENV)/bin/python bench/spinlocks.py
 	$(VENV)/bin/python bench/adaptive.py
 	$(VENV)/bin/python bench/interpose_overhead.py
+	$(VENV)/bin/python bench/from_source.py
 
 clean:
 	rm -rf $(BUILD)
