@@ -252,10 +252,23 @@ _Static_assert(sizeof(struct qnode) <= LOCK_QNODE_BYTES, "qnode must fit a lock_
 
 /*
  * decode_tail() needs any thread's nodes from its index, as the kernel finds any CPU's
- * per-CPU qnodes from the CPU number. Each thread registers itself before it can appear in a
- * tail; the RELEASE of the tail exchange publishes the entry.
+ * per-CPU qnodes from the CPU number (per_cpu_ptr(): arithmetic on a per-CPU base, no shared
+ * store). Our lock_threads are allocated by whoever runs the threads (the engine one by one,
+ * the interposition library in an array of its slots, unit tests as they like), so there is no
+ * base to compute from, and this table maps index -> lock_thread. A thread registers itself the
+ * first time it queues, before it can appear in a tail; the RELEASE of the tail exchange
+ * publishes the entry. After that it only reads its entry: the line (16 entries) stays shared in
+ * every cache, so queueing costs no line transfer for it (an unconditional store did, on every
+ * queueing). A new thread that takes over an index (a new run in the same process, an
+ * interposition slot) re-registers, as the check fails for it.
  */
 static struct lock_thread *qspin_threads[QSPIN_MAX_THREADS];
+
+static inline void qspin_register(struct lock_thread *self)
+{
+	if (unlikely(READ_ONCE(qspin_threads[self->index]) != self))
+		WRITE_ONCE(qspin_threads[self->index], self);
+}
 
 static inline u32 encode_tail(unsigned int index, int idx, enum q_layout l)
 {
@@ -632,7 +645,7 @@ queue:
 	idx = node->count++;
 	tail = encode_tail(self->index, idx, layout);
 	node = lock_qnode(self, idx, struct qnode);
-	WRITE_ONCE(qspin_threads[self->index], self);
+	qspin_register(self); /* a read once registered: no shared store per queueing */
 
 	node->locked = 0;
 	node->next = NULL;
