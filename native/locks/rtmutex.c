@@ -86,8 +86,8 @@
 /*
  * wait_lock and pi_lock: per variant, the raw spinlock of its kernel (raw_spinlock.h): the
  * queued spinlock for k0..k5 (Linux 6.1), the x86 ticket lock for rtmutex_rt_2_6_24 and
- * rtmutex_adaptive (2.6.24-rt). Chosen at init (`ticket_wait_lock`); every thread of a run uses
- * the same lock, so a task's pi_lock is always taken in one form.
+ * rtmutex_adaptive (2.6.24-rt). Chosen at init (`ticket_wait_lock`); a task's pi_lock is taken
+ * in the form of the lock whose slow path takes it (struct rt_raw_spinlock has both words).
  */
 #include "raw_spinlock.h"
 #include <locklab/futex.h>
@@ -130,8 +130,13 @@
 
 struct rtmutex;
 
-/* A raw spinlock of either kernel: 4 bytes both, the form is the lock's (ticket_wait_lock). */
-union rt_raw_spinlock {
+/*
+ * A raw spinlock of either kernel; the lock's ticket_wait_lock says which word is used. Two
+ * words, not a union: a thread may use rtmutexes of both kernels one after the other (the unit
+ * test does, so could an interposed program), and a free ticket lock's word is not 0, so a
+ * task's pi_lock must not be read in the other form afterwards.
+ */
+struct rt_raw_spinlock {
 	struct qspinlock queued;
 	struct raw_ticket_spinlock ticket;
 };
@@ -142,7 +147,7 @@ struct rt_task {
 	pid_t tid;             /* 0 until the thread first uses an rtmutex */
 	int normal_prio;       /* its own SCHED_FIFO priority, 0 for SCHED_OTHER */
 	int prio;              /* effective priority, after inheritance */
-	union rt_raw_spinlock pi_lock; /* protects owned and prio; taken inside a wait_lock */
+	struct rt_raw_spinlock pi_lock; /* protects owned and prio; taken inside a wait_lock */
 	struct rtmutex *blocked_on;
 	struct rtmutex *owned; /* locks it holds that have waiters: their top waiters boost it */
 };
@@ -159,7 +164,7 @@ typedef void rt_mutex_slowlock_fn(struct rtmutex *lock, struct rt_task *task,
 
 struct rtmutex {
 	uintptr_t owner;           /* struct rt_task * | RT_MUTEX_HAS_WAITERS */
-	union rt_raw_spinlock wait_lock; /* protects everything below */
+	struct rt_raw_spinlock wait_lock; /* protects everything below */
 	struct rt_waiter *waiters; /* highest priority first, FIFO among equals */
 	struct rtmutex *next_owned;
 	/* configuration, set by init */
@@ -180,7 +185,7 @@ static inline struct lock_thread *rt_thread_of(struct rt_task *task)
 }
 
 /* Take a raw spinlock of `lock`'s kernel; `me` is the calling thread's task (its queue nodes). */
-static inline void rt_raw_lock(const struct rtmutex *lock, union rt_raw_spinlock *raw,
+static inline void rt_raw_lock(const struct rtmutex *lock, struct rt_raw_spinlock *raw,
 			       struct rt_task *me)
 {
 	if (lock->ticket_wait_lock)
@@ -189,13 +194,13 @@ static inline void rt_raw_lock(const struct rtmutex *lock, union rt_raw_spinlock
 		raw_qspin_lock(&raw->queued, rt_thread_of(me));
 }
 
-static inline bool rt_raw_trylock(const struct rtmutex *lock, union rt_raw_spinlock *raw)
+static inline bool rt_raw_trylock(const struct rtmutex *lock, struct rt_raw_spinlock *raw)
 {
 	return lock->ticket_wait_lock ? raw_ticket_spin_trylock(&raw->ticket)
 				      : raw_qspin_trylock(&raw->queued);
 }
 
-static inline void rt_raw_unlock(const struct rtmutex *lock, union rt_raw_spinlock *raw)
+static inline void rt_raw_unlock(const struct rtmutex *lock, struct rt_raw_spinlock *raw)
 {
 	if (lock->ticket_wait_lock)
 		raw_ticket_spin_unlock(&raw->ticket);
