@@ -30,7 +30,7 @@
 
 #include "osq.h"
 #include "lock_task.h"
-#include "raw_spinlock.h"
+#include "raw_spinlock.h" /* wait_lock: Linux 6.1's qspinlock (raw_qspin_*) */
 #include <locklab/futex.h>
 #include <locklab/kernel.h>
 #include <locklab/lock.h>
@@ -49,7 +49,7 @@ struct mutex_waiter {
 struct mutex {
 	uintptr_t owner;
 	struct optimistic_spin_queue osq;
-	u32 wait_lock; /* protects the wait list */
+	struct qspinlock wait_lock; /* protects the wait list; a qspinlock, as in 6.1 */
 	struct mutex_waiter *first, *last;
 	bool spin;     /* tunable: optimistic spinning */
 };
@@ -154,9 +154,9 @@ static void mutex_lock_slowpath(struct mutex *lock, struct lock_thread *self)
 	if (lock->spin && mutex_optimistic_spin(lock, self, false))
 		return;
 
-	raw_spin_lock(&lock->wait_lock);
+	raw_qspin_lock(&lock->wait_lock, self);
 	if (mutex_trylock_flags(lock, me)) {
-		raw_spin_unlock(&lock->wait_lock);
+		raw_qspin_unlock(&lock->wait_lock);
 		return;
 	}
 	waiter->next = NULL;
@@ -174,7 +174,7 @@ static void mutex_lock_slowpath(struct mutex *lock, struct lock_thread *self)
 		if (mutex_trylock_flags(lock, me))
 			break;
 		WRITE_ONCE(waiter->wake, 0); /* a wake after this is not lost */
-		raw_spin_unlock(&lock->wait_lock);
+		raw_qspin_unlock(&lock->wait_lock);
 
 		lock_task_sleep(me, &waiter->wake, 0);
 
@@ -187,7 +187,7 @@ static void mutex_lock_slowpath(struct mutex *lock, struct lock_thread *self)
 		bool taken = mutex_trylock_common(lock, me, first);
 		if (!taken && first)
 			taken = lock->spin && mutex_optimistic_spin(lock, self, true);
-		raw_spin_lock(&lock->wait_lock);
+		raw_qspin_lock(&lock->wait_lock, self);
 		if (taken)
 			break;
 	}
@@ -203,7 +203,7 @@ static void mutex_lock_slowpath(struct mutex *lock, struct lock_thread *self)
 	if (lock->first == NULL)
 		__atomic_fetch_and(&lock->owner, ~(MUTEX_FLAG_WAITERS | MUTEX_FLAG_HANDOFF),
 				   __ATOMIC_RELAXED);
-	raw_spin_unlock(&lock->wait_lock);
+	raw_qspin_unlock(&lock->wait_lock);
 }
 
 static void mutex_unlock_slowpath(struct mutex *lock, struct lock_thread *self)
@@ -220,7 +220,7 @@ static void mutex_unlock_slowpath(struct mutex *lock, struct lock_thread *self)
 			break;
 		}
 	}
-	raw_spin_lock(&lock->wait_lock);
+	raw_qspin_lock(&lock->wait_lock, self);
 	struct mutex_waiter *next = lock->first;
 	u32 *wake = NULL;
 	if (next) {
@@ -239,7 +239,7 @@ static void mutex_unlock_slowpath(struct mutex *lock, struct lock_thread *self)
 		/* The waiter that asked left already (it took the lock meanwhile): just free it. */
 		__atomic_fetch_and(&lock->owner, MUTEX_FLAG_WAITERS, __ATOMIC_RELEASE);
 	}
-	raw_spin_unlock(&lock->wait_lock);
+	raw_qspin_unlock(&lock->wait_lock);
 	(void)me;
 	if (wake)
 		futex_wake_one(wake);

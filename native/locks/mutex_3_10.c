@@ -45,7 +45,7 @@
 #include "lock_task.h"
 #include "mspin.h"
 #include "osq.h"
-#include "raw_spinlock.h"
+#include "raw_spinlock.h" /* wait_lock: the x86 ticket spinlock of 3.10 (raw_ticket_spin_*) */
 #include <locklab/futex.h>
 #include <locklab/kernel.h>
 #include <locklab/lock.h>
@@ -57,7 +57,7 @@ struct mutex_3_10_waiter {
 
 struct mutex_3_10 {
 	atomic_t count;
-	u32 wait_lock;
+	struct raw_ticket_spinlock wait_lock; /* a ticket lock, as on x86 in 3.10 */
 	struct mutex_3_10_waiter *first, *last;
 	struct lock_task *owner;
 	struct mspin_node *mcs; /* the kernel's spin_mlock */
@@ -142,7 +142,7 @@ static void mutex_3_10_lock_slowpath(struct mutex_3_10 *lock, struct lock_thread
 	if (lock->spin && mutex_3_10_optimistic_spin(lock, self))
 		return;
 
-	raw_spin_lock(&lock->wait_lock);
+	raw_ticket_spin_lock(&lock->wait_lock);
 	waiter->next = NULL;
 	waiter->wake = 0;
 	if (lock->last)
@@ -154,9 +154,9 @@ static void mutex_3_10_lock_slowpath(struct mutex_3_10 *lock, struct lock_thread
 	/* Try at once, even before sleeping: it also makes the holder's unlock wake us. */
 	while (!mutex_3_10_xchg_take(lock)) {
 		WRITE_ONCE(waiter->wake, 0); /* under wait_lock: a wake after this is not lost */
-		raw_spin_unlock(&lock->wait_lock);
+		raw_ticket_spin_unlock(&lock->wait_lock);
 		lock_task_sleep(me, &waiter->wake, 0);
-		raw_spin_lock(&lock->wait_lock);
+		raw_ticket_spin_lock(&lock->wait_lock);
 	}
 
 	/* Ours: leave the list (FIFO, but not necessarily first: we may have stolen it). */
@@ -172,12 +172,12 @@ static void mutex_3_10_lock_slowpath(struct mutex_3_10 *lock, struct lock_thread
 	/* Nobody left to wake: let the next unlock take the fast path again. */
 	if (lock->first == NULL)
 		atomic_set(&lock->count, 0);
-	raw_spin_unlock(&lock->wait_lock);
+	raw_ticket_spin_unlock(&lock->wait_lock);
 }
 
 static void mutex_3_10_unlock_slowpath(struct mutex_3_10 *lock)
 {
-	raw_spin_lock(&lock->wait_lock);
+	raw_ticket_spin_lock(&lock->wait_lock);
 	/* x86 keeps the lock locked when the fast path fails: free it here. */
 	atomic_set_release(&lock->count, 1);
 	struct mutex_3_10_waiter *first = lock->first;
@@ -185,7 +185,7 @@ static void mutex_3_10_unlock_slowpath(struct mutex_3_10 *lock)
 		WRITE_ONCE(first->wake, 1);
 		futex_wake_one(&first->wake); /* under wait_lock, as 3.10's wake_up_process */
 	}
-	raw_spin_unlock(&lock->wait_lock);
+	raw_ticket_spin_unlock(&lock->wait_lock);
 }
 
 static void mutex_3_10_lock(void *lockp, struct lock_thread *self)

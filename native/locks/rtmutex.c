@@ -83,6 +83,12 @@
 #include <time.h>
 
 #include "lock_task.h"
+/*
+ * wait_lock and pi_lock: per variant, the raw spinlock of its kernel (raw_spinlock.h): the
+ * queued spinlock for k0..k5 (Linux 6.1), the x86 ticket lock for rtmutex_rt_2_6_24 and
+ * rtmutex_adaptive (2.6.24-rt). Chosen at init (`ticket_wait_lock`); a task's pi_lock is taken
+ * in the form of the lock whose slow path takes it (struct rt_raw_spinlock has both words).
+ */
 #include "raw_spinlock.h"
 #include <locklab/futex.h>
 #include <locklab/kernel.h>
@@ -124,13 +130,24 @@
 
 struct rtmutex;
 
+/*
+ * A raw spinlock of either kernel; the lock's ticket_wait_lock says which word is used. Two
+ * words, not a union: a thread may use rtmutexes of both kernels one after the other (the unit
+ * test does, so could an interposed program), and a free ticket lock's word is not 0, so a
+ * task's pi_lock must not be read in the other form afterwards.
+ */
+struct rt_raw_spinlock {
+	struct qspinlock queued;
+	struct raw_ticket_spinlock ticket;
+};
+
 /* What the lock needs of a task_struct; lives in the thread's queue node 3. */
 struct rt_task {
 	struct lock_task base; /* first: whether it is asleep in a lock */
 	pid_t tid;             /* 0 until the thread first uses an rtmutex */
 	int normal_prio;       /* its own SCHED_FIFO priority, 0 for SCHED_OTHER */
 	int prio;              /* effective priority, after inheritance */
-	u32 pi_lock;           /* protects owned and prio; taken inside a lock's wait_lock */
+	struct rt_raw_spinlock pi_lock; /* protects owned and prio; taken inside a wait_lock */
 	struct rtmutex *blocked_on;
 	struct rtmutex *owned; /* locks it holds that have waiters: their top waiters boost it */
 };
@@ -147,17 +164,49 @@ typedef void rt_mutex_slowlock_fn(struct rtmutex *lock, struct rt_task *task,
 
 struct rtmutex {
 	uintptr_t owner;           /* struct rt_task * | RT_MUTEX_HAS_WAITERS */
-	u32 wait_lock;             /* protects everything below */
+	struct rt_raw_spinlock wait_lock; /* protects everything below */
 	struct rt_waiter *waiters; /* highest priority first, FIFO among equals */
 	struct rtmutex *next_owned;
 	/* configuration, set by init */
 	rt_mutex_slowlock_fn *slowlock; /* the variant's slow path, for `rtmutex --param variant` */
 	bool lateral_steal;
+	bool ticket_wait_lock; /* 2.6.24-rt: ticket raw spinlocks; else 6.1's qspinlock */
 	u64 spin_budget_ns; /* how long the top waiter spins on a running owner; 0: it never does */
 };
 
 _Static_assert(sizeof(struct rt_task) <= LOCK_QNODE_BYTES, "rt_task fits a queue node");
 _Static_assert(sizeof(struct rt_waiter) <= LOCK_QNODE_BYTES, "rt_waiter fits a queue node");
+
+/* The thread whose task this is (the task lives in its LOCK_QNODE_TASK slot). */
+static inline struct lock_thread *rt_thread_of(struct rt_task *task)
+{
+	return (struct lock_thread *)(void *)((char *)task -
+					      offsetof(struct lock_thread, qnode[LOCK_QNODE_TASK]));
+}
+
+/* Take a raw spinlock of `lock`'s kernel; `me` is the calling thread's task (its queue nodes). */
+static inline void rt_raw_lock(const struct rtmutex *lock, struct rt_raw_spinlock *raw,
+			       struct rt_task *me)
+{
+	if (lock->ticket_wait_lock)
+		raw_ticket_spin_lock(&raw->ticket);
+	else
+		raw_qspin_lock(&raw->queued, rt_thread_of(me));
+}
+
+static inline bool rt_raw_trylock(const struct rtmutex *lock, struct rt_raw_spinlock *raw)
+{
+	return lock->ticket_wait_lock ? raw_ticket_spin_trylock(&raw->ticket)
+				      : raw_qspin_trylock(&raw->queued);
+}
+
+static inline void rt_raw_unlock(const struct rtmutex *lock, struct rt_raw_spinlock *raw)
+{
+	if (lock->ticket_wait_lock)
+		raw_ticket_spin_unlock(&raw->ticket);
+	else
+		raw_qspin_unlock(&raw->queued);
+}
 
 /* ---- tasks and priorities ------------------------------------------------------------------ */
 
@@ -216,9 +265,9 @@ static void adjust_prio_locked(struct rt_task *task)
  * `lock` (held by `task`) has waiters: make sure they count for task's priority, and
  * recompute it. Called with lock->wait_lock held.
  */
-static void pi_attach(struct rt_task *task, struct rtmutex *lock)
+static void pi_attach(struct rt_task *task, struct rtmutex *lock, struct rt_task *me)
 {
-	raw_spin_lock(&task->pi_lock);
+	rt_raw_lock(lock, &task->pi_lock, me);
 	struct rtmutex *held = task->owned;
 	while (held && held != lock)
 		held = held->next_owned;
@@ -227,27 +276,27 @@ static void pi_attach(struct rt_task *task, struct rtmutex *lock)
 		task->owned = lock;
 	}
 	adjust_prio_locked(task);
-	raw_spin_unlock(&task->pi_lock);
+	rt_raw_unlock(lock, &task->pi_lock);
 }
 
 /* `task` releases `lock`: its waiters stop counting (the de-boost itself is pi_adjust). */
 static void pi_detach(struct rt_task *task, struct rtmutex *lock)
 {
-	raw_spin_lock(&task->pi_lock);
+	rt_raw_lock(lock, &task->pi_lock, task);
 	struct rtmutex **link = &task->owned;
 	while (*link && *link != lock)
 		link = &(*link)->next_owned;
 	if (*link)
 		*link = lock->next_owned;
 	lock->next_owned = NULL;
-	raw_spin_unlock(&task->pi_lock);
+	rt_raw_unlock(lock, &task->pi_lock);
 }
 
-static void pi_adjust(struct rt_task *task)
+static void pi_adjust(struct rt_task *task, const struct rtmutex *lock)
 {
-	raw_spin_lock(&task->pi_lock);
+	rt_raw_lock(lock, &task->pi_lock, task);
 	adjust_prio_locked(task);
-	raw_spin_unlock(&task->pi_lock);
+	rt_raw_unlock(lock, &task->pi_lock);
 }
 
 /* ---- the owner word ------------------------------------------------------------------------ */
@@ -347,7 +396,7 @@ try_to_take(struct rtmutex *lock, struct rt_task *task, struct rt_waiter *waiter
 	bool waiters = lock->waiters != NULL;
 	set_owner(lock, task, waiters, variant);
 	if (waiters)
-		pi_attach(task, lock); /* the remaining top waiter boosts us */
+		pi_attach(task, lock, task); /* the remaining top waiter boosts us */
 	return true;
 }
 
@@ -357,13 +406,13 @@ try_to_take(struct rtmutex *lock, struct rt_task *task, struct rt_waiter *waiter
  * wait_lock is only tried, never waited for, so the walk cannot deadlock; it stops at
  * MAX_LOCK_DEPTH. (In locklab-bench every thread uses one lock: the chain has depth 1.)
  */
-static void boost_chain(struct rtmutex *lock)
+static void boost_chain(struct rtmutex *lock, struct rt_task *me)
 {
 	struct rt_task *owner = rt_mutex_owner(lock);
 	for (int depth = 0; owner && depth < MAX_LOCK_DEPTH; depth++) {
-		pi_attach(owner, lock);
+		pi_attach(owner, lock, me);
 		struct rtmutex *next = READ_ONCE(owner->blocked_on);
-		if (next == NULL || next == lock || !raw_spin_trylock(&next->wait_lock))
+		if (next == NULL || next == lock || !rt_raw_trylock(next, &next->wait_lock))
 			return;
 		/* Requeue the owner's own waiter in `next` at its new priority. */
 		for (struct rt_waiter *w = next->waiters; w; w = w->next) {
@@ -375,7 +424,7 @@ static void boost_chain(struct rtmutex *lock)
 			}
 		}
 		struct rt_task *next_owner = rt_mutex_owner(next);
-		raw_spin_unlock(&next->wait_lock);
+		rt_raw_unlock(next, &next->wait_lock);
 		lock = next;
 		owner = next_owner;
 	}
@@ -416,9 +465,9 @@ static __attribute__((always_inline)) inline void
 rt_mutex_slowlock(struct rtmutex *lock, struct rt_task *task, struct rt_waiter *waiter,
 		  try_to_take_fn *take)
 {
-	raw_spin_lock(&lock->wait_lock);
+	rt_raw_lock(lock, &lock->wait_lock, task);
 	if (take(lock, task, NULL)) {
-		raw_spin_unlock(&lock->wait_lock);
+		rt_raw_unlock(lock, &lock->wait_lock);
 		return;
 	}
 	waiter->task = task;
@@ -427,7 +476,7 @@ rt_mutex_slowlock(struct rtmutex *lock, struct rt_task *task, struct rt_waiter *
 	WRITE_ONCE(task->blocked_on, lock);
 	enqueue_waiter(lock, waiter);
 	if (lock->waiters == waiter)
-		boost_chain(lock);
+		boost_chain(lock, task);
 
 	for (;;) {
 		if (take(lock, task, waiter))
@@ -435,42 +484,42 @@ rt_mutex_slowlock(struct rtmutex *lock, struct rt_task *task, struct rt_waiter *
 		struct rt_task *owner = rt_mutex_owner(lock);
 		bool spin = lock->waiters == waiter && owner && lock->spin_budget_ns;
 		WRITE_ONCE(waiter->wake, 0); /* a wake after this point is not lost */
-		raw_spin_unlock(&lock->wait_lock);
+		rt_raw_unlock(lock, &lock->wait_lock);
 
 		if (!(spin && spin_on_owner(lock, waiter, owner)))
 			lock_task_sleep(&task->base, &waiter->wake, 0);
-		raw_spin_lock(&lock->wait_lock);
+		rt_raw_lock(lock, &lock->wait_lock, task);
 	}
 	WRITE_ONCE(task->blocked_on, NULL);
-	raw_spin_unlock(&lock->wait_lock);
+	rt_raw_unlock(lock, &lock->wait_lock);
 }
 
 static void rt_mutex_slowunlock(struct rtmutex *lock, struct rt_task *task)
 {
 	struct rt_waiter *top;
 
-	raw_spin_lock(&lock->wait_lock);
+	rt_raw_lock(lock, &lock->wait_lock, task);
 	pi_detach(task, lock);
 	top = lock->waiters;
 	if (top == NULL) {
 		/* Only wait_lock holders set bit 0 and only the owner clears the owner: safe. */
 		smp_store_release(&lock->owner, 0);
-		raw_spin_unlock(&lock->wait_lock);
-		pi_adjust(task);
+		rt_raw_unlock(lock, &lock->wait_lock);
+		pi_adjust(task, lock);
 		return;
 	}
 	/* Free, but with waiters: fast paths still fail; the top waiter takes it. */
 	smp_store_release(&lock->owner, RT_MUTEX_HAS_WAITERS);
 	WRITE_ONCE(top->wake, 1);
 	u32 *wake = &top->wake; /* waiter nodes live as long as their thread: safe after unlock */
-	raw_spin_unlock(&lock->wait_lock);
+	rt_raw_unlock(lock, &lock->wait_lock);
 	futex_wake_one(wake);
 	/*
 	 * De-boost only now, as the kernel does (its wake-up runs with preemption off): dropping
 	 * our priority before the top waiter is awake would let a medium-priority thread preempt
 	 * us between the two, the very inversion this lock exists to prevent.
 	 */
-	pi_adjust(task);
+	pi_adjust(task, lock);
 }
 
 /* ---- lock ops ------------------------------------------------------------------------------ */
@@ -552,6 +601,7 @@ static int rtmutex_init_variant(struct rtmutex *lock, long variant)
 		return -EINVAL;
 	lock->slowlock = variant_slowlock[variant];
 	lock->spin_budget_ns = RESCHED_NS; /* mainline: spin until need_resched() */
+	lock->ticket_wait_lock = false; /* 6.1: qspinlock raw spinlocks */
 	return 0;
 }
 
@@ -581,6 +631,7 @@ static int rtmutex_adaptive_init(void *lockp, const struct lock_init_args *args)
 {
 	struct rtmutex *lock = lockp;
 	lock->spin_budget_ns = (u64)args->params[PARAM_SPIN_BUDGET_NS];
+	lock->ticket_wait_lock = true; /* 2.6.24-rt on x86: ticket raw spinlocks */
 	lock->lateral_steal = args->params[PARAM_LATERAL_STEAL] != 0;
 	return 0;
 }
@@ -592,6 +643,7 @@ static int rtmutex_rt_2_6_24_init(void *lockp, const struct lock_init_args *args
 	(void)args;
 	lock->spin_budget_ns = 0;
 	lock->lateral_steal = false;
+	lock->ticket_wait_lock = true; /* 2.6.24-rt on x86: ticket raw spinlocks */
 	return 0;
 }
 

@@ -36,7 +36,7 @@
 
 #include "osq.h"
 #include "lock_task.h"
-#include "raw_spinlock.h"
+#include "raw_spinlock.h" /* wait_lock: Linux 6.1's qspinlock (raw_qspin_*) */
 #include <locklab/futex.h>
 #include <locklab/kernel.h>
 #include <locklab/lock.h>
@@ -73,7 +73,7 @@ struct rw_semaphore {
 	unsigned long count;
 	uintptr_t owner;
 	struct optimistic_spin_queue osq;
-	u32 wait_lock;
+	struct qspinlock wait_lock; /* a qspinlock, as in 6.1 */
 	struct rwsem_waiter *first, *last;
 	bool writer_spin;
 	bool skip_active;
@@ -175,13 +175,13 @@ static void rwsem_mark_wake(struct rw_semaphore *sem, enum wake_type type, struc
 		wake_waiter(granted[i], wake);
 }
 
-static void rwsem_wake(struct rw_semaphore *sem)
+static void rwsem_wake(struct rw_semaphore *sem, struct lock_thread *self)
 {
 	struct wake_list wake = { .n = 0 };
-	raw_spin_lock(&sem->wait_lock);
+	raw_qspin_lock(&sem->wait_lock, self);
 	if (sem->first)
 		rwsem_mark_wake(sem, WAKE_ANY, &wake);
-	raw_spin_unlock(&sem->wait_lock);
+	raw_qspin_unlock(&sem->wait_lock);
 	wake_all(&wake);
 }
 
@@ -203,12 +203,12 @@ static void rwsem_down_read_slowpath(struct rw_semaphore *sem, struct lock_threa
 	waiter->type = WAITER_READER;
 	waiter->wake = 0;
 
-	raw_spin_lock(&sem->wait_lock);
+	raw_qspin_lock(&sem->wait_lock, self);
 	if (sem->first == NULL) {
 		/* The writer may have left meanwhile: then our bias stands and the lock is ours. */
 		/* ACQUIRE: the kernel's smp_acquire__after_ctrl_dep(), as a load TSAN can follow. */
 		if (!(smp_load_acquire(&sem->count) & RWSEM_WRITER_LOCKED)) {
-			raw_spin_unlock(&sem->wait_lock);
+			raw_qspin_unlock(&sem->wait_lock);
 			set_reader_owned(sem);
 			return;
 		}
@@ -219,7 +219,7 @@ static void rwsem_down_read_slowpath(struct rw_semaphore *sem, struct lock_threa
 	/* Nobody holds it now: wake the front (maybe us). */
 	if (!(count & RWSEM_LOCK_MASK))
 		rwsem_mark_wake(sem, WAKE_ANY, &wake);
-	raw_spin_unlock(&sem->wait_lock);
+	raw_qspin_unlock(&sem->wait_lock);
 	wake_all(&wake);
 
 	while (!smp_load_acquire(&waiter->wake))
@@ -246,7 +246,7 @@ static void rwsem_up_read(void *lockp, struct lock_thread *self)
 
 	if (unlikely((count & (RWSEM_READER_MASK | RWSEM_FLAG_WAITERS)) == RWSEM_FLAG_WAITERS)) {
 		__atomic_fetch_and(&sem->owner, ~RWSEM_NONSPINNABLE, __ATOMIC_RELAXED);
-		rwsem_wake(sem);
+		rwsem_wake(sem, self);
 	}
 }
 
@@ -361,7 +361,7 @@ static void rwsem_down_write_slowpath(struct rw_semaphore *sem, struct lock_thre
 	waiter->type = WAITER_WRITER;
 	waiter->timeout = osq_now_ns() + RWSEM_WAIT_TIMEOUT_NS;
 
-	raw_spin_lock(&sem->wait_lock);
+	raw_qspin_lock(&sem->wait_lock, self);
 	bool alone = sem->first == NULL;
 	add_waiter(sem, waiter);
 	if (alone) {
@@ -379,14 +379,14 @@ static void rwsem_down_write_slowpath(struct rw_semaphore *sem, struct lock_thre
 		if (!skip && rwsem_try_write_lock(sem, waiter))
 			break;
 		WRITE_ONCE(waiter->wake, 0); /* a wake after this is not lost */
-		raw_spin_unlock(&sem->wait_lock);
+		raw_qspin_unlock(&sem->wait_lock);
 		wake_all(&wake);
 		wake.n = 0;
 
 		lock_task_sleep(me, &waiter->wake, 0);
-		raw_spin_lock(&sem->wait_lock);
+		raw_qspin_lock(&sem->wait_lock, self);
 	}
-	raw_spin_unlock(&sem->wait_lock);
+	raw_qspin_unlock(&sem->wait_lock);
 	wake_all(&wake);
 }
 
@@ -429,7 +429,7 @@ static void rwsem_up_write(void *lockp, struct lock_thread *self)
 	unsigned long count =
 		__atomic_fetch_sub(&sem->count, RWSEM_WRITER_LOCKED, __ATOMIC_RELEASE);
 	if (unlikely(count & RWSEM_FLAG_WAITERS))
-		rwsem_wake(sem);
+		rwsem_wake(sem, self);
 }
 
 enum { PARAM_WRITER_SPIN, PARAM_SKIP_ACTIVE };

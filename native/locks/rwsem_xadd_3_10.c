@@ -76,7 +76,7 @@
 #include "lock_task.h"
 #include "mspin.h"
 #include "osq.h"
-#include "raw_spinlock.h"
+#include "raw_spinlock.h" /* wait_lock: the x86 ticket spinlock of 3.10 (raw_ticket_spin_*) */
 #include <locklab/futex.h>
 #include <locklab/kernel.h>
 #include <locklab/lock.h>
@@ -103,7 +103,7 @@ struct rwsem_3_10_waiter {
 
 struct rwsem_3_10 {
 	long count;
-	u32 wait_lock;
+	struct raw_ticket_spinlock wait_lock; /* a ticket lock, as on x86 in 3.10 */
 	struct rwsem_3_10_waiter *first, *last;
 	/* Tweak 1 only. */
 	struct lock_task *owner;
@@ -199,10 +199,10 @@ static void rwsem_3_10_do_wake(struct rwsem_3_10 *sem, enum rwsem_3_10_wake_type
 
 static void rwsem_3_10_wake(struct rwsem_3_10 *sem)
 {
-	raw_spin_lock(&sem->wait_lock);
+	raw_ticket_spin_lock(&sem->wait_lock);
 	if (sem->first)
 		rwsem_3_10_do_wake(sem, RWSEM_WAKE_ANY);
-	raw_spin_unlock(&sem->wait_lock);
+	raw_ticket_spin_unlock(&sem->wait_lock);
 }
 
 static void rwsem_3_10_add_waiter(struct rwsem_3_10 *sem, struct rwsem_3_10_waiter *waiter)
@@ -239,7 +239,7 @@ static void rwsem_3_10_down_read_failed(struct rwsem_3_10 *sem, struct lock_thre
 	waiter->type = WAITING_FOR_READ;
 	waiter->wake = 0;
 
-	raw_spin_lock(&sem->wait_lock);
+	raw_ticket_spin_lock(&sem->wait_lock);
 	if (sem->first == NULL)
 		adjustment += RWSEM_WAITING_BIAS;
 	rwsem_3_10_add_waiter(sem, waiter);
@@ -254,7 +254,7 @@ static void rwsem_3_10_down_read_failed(struct rwsem_3_10 *sem, struct lock_thre
 	if (count == RWSEM_WAITING_BIAS ||
 	    (count > RWSEM_WAITING_BIAS && adjustment != -RWSEM_ACTIVE_READ_BIAS))
 		rwsem_3_10_do_wake(sem, RWSEM_WAKE_ANY);
-	raw_spin_unlock(&sem->wait_lock);
+	raw_ticket_spin_unlock(&sem->wait_lock);
 
 	while (!smp_load_acquire(&waiter->wake))
 		lock_task_sleep(waiter->task, &waiter->wake, 0);
@@ -374,7 +374,7 @@ static void rwsem_3_10_down_write_failed(struct rwsem_3_10 *sem, struct lock_thr
 	waiter->type = WAITING_FOR_WRITE;
 	WRITE_ONCE(waiter->wake, 0); /* set_task_state(): wakes from here on are seen */
 
-	raw_spin_lock(&sem->wait_lock);
+	raw_ticket_spin_lock(&sem->wait_lock);
 	bool others_waiting = sem->first != NULL;
 	if (!others_waiting)
 		adjustment += RWSEM_WAITING_BIAS;
@@ -393,7 +393,7 @@ static void rwsem_3_10_down_write_failed(struct rwsem_3_10 *sem, struct lock_thr
 	for (;;) {
 		if (rwsem_3_10_try_write_lock(sem, count))
 			break;
-		raw_spin_unlock(&sem->wait_lock);
+		raw_ticket_spin_unlock(&sem->wait_lock);
 
 		/* Sleep until nobody is active; a wake-up alone is only a hint. */
 		do {
@@ -402,12 +402,12 @@ static void rwsem_3_10_down_write_failed(struct rwsem_3_10 *sem, struct lock_thr
 			count = __atomic_load_n(&sem->count, __ATOMIC_SEQ_CST);
 		} while (count & RWSEM_ACTIVE_MASK);
 
-		raw_spin_lock(&sem->wait_lock);
+		raw_ticket_spin_lock(&sem->wait_lock);
 	}
 	rwsem_3_10_del_waiter(sem, waiter);
 	if (sem->writer_spin)
 		WRITE_ONCE(sem->owner, me);
-	raw_spin_unlock(&sem->wait_lock);
+	raw_ticket_spin_unlock(&sem->wait_lock);
 }
 
 /*

@@ -92,7 +92,7 @@ static void test_word_layout(void)
 	}
 	for (int layout = Q_PENDING_BYTE; layout <= Q_PENDING_BIT; layout++)
 		for (unsigned int i = 0; i < 3; i++)
-			for (int idx = 0; idx < LOCK_QNODES_PER_THREAD; idx++)
+			for (int idx = 0; idx < 4; idx++) /* the tail's 2-bit idx */
 				CHECK(decode_tail(encode_tail(i, idx, layout), layout) ==
 					      lock_qnode(&threads[i], idx, struct qnode),
 				      "layout %d: decode(encode(%u, %d)) is that thread's node",

@@ -22,7 +22,7 @@
 #include "arch.h"
 
 /* Bump when struct lock_ops or struct lock_thread changes; plugins are checked against it. */
-#define LOCKLAB_ABI_VERSION 1
+#define LOCKLAB_ABI_VERSION 2
 
 enum lock_flags {
 	LOCK_SPINS = 1u << 0,        /* waiters busy-wait (at least for a while) */
@@ -53,7 +53,7 @@ struct lock_init_args {
 };
 
 #define LOCK_QNODE_BYTES 128
-#define LOCK_QNODES_PER_THREAD 4
+#define LOCK_QNODES_PER_THREAD 6
 
 /*
  * A thread's context. `index` is dense (0..nthreads-1) so array locks and encoded queue tails
@@ -81,6 +81,14 @@ enum lock_qnode_slot {
 	LOCK_QNODE_WAITER = 1, /* a sleeping lock's waiter: mutex, rwsem (and their 3.10 forms) */
 	LOCK_QNODE_RT_WAITER = 2, /* rtmutex's rt_waiter; ticket backoff's delay table */
 	LOCK_QNODE_TASK = 3,   /* the thread as a task (lock_task.h): priority, state, wake-up */
+	/*
+	 * 4 and 5: a sleeping lock's own raw spinlocks when they are queued spinlocks
+	 * (raw_spinlock.h: the 6.1 ports' wait_lock, rtmutex's pi_lock nested inside it). Not
+	 * slot 0: the mutex's and rwsem's OSQ node lives there and another spinner may still read
+	 * it after we leave the OSQ (osq.h, step A); the kernel keeps osq_node and qnodes apart too.
+	 */
+	LOCK_QNODE_RAW_SPIN = 4,
+	LOCK_QNODE_RAW_SPIN_NESTED = 5,
 };
 
 /* A queue node of the thread, as a typed pointer: lock_qnode(self, LOCK_QNODE_QUEUE, struct
