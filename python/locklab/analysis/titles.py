@@ -18,6 +18,19 @@ FROM_SOURCE_NOTE = (
 )
 
 
+# The sleeping hand ports whose waiters spin on a running owner (native/locks/osq.h's
+# OSQ_SPIN_NS, rtmutex.c's RESCHED_NS; lock_task.h's running flag), and what that means.
+OWNER_SPINNING_PORTS = frozenset(
+    {"mutex", "rwsem", "mutex_3_10", "rwsem_xadd_3_10", "rtmutex"}
+    | {f"rtmutex_k{k}" for k in range(6)}
+)
+HAND_PORT_NOTE = (
+    "the sleeping hand ports cap an owner spin at 1 ms (the kernel has no time cap: it stops "
+    "when the owner sleeps or it must reschedule) and take a preempted owner as running; "
+    "the kernel: locks beside them measure what that changes"
+)
+
+
 def _origin(plugin: str) -> str:
     """A kernel: lock's tree and patches (its build's provenance.json), else the plugin."""
     record = Path(plugin).with_name("provenance.json")
@@ -39,6 +52,8 @@ def variant_lines(spec: ExperimentSpec) -> list[str]:
     lines = [f"variants: {'; '.join(described)}"] if described else []
     if any(v.lock.startswith("kernel:") for v in spec.variants):
         lines.append(f"note: {FROM_SOURCE_NOTE}")
+    if any(v.lock in OWNER_SPINNING_PORTS for v in spec.variants):
+        lines.append(f"note: {HAND_PORT_NOTE}")
     return lines
 
 
