@@ -165,12 +165,19 @@ def host() -> str:
     return socket.gethostname()
 
 
-def source_options(parser: argparse._ActionsContainer) -> None:
+def patch_option(parser: argparse._ActionsContainer, help_text: str) -> None:
+    """--patch LABEL=FILE[,FILE...], repeatable: one kernel (or kernel: lock) per label."""
     parser.add_argument(
-        "--patch", action="append", default=[], metavar="LABEL=FILE[,FILE...]",
-        help="kernel: locks: compile them from the tree with these patches, one variant per "
+        "--patch", action="append", default=[], metavar="LABEL=FILE[,FILE...]", help=help_text
+    )
+
+
+def source_options(parser: argparse._ActionsContainer) -> None:
+    patch_option(
+        parser,
+        "kernel: locks: compile them from the tree with these patches, one variant per "
         "label (a label alone: the stock tree), as 'locklab kernel --patch' takes them",
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--source", type=Path, help="kernel: locks: the kernel tree (default 6.1's)"
     )

@@ -8,7 +8,14 @@ import sys
 from pathlib import Path
 
 from locklab.analysis.cells import analyse_experiment
-from locklab.cli.common import Commands, host, number, settings, statistics_options
+from locklab.cli.common import (
+    Commands,
+    host,
+    number,
+    patch_option,
+    settings,
+    statistics_options,
+)
 from locklab.errors import LocklabError
 from locklab.kernel.sweep import LocktortureSweep
 from locklab.model.spec import default
@@ -77,11 +84,11 @@ def register(commands: Commands) -> None:
     kernel.add_argument("--cpus", type=int, default=_sweep("cpus"), help="virtual CPUs")
     kernel.add_argument("--accel", choices=("auto", "kvm", "tcg"), default=_sweep("accel"))
     kernel.add_argument("--name", help="experiment name")
-    kernel.add_argument(
-        "--patch", action="append", default=[], metavar="LABEL=FILE[,FILE...]",
-        help="build (cached) and run this kernel, locktorture built in: its label and patches "
+    patch_option(
+        kernel,
+        "build (cached) and run this kernel, locktorture built in: its label and patches "
         "(a label alone: the stock kernel); repeatable, instead of --kernel",
-    )  # fmt: skip
+    )
     kernel.add_argument("--source", type=Path, help="--patch: kernel tree (default: 6.1's)")
     kernel.add_argument("--config", type=Path, metavar="FRAGMENT", help="--patch: config lines")
     kernel.add_argument(
@@ -95,11 +102,11 @@ def register(commands: Commands) -> None:
         "kernel-build", help="build kernels with locktorture built in (also: locklab kernel build)"
     )
     build.add_argument("--source", type=Path, help="kernel tree (default: linux-source-6.1)")
-    build.add_argument(
-        "--patch", action="append", default=[], metavar="LABEL=FILE[,FILE...]",
-        help="a kernel: its label and patches, applied in order (a label alone: the stock "
+    patch_option(
+        build,
+        "a kernel: its label and patches, applied in order (a label alone: the stock "
         "kernel); repeat for more kernels (default: one stock kernel)",
-    )  # fmt: skip
+    )
     build.add_argument(
         "--config", type=Path, metavar="FRAGMENT",
         help="config lines (CONFIG_X=y, # CONFIG_X is not set) over locklab's guest options",
