@@ -50,7 +50,7 @@ BUILDS = ("opt", "tsan", "asan")
 CACHE = ROOT / "build" / "kshim"
 SHIM = ROOT / "native" / "kshim"
 # Bumped when the way a plugin is made changes, so older ones are not reused.
-RECIPE = "locklab-kshim-1"
+RECIPE = "locklab-kshim-2"
 # What is copied from the tree: the locking files and their includes, and the rbtree code.
 TREE_PARTS = ("kernel/locking", "lib/rbtree.c", "include")
 
@@ -115,8 +115,18 @@ def build_key(source_key: str, patches: list[Path], family: str, build: str, lay
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
 
 
+def _link_or_copy(origin: str, target: str) -> None:
+    """A hard link where the tree is on the same file system (the include/ tree is large and
+    is only read), else a copy."""
+    try:
+        os.link(origin, target)
+    except OSError:
+        shutil.copy2(origin, target)
+
+
 def _copy_tree(source: Path, work: Path, patches: list[Path]) -> None:
-    """The parts of the tree the build compiles, and every file a patch touches, copied."""
+    """The parts of the tree the build compiles, linked, and every file a patch touches as a
+    private copy (so patching never writes the tree), patched."""
     partial = work.with_name(work.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     for part in TREE_PARTS:
@@ -124,12 +134,13 @@ def _copy_tree(source: Path, work: Path, patches: list[Path]) -> None:
         target = partial / part
         target.parent.mkdir(parents=True, exist_ok=True)
         if origin.is_dir():
-            shutil.copytree(origin, target, symlinks=True)
+            shutil.copytree(origin, target, symlinks=True, copy_function=_link_or_copy)
         else:
-            shutil.copy2(origin, target)
+            _link_or_copy(str(origin), str(target))
     for name in {name for patch in patches for name in patched_files(patch)}:
         origin, target = source / name, partial / name
-        if origin.is_file() and not target.exists():
+        target.unlink(missing_ok=True)
+        if origin.is_file():
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(origin, target)
     for patch in patches:
