@@ -183,7 +183,9 @@ def source_options(parser: argparse._ActionsContainer) -> None:
     )
 
 
-def source_plugins(args: argparse.Namespace, engine: Engine) -> dict[str, list[tuple[str, str]]]:
+def source_plugins(
+    args: argparse.Namespace, engine: Engine
+) -> dict[str, list[tuple[str, str, tuple[str, ...]]]]:
     """The kernel: locks of --lock, compiled from the tree (cached) in the engine's build."""
     names = [name.strip() for name in (args.lock or "").split(",") if is_source_lock(name.strip())]
     if not names:
@@ -193,5 +195,6 @@ def source_plugins(args: argparse.Namespace, engine: Engine) -> dict[str, list[t
     build = args.build or engine.build()
     built = build_source_locks(names, args.patch, build, engine.path, args.source)
     return {
-        name: [(lock.label, str(lock.plugin)) for lock in locks] for name, locks in built.items()
+        name: [(lock.label, str(lock.plugin), lock.patches) for lock in locks]
+        for name, locks in built.items()
     }

@@ -71,6 +71,7 @@ class SourceLock:
     plugin: Path
     key: str
     cached: bool
+    patches: tuple[str, ...] = ()  # the patch files, resolved
 
 
 def is_source_lock(name: str) -> bool:
@@ -195,8 +196,9 @@ def build_source_lock(
     key = build_key(source_identity(source), patches, family, build, layout)
     target = CACHE / key[:24]
     plugin = target / f"kernel-{family}.so"
+    applied_files = tuple(str(p.resolve()) for p in patches)
     if plugin.is_file():
-        return SourceLock(name, label, plugin, key, cached=True)
+        return SourceLock(name, label, plugin, key, cached=True, patches=applied_files)
     start = time.monotonic()
     _progress(f"building {name} ({label}, {build}) from {origin}")
     work = target / "tree"
@@ -226,7 +228,7 @@ def build_source_lock(
         "seconds": round(time.monotonic() - start, 1),
     }, indent=2) + "\n")  # fmt: skip
     _progress(f"built {name} ({label}, {build}) in {time.monotonic() - start:.1f} s")
-    return SourceLock(name, label, plugin, key, cached=False)
+    return SourceLock(name, label, plugin, key, cached=False, patches=applied_files)
 
 
 def build_source_locks(

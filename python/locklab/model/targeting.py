@@ -22,12 +22,12 @@ def spec_for_locks(
     param_texts: list[str],
     plugin_paths: list[str],
     axes_text: dict[str, str | None],
-    source_plugins: dict[str, list[tuple[str, str]]] | None = None,
+    source_plugins: dict[str, list[tuple[str, str, tuple[str, ...]]]] | None = None,
     **settings: Any,
 ) -> ExperimentSpec:
     """The spec of `--lock A,B --param ... --nwriters ...`; `settings` are ExperimentSpec's
     other fields (name and baseline default to the locks). `source_plugins`: for each lock
-    compiled from a kernel tree (kernel:NAME), its (patch label, plugin) pairs: one variant
+    compiled from a kernel tree (kernel:NAME), its (patch label, plugin, patch files): one variant
     each, labelled by the patch (or LOCK/LABEL when several such locks are run)."""
     if not lock_text:
         raise LocklabError("run: give --lock A,B,... (or --resume EXP)")
@@ -48,9 +48,9 @@ def spec_for_locks(
         if lock not in sources:
             variants.append(Variant(lock, lock, tuple(params[lock]), plugin_of.get(lock)))
             continue
-        for label, plugin in sources[lock]:
+        for label, plugin, patches in sources[lock]:
             shown = label if len(sources) == 1 else f"{lock}/{label}"
-            variants.append(Variant(shown, lock, (), plugin))
+            variants.append(Variant(shown, lock, (), plugin, patches))
     sweep = {
         axis: parse_int_list(axis, text) for axis, text in axes_text.items() if text is not None
     }
