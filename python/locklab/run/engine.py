@@ -227,7 +227,8 @@ class SanitizerReport:
 
 
 def sanitizer_reports(stderr: str) -> list[SanitizerReport]:
-    """Every sanitizer report in the engine's stderr, in order. A ThreadSanitizer data race
+    """Every sanitizer report in the engine's stderr, in order, each with the innermost function
+    of its accesses (a data race's plain access first). A ThreadSanitizer data race
     counts as KCSAN counts one in its default configuration (KCSAN_ASSUME_PLAIN_WRITES_ATOMIC):
     only when one of the two accesses is a plain read, or a plain write wider than a word;
     marked accesses and plain aligned writes up to a word are taken as atomic. Every other
@@ -235,11 +236,13 @@ def sanitizer_reports(stderr: str) -> list[SanitizerReport]:
     reports: list[SanitizerReport] = []
     starts = list(_REPORT.finditer(stderr))
     for index, found in enumerate(starts):
-        tool, kind = found.group(1), found.group(2)
+        tool, kind = found.group(1), found.group(2).split(" on ")[0]
         end = starts[index + 1].start() if index + 1 < len(starts) else len(stderr)
         body = stderr[found.end() : end]
         accesses = list(_ACCESS.finditer(body))
         names = [m.group(1) for m in _FRAME.finditer(body)][: max(1, len(accesses))]
+        if len(accesses) == 2 == len(names) and accesses[0].group(2) and not accesses[1].group(2):
+            names.reverse()  # the plain access first, whichever thread came first
         where = " vs ".join(names[:2]) or "unknown"
         counts = True
         if tool == "ThreadSanitizer" and kind == "data race" and accesses:
