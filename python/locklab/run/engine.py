@@ -210,7 +210,7 @@ class Engine:
 
 
 _REPORT = re.compile(
-    r"^(?:WARNING|ERROR): (ThreadSanitizer|AddressSanitizer|"
+    r"^(?:==\d+==)?(?:WARNING|ERROR): (ThreadSanitizer|AddressSanitizer|"
     r"UndefinedBehaviorSanitizer|LeakSanitizer): ([\w-]+(?: [\w-]+)*)",
     re.M,
 )
