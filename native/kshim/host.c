@@ -51,10 +51,12 @@ static void ids_lock_drop(void)
 }
 static unsigned char id_taken[KSHIM_NR_CPUS];
 static char *percpu_copy[KSHIM_NR_CPUS]; /* made once per id, kept: ids are reused */
+static struct host_task *kept_tasks; /* under ids_lock; reachable, so no leak is reported */
 static pthread_key_t task_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
 struct host_task {
+	struct host_task *kept_next; /* every task made, kept (see release_task()) */
 	unsigned int cpu;
 	/* the task follows, aligned for it */
 	_Alignas(128) unsigned char task[];
@@ -124,6 +126,10 @@ struct task_struct *kshim_attach_current(void)
 		fatal("out of memory for a task");
 	memset(host, 0, sizeof(*host) + kshim_task_size);
 	host->cpu = take_cpu_id();
+	ids_lock_take();
+	host->kept_next = kept_tasks;
+	kept_tasks = host;
+	ids_lock_drop();
 	struct sched_param param = { 0 };
 	int policy = SCHED_OTHER;
 	pthread_getschedparam(pthread_self(), &policy, &param);
