@@ -6,10 +6,10 @@ import argparse
 import json
 import sys
 
-from locklab.cli.common import Commands, engine_option
+from locklab.cli.common import Commands, chosen_engine, engine_option
 from locklab.kernel import from_source
 from locklab.output import listing
-from locklab.run.engine import Engine, find_engine
+from locklab.run.engine import Engine
 
 
 def register(commands: Commands) -> None:
@@ -26,7 +26,7 @@ def register(commands: Commands) -> None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    catalogue = Engine(find_engine(args.engine)).catalogue(tuple(args.plugin))
+    catalogue = Engine(chosen_engine(args)).catalogue(tuple(args.plugin))
     if args.json:
         print(json.dumps(listing.locks_json(catalogue), indent=2))
     else:
@@ -45,5 +45,5 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_topology(args: argparse.Namespace) -> int:
-    sys.stdout.write(Engine(find_engine(args.engine)).topology(args.numa_nodes))
+    sys.stdout.write(Engine(chosen_engine(args)).topology(args.numa_nodes))
     return 0

@@ -7,10 +7,10 @@ import argparse
 import json
 import sys
 
-from locklab.cli.common import Commands, engine_option
+from locklab.cli.common import Commands, chosen_engine, engine_option
 from locklab.errors import LocklabError
 from locklab.printable import printable
-from locklab.run.engine import Engine, find_engine
+from locklab.run.engine import Engine
 from locklab.run.machine_check import SAMPLE_S, WARN, Check, run_checks
 
 
@@ -29,7 +29,7 @@ def register(commands: Commands) -> None:
 
 def _perf_reason(args: argparse.Namespace) -> str | None:
     try:
-        return Engine(find_engine(args.engine)).cache_miss_counter()
+        return Engine(chosen_engine(args)).cache_miss_counter()
     except LocklabError as error:  # no engine: the check says so instead of failing
         return f"not checked: {error}"
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from locklab.cli.common import (
     EXIT_INTERRUPTED,
     Commands,
+    chosen_engine,
     engine_option,
     host,
     number,
@@ -20,7 +21,7 @@ from locklab.model.spec import default
 from locklab.model.values import AXES, parse_int_list
 from locklab.output import listing
 from locklab.printable import file_stem, printable
-from locklab.run.engine import Engine, find_engine
+from locklab.run.engine import Engine
 from locklab.run.tune_runs import SearchRange, StoredTuning, tune, workload
 from locklab.store import Store
 
@@ -66,7 +67,7 @@ def register(commands: Commands) -> None:
 def cmd_tune(args: argparse.Namespace) -> int:
     from locklab.output import plot
 
-    engine = Engine(find_engine(args.engine))
+    engine = Engine(chosen_engine(args))
     search = SearchRange.plan(
         engine.catalogue(), args.lock, args.param, args.range, args.grid, args.rounds
     )
