@@ -58,13 +58,16 @@ P2_GOAL = 1.00
 MEDIAN_COVERAGE = 0.90
 
 
-def engine_run(lock: str, nwriters: int, seconds: float, indirect: bool = False) -> dict:
+def engine_run(
+    lock: str, nwriters: int, seconds: float, indirect: bool = False, plugin: str | None = None
+) -> dict:
     env = dict(os.environ)
     if indirect:
         env["LOCKLAB_INDIRECT_LOOP"] = "1"
     proc = subprocess.run(
         [
             str(BENCH),
+            *(["--plugin", plugin] if plugin else []),
             "--lock",
             lock,
             "--nwriters",
@@ -87,8 +90,10 @@ def engine_run(lock: str, nwriters: int, seconds: float, indirect: bool = False)
     return json.loads(proc.stdout)
 
 
-def engine_ops_per_s(lock: str, nwriters: int, seconds: float, indirect: bool = False) -> float:
-    return float(engine_run(lock, nwriters, seconds, indirect)["throughput_ops_per_s"])
+def engine_ops_per_s(
+    lock: str, nwriters: int, seconds: float, indirect: bool = False, plugin: str | None = None
+) -> float:
+    return float(engine_run(lock, nwriters, seconds, indirect, plugin)["throughput_ops_per_s"])
 
 
 def bare_ops_per_s(program: Path, lock: str, nthreads: int, seconds: float) -> float:

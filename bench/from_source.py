@@ -10,26 +10,14 @@ Run with `make bench`.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
 
-from engine_overhead import BENCH, ratio_of
+from engine_overhead import BENCH, engine_ops_per_s, ratio_of
 from locklab.kernel.from_source import build_source_lock
 
 PAIRS = (("rtmutex", "rtmutex_k0"), ("mutex", "mutex"), ("rwsem", "rwsem"),
          ("qspinlock", "qspinlock"))  # fmt: skip
 GOAL = 0.95
-
-
-def ops_per_s(args: list[str], nwriters: int, seconds: float) -> float:
-    pin = ",".join(str(cpu) for cpu in range(nwriters))
-    proc = subprocess.run(
-        [str(BENCH), *args, "--nwriters", str(nwriters), "--pin", pin,
-         "--duration", str(seconds), "--warmup", "0.1", "--json", "-"],
-        capture_output=True, text=True, check=True, timeout=120,
-    )  # fmt: skip
-    return float(json.loads(proc.stdout)["throughput_ops_per_s"])
 
 
 def main() -> None:
@@ -42,12 +30,12 @@ def main() -> None:
           f"{'ratio':>7}{'sd':>6}  interval   goal")  # fmt: skip
     for family, hand in PAIRS:
         plugin = build_source_lock(f"kernel:{family}", "stock", [], "opt", BENCH).plugin
-        source_args = ["--plugin", str(plugin), "--lock", f"kernel:{family}"]
         for nwriters in (1, 2):
             source, ported = [], []
             for _ in range(options.repeats):
-                source.append(ops_per_s(source_args, nwriters, options.seconds))
-                ported.append(ops_per_s(["--lock", hand], nwriters, options.seconds))
+                source.append(engine_ops_per_s(f"kernel:{family}", nwriters, options.seconds,
+                                               plugin=str(plugin)))  # fmt: skip
+                ported.append(engine_ops_per_s(hand, nwriters, options.seconds))
             ratio = ratio_of(source, ported)
             goal = f">={GOAL} {ratio.verdict(GOAL)}" if nwriters == 1 else "-"
             mid_source, mid_hand = statistics.median(source), statistics.median(ported)
