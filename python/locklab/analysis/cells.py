@@ -72,6 +72,7 @@ class Column:
     header: str
     compared_to: int | None  # index of the column this one is compared with; None: a baseline
     runs: dict[Point, list[Run]]  # by axis point
+    unit: str = ""  # its own unit, where the table's columns measure different things
 
 
 @dataclass
@@ -94,6 +95,7 @@ class Analysis:
     baseline_name: str
     unit: str  # the measure's unit, scaled to this table's numbers (ops/s, kops/s, Mops/s)
     unit_divisor: float = 1.0  # the measure's own unit per `unit`
+    footer: list[str] = field(default_factory=list)  # lines under the verdicts
 
     @property
     def has_reads(self) -> bool:

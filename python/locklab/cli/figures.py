@@ -47,12 +47,16 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def write_report(
-    analysed: list[tuple[Experiment, list[Run], Analysis]], chosen: Settings, path: Path
+    analysed: list[tuple[Experiment, list[Run], Analysis]],
+    chosen: Settings,
+    path: Path,
+    combined: Analysis | None = None,
 ) -> None:
-    """The page of these experiments, from their one analysis each."""
+    """The page of these experiments, from their one analysis each (and `combined`, the one
+    table of several places, first)."""
     from locklab.output import report  # plotly is slow to import: only here
 
-    page = report.render(analysed, chosen)
+    page = report.render(analysed, chosen, combined)
     try:
         path.write_text(page)
     except OSError as error:

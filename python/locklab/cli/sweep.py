@@ -29,7 +29,8 @@ from locklab.errors import LocklabError
 from locklab.kernel import campaign as kernel_campaign
 from locklab.kernel.campaign import KernelCampaign
 from locklab.kernel.from_source import build_source_lock, is_source_lock
-from locklab.model.campaign import load_campaign, locate_error
+from locklab.kernel.sweep import Target
+from locklab.model.campaign import campaign_kind, load_campaign, locate_error
 from locklab.model.spec import AutoRepeat, ExperimentSpec, Variant, default
 from locklab.model.targeting import spec_for_locks
 from locklab.model.values import AXES
@@ -45,13 +46,15 @@ def _spec(name: str) -> object:
     return default(ExperimentSpec, name)
 
 
-def compiled_variants(variants: list[Variant], engine: Engine) -> list[Variant]:
-    """A campaign's kernel: variants with their plugins, compiled from the tree (cached) with
-    each variant's patches in the engine's build."""
+def compiled_variants(
+    variants: list[Variant], engine: Engine, source: Path | None = None
+) -> list[Variant]:
+    """A campaign's kernel: variants with their plugins, compiled from the tree (`source`, or
+    the default one; cached) with each variant's patches in the engine's build."""
     return [
         replace(variant, plugin=str(build_source_lock(
             variant.lock, variant.label, [Path(p) for p in variant.patches], engine.build(),
-            engine.path).plugin))
+            engine.path, source).plugin))
         if is_source_lock(variant.lock) and variant.plugin is None else variant
         for variant in variants
     ]  # fmt: skip
@@ -213,8 +216,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_campaign(args: argparse.Namespace) -> int:
     chosen = settings(args)
-    if kernel_campaign.is_kernel_campaign(args.file):
+    kind = campaign_kind(args.file)
+    if kind == "kernel":
         return _kernel_campaign(args, chosen, kernel_campaign.load(args.file, args.full))
+    if kind == "places":
+        from locklab.cli.places import run_places
+
+        return run_places(args, chosen)
+    if kind != "engine":
+        raise LocklabError(f"{args.file}: kind must be engine, kernel or places (got {kind!r})")
     spec = load_campaign(args.file, args.full)
     if args.repeat is not None:
         spec.repeat, spec.repeat_auto = args.repeat, False
@@ -280,9 +290,11 @@ def execute(
     store: Store,
     experiment: Experiment,
     resume_hint: str | None = None,
+    print_table: bool = True,
 ) -> tuple[int, tuple[list[Run], Analysis] | None]:
-    """Measure what is missing of the experiment and print its table: the exit status, and the
-    runs and the analysis the table came from (None when interrupted)."""
+    """Measure what is missing of the experiment and print its table (unless another table
+    shows it): the exit status, and the runs and the analysis the table came from (None when
+    interrupted)."""
     spec = experiment.spec
     errors = listing.stderr_console()
     runs_planned = len(spec.schedule())
@@ -309,7 +321,8 @@ def execute(
         )
     runs = store.runs(experiment)
     analysis = analyse_experiment(experiment, runs, chosen)
-    listing.print_analysis(analysis, args.plain)
+    if print_table:
+        listing.print_analysis(analysis, args.plain)
     if spec.repeat_auto:
         errors.print(adaptive.summary(spec, runs, outcome.settled))
     for line in outcome.failures:
@@ -328,27 +341,61 @@ def _kernel_campaign(args: argparse.Namespace, chosen: Settings, campaign: Kerne
         campaign.repeat = args.repeat
     if args.duration is not None:
         campaign.duration = args.duration
-    sweep, patches, params = kernel_campaign.sweep_of(campaign)
-    sweep.check()
+    plan = KernelPlan(campaign)
     if args.dry_run:
-        runs = len(patches) * len(campaign.nwriters) * campaign.repeat
-        minutes = runs * (campaign.duration + KERNEL_BOOT_S) / 60
-        print(f"{args.file}: \"{printable(campaign.name)}\": {len(patches)} kernels x "
-              f"{len(campaign.nwriters)} points x {campaign.repeat} repeats = {runs} runs, "
-              f"about {minutes:.1f} min, builds not counted")  # fmt: skip
+        print(f"{args.file}: {plan.line()}")
         return 0
-    targets = sweep.built_targets(patches, campaign.source, campaign.config, params)
+    plan.build()
     store = Store(Path(args.store))
-    experiment, problems, logs = sweep.run(store, campaign.name, targets, sweep.qemu_machine)
-    for line in problems:
-        print(f"locklab: warning: {printable(line)}", file=sys.stderr)
+    experiment, logs = plan.run(store)
     runs = store.runs(experiment)
     analysis = analyse_experiment(experiment, runs, chosen)
     listing.print_analysis(analysis, args.plain)
     print(f"console logs: {logs}")
     page = args.report or store.path.parent / f"{file_stem(campaign.name)}.html"
     figures.write_report([(experiment, runs, analysis)], chosen, page)
-    for log, outcome in sweep.failed_runs.items():
-        print(f"locklab: failed run: {printable(Path(log).stem)}: {printable(outcome)}",
-              file=sys.stderr)  # fmt: skip
-    return 1 if sweep.failed_runs else 0
+    return plan.failures()
+
+
+class KernelPlan:
+    """A kernel campaign, checked: its kernels built (cached) by build(), then booted by run()."""
+
+    def __init__(self, campaign: KernelCampaign) -> None:
+        self.campaign = campaign
+        self.sweep, self.patches, self.params = kernel_campaign.sweep_of(campaign)
+        self.sweep.check()
+        self.targets: list[Target] = []
+
+    def line(self) -> str:
+        """The plan, for --dry-run."""
+        campaign = self.campaign
+        runs = len(campaign.kernels) * len(campaign.nwriters) * campaign.repeat
+        minutes = runs * (campaign.duration + KERNEL_BOOT_S) / 60
+        return (f'"{printable(campaign.name)}": {len(campaign.kernels)} kernels x '
+                f"{len(campaign.nwriters)} points x {campaign.repeat} repeats = {runs} runs, "
+                f"about {minutes:.1f} min, builds not counted")  # fmt: skip
+
+    def build(self) -> None:
+        self.targets = self.sweep.built_targets(
+            self.patches, self.campaign.source, self.campaign.config, self.params
+        )
+
+    def run(self, store: Store) -> tuple[Experiment, Path]:
+        """Boot every run into the store: the experiment and the folder of its consoles."""
+        experiment, problems, logs = self.sweep.run(
+            store, self.campaign.name, self.targets, self.sweep.qemu_machine
+        )
+        for line in problems:
+            print(f"locklab: warning: {printable(line)}", file=sys.stderr)
+        return experiment, logs
+
+    def emulated(self) -> bool:
+        """Whether any boot ran under emulation (TCG), where timings are not representative."""
+        return self.sweep.accels != {"kvm"}
+
+    def failures(self) -> int:
+        """Each failed boot's line; the exit status they make."""
+        for log, outcome in self.sweep.failed_runs.items():
+            print(f"locklab: failed run: {printable(Path(log).stem)}: {printable(outcome)}",
+                  file=sys.stderr)  # fmt: skip
+        return 1 if self.sweep.failed_runs else 0

@@ -46,20 +46,17 @@ class KernelCampaign:
     params: dict[str, str] = field(default_factory=dict)
 
 
-def is_kernel_campaign(path: Path) -> bool:
-    """A campaign file that says kind = "kernel" (anything unreadable is left to the
-    ordinary reader, whose errors are one line)."""
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8")).get("kind") == "kernel"
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return False
-
-
 def load(path: Path, full: bool = False) -> KernelCampaign:
     try:
         data = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as error:
         raise LocklabError(f"{path}: {error}") from None
+    return from_data(path, data, full)
+
+
+def from_data(path: Path, data: dict, full: bool = False) -> KernelCampaign:
+    """A kernel campaign from a file's parsed tables (patch and source paths are relative to
+    `path`'s folder); every key and run parameter checked."""
     unknown = sorted(set(data) - TOP_KEYS)
     if unknown:
         known = ", ".join(sorted(TOP_KEYS))

@@ -46,6 +46,12 @@ LOCK_FILES = {
     "qspinlock": "kernel/locking/qspinlock.c (no paravirt): the queued spinlock",
 }
 LOCKS = tuple(LOCK_FILES)
+# locktorture's torture_type that runs the same file in a booted kernel (spin_lock is the
+# queued spinlock on a kernel without PREEMPT_RT).
+TORTURE_TYPE = {
+    "rtmutex": "rtmutex_lock", "mutex": "mutex_lock", "rwsem": "rwsem_lock",
+    "qspinlock": "spin_lock",
+}  # fmt: skip
 BUILDS = ("opt", "tsan", "asan")
 CACHE = ROOT / "build" / "kshim"
 SHIM = ROOT / "native" / "kshim"

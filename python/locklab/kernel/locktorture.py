@@ -186,11 +186,17 @@ class Imported:
 
 
 def convert(
-    labelled: list[tuple[str | None, Path]], name: str, host: str, warmup_reports: int
+    labelled: list[tuple[str | None, Path]],
+    name: str,
+    host: str,
+    warmup_reports: int,
+    failed_logs: frozenset[str] = frozenset(),
 ) -> Imported:
     """The runs of each (label or None, log) as one experiment: a variant per label (default:
     the torture type), nwriters/nreaders as axes, repeated runs as repeats. Nothing is written:
-    a log that yields nothing raises here, before any store is touched."""
+    a log that yields nothing raises here, before any store is touched. A run of one of
+    `failed_logs` (a boot that oopsed, hung or panicked) is kept however few its reports, so
+    that its failure shows in the table."""
     entries, problems = _distinct_runs(labelled)
     if not entries:
         raise LocklabError("no locktorture run in " + ", ".join(str(p) for _, p in labelled))
@@ -219,7 +225,9 @@ def convert(
             ),
         )
         measured = measure(run, warmup_reports)
-        if measured is None:
+        if measured is None and run.source in failed_logs:
+            measured = Measured(0.0, 0.0, 0, 0, [])
+        elif measured is None:
             problems.append(
                 f"{run.source}: {label} (nwriters_stress={run.nwriters}) has "
                 f"{len(run.writes)} reports, too few after {warmup_reports} warm-up: skipped"
@@ -283,7 +291,7 @@ def _stored_run(
     config: Configuration, repeat: int, run: TortureRun, measured: Measured, machine: dict
 ) -> Run:
     """A locktorture run in the engine's result shape, so tables and exports read it alike."""
-    last = run.writes[-1]
+    last = run.writes[-1] if run.writes else None
     result = {
         "status": "violation" if run.failed else "ok",
         "source": "locktorture",
@@ -300,7 +308,7 @@ def _stored_run(
             "max": last.max, "min": last.min,
             "max_min_ratio": last.max / last.min if last.min else None,
             "starved": last.starved,
-        }},
+        }} if last else {},
         "machine": machine,
     }  # fmt: skip
     failed = run.failed

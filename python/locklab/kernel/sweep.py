@@ -209,7 +209,8 @@ class LocktortureSweep:
         if self.provenance:
             (logs / "kernels.json").write_text(json.dumps(self.provenance, indent=2) + "\n")
             host += "; kernels: " + self.provenance_line()
-        imported = locktorture.convert(labelled, name, host, self.warmup_reports)
+        imported = locktorture.convert(labelled, name, host, self.warmup_reports,
+                                       frozenset(self.failed_runs))  # fmt: skip
         check = machine_check.stored_facts()  # this host's, for the table's summary line
         for stored in imported.runs:
             if isinstance(stored.machine, dict):

@@ -13,6 +13,7 @@ from locklab.model.values import AXES
 
 TOP_KEYS = {
     "name",
+    "kind",
     "repeat",
     "duration",
     "warmup",
@@ -65,6 +66,23 @@ def load_campaign(path: Path, full: bool = False) -> ExperimentSpec:
             "(at end of document)", f"(at end of document, line {last_line})"
         )
         raise LocklabError(f"{path}: malformed TOML: {message}") from None
+    return _CampaignReader(path, text).spec(data, full)
+
+
+def campaign_kind(path: Path) -> str:
+    """What a campaign file measures: "engine" (the default), "kernel" (booted kernels, read by
+    kernel/campaign.py) or "places" (one patch in the engine, a kernel and a program, read by
+    model/places.py). Anything unreadable is "engine", whose reader says why in one line."""
+    try:
+        kind = tomllib.loads(path.read_text(encoding="utf-8")).get("kind", "engine")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return "engine"
+    return kind if isinstance(kind, str) else "engine"
+
+
+def campaign_from_data(path: Path, text: str, data: dict, full: bool = False) -> ExperimentSpec:
+    """An engine or program campaign from tables another reader made (model/places.py); `text`
+    is the file the keys came from, for the line numbers of errors."""
     return _CampaignReader(path, text).spec(data, full)
 
 

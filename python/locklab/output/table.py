@@ -57,7 +57,9 @@ def _cells_text(
 
 def _section_lines(analysis: Analysis, section: Section) -> list[Line]:
     columns = analysis.columns
-    row_header = f"Statistic ({analysis.unit}):"
+    # A table of several places has no one unit: each column group names its own.
+    row_header = f"Statistic ({analysis.unit}):" if analysis.unit else "Statistic:"
+    headers = [f"{c.header} ({c.unit})" if c.unit else c.header for c in columns]
     has_rel = [column.compared_to is not None for column in columns]
     # Every row as text first, to size the columns.
     with_ci = analysis.settings.show_ci
@@ -76,7 +78,7 @@ def _section_lines(analysis: Analysis, section: Section) -> list[Line]:
         ]
         body.append((str(row), groups))
     widths: list[list[int]] = []
-    for index, column in enumerate(columns):
+    for index in range(len(columns)):
         column_widths = [
             max([len(header_stats[index][k])] + [len(groups[index][k][0]) for _, groups in body])
             for k in range(len(header_stats[index]))
@@ -84,8 +86,8 @@ def _section_lines(analysis: Analysis, section: Section) -> list[Line]:
         column_widths[-1] = max(column_widths[-1], FLAG_WIDTH)
         # A long lock name widens the group's last column rather than overflowing into the next.
         group_width = sum(column_widths) + len(column_widths) - 1
-        if len(column.header) > group_width:
-            column_widths[-1] += len(column.header) - group_width
+        if len(headers[index]) > group_width:
+            column_widths[-1] += len(headers[index]) - group_width
         widths.append(column_widths)
     first = max(len(row_header), *(len(label) for label, _ in body))
 
@@ -105,7 +107,7 @@ def _section_lines(analysis: Analysis, section: Section) -> list[Line]:
     for index, column in enumerate(columns):
         group_width = sum(widths[index]) + len(widths[index]) - 1
         style = "bold cyan" if column.compared_to is None else "bold"
-        header += [(" " * GAP, ""), (column.header.ljust(group_width), style)]
+        header += [(" " * GAP, ""), (headers[index].ljust(group_width), style)]
     lines.append(header)
     statistic: Line = [(row_header.ljust(first), "bold")]
     for index in range(len(columns)):
@@ -156,6 +158,9 @@ def _lines(analysis: Analysis) -> list[Line]:
             out.append([(f"Disturbed runs ({disturbance.rule_text()}):", "bold")])
             for index, text in section.disturbed.items():
                 out.append([(f"  {analysis.columns[index].header}: ", "bold"), (text, "yellow")])
+    if analysis.footer:
+        out.append([])
+        out += [[(text, "bold" if n == 0 else "")] for n, text in enumerate(analysis.footer)]
     out.append([])
     legend = analysis.legend()
     for first in range(0, len(legend), 3):

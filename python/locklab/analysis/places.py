@@ -1,0 +1,93 @@
+"""One table from a patch's measurements in several places (the engine, a booted kernel, a
+program): each place's experiment is analysed alone, against its own baseline, and the analyses
+are laid side by side. So every verdict compares like with like (a kernel's locktorture with the
+same kernel's baseline, never with the engine), and each column group carries its place's unit.
+
+Under the verdicts, one line per patch set says whether the places agree: the same direction
+(faster, slower, or no significant difference) in every place where it was tested.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from locklab.analysis.cells import Analysis, Column, Section
+
+
+def combine(places: list[tuple[str, Analysis]], emulated: frozenset[str] = frozenset()) -> Analysis:
+    """The analyses of one campaign's places, in this order, as one analysis whose columns are
+    "PLACE LABEL" (units per column: the places' measures differ). `emulated`: the places
+    whose timings come from an emulated machine."""
+    first = places[0][1]
+    columns: list[Column] = []
+    rows = sorted({row for _, analysis in places for s in analysis.sections for row in s.rows})
+    section = Section((), rows)
+    title: list[str] = []
+    for place, analysis in places:
+        if len(analysis.sections) != 1:
+            raise ValueError(f"{place}: a place's experiment sweeps one axis only")
+        own = analysis.sections[0]
+        offset = len(columns)
+        for index, column in enumerate(analysis.columns):
+            compared = None if column.compared_to is None else column.compared_to + offset
+            columns.append(replace(column, header=f"{place} {column.header}",
+                                   compared_to=compared, unit=analysis.unit))  # fmt: skip
+            for row in rows:
+                section.cells[offset + index, row] = own.cells.get((index, row))
+            if index in own.verdicts:
+                section.verdicts[offset + index] = own.verdicts[index]
+            if index in own.disturbed:
+                section.disturbed[offset + index] = own.disturbed[index]
+        title += [f"{place}: {line}" for line in analysis.title]
+    combined = Analysis(title, first.row_axis, columns, [section], first.settings,
+                        f"each place's {first.baseline_name}", "")  # fmt: skip
+    combined.footer = agreement_lines(combined, [place for place, _ in places], emulated)
+    return combined
+
+
+def _direction(analysis: Analysis, column: int) -> str:
+    """What one column's cells say against its baseline: 'failed runs', 'not tested',
+    'higher', 'lower', 'higher and lower' or 'no significant difference'."""
+    section = analysis.sections[0]
+    cells = [section.cells.get((column, row)) for row in section.rows]
+    found = [cell for cell in cells if cell is not None]
+    if any(cell.failed_runs for cell in found):
+        return "failed runs"
+    tested = [c.comparison for c in found if c.comparison and c.comparison.p_value is not None]
+    if not tested:
+        return "not tested"
+    measure = analysis.settings.measure
+    words = {measure.higher if c.rel_pct > 0 else measure.lower
+             for c in tested if c.significant}  # fmt: skip
+    if not words:
+        return "no significant difference"
+    return " and ".join(sorted(words, key=[measure.higher, measure.lower].index))
+
+
+def agreement_lines(analysis: Analysis, places: list[str], emulated: frozenset[str]) -> list[str]:
+    """Per compared label, whether the places agree, and what each says where they do not.
+    A place in `emulated` ran under emulation: it is named so, since its timings mean little."""
+    by_label: dict[str, list[tuple[str, str]]] = {}
+    for index, column in enumerate(analysis.columns):
+        if column.compared_to is None:
+            continue
+        place, _, label = column.header.partition(" ")
+        named = f"{place} (emulated)" if place in emulated else place
+        by_label.setdefault(label, []).append((named, _direction(analysis, index)))
+    lines = []
+    for label, found in by_label.items():
+        said = "; ".join(f"{place}: {direction}" for place, direction in found)
+        directions = {direction for _, direction in found if direction != "not tested"}
+        caught = [place for place, direction in found if direction == "failed runs"]
+        if caught:
+            line = f"caught in {', '.join(caught)} ({said})"
+        elif len(found) < 2:
+            line = f"measured in one place only ({said})"
+        elif len(directions) == 1:
+            line = f"the places agree: {directions.pop()} in each"
+        else:
+            line = f"the places differ ({said})"
+        lines.append(f"  {label}: {line}")
+    if lines:
+        lines.insert(0, f"Across places ({', '.join(places)}), each against its own baseline:")
+    return lines
