@@ -96,7 +96,13 @@ static inline bool osq_lock(struct optimistic_spin_queue *lock, struct lock_thre
 	WRITE_ONCE(node->locked, 0);
 	WRITE_ONCE(node->next, NULL);
 	WRITE_ONCE(node->index, curr); /* always the same value; read by unqueueing neighbours */
-	WRITE_ONCE(osq_nodes[self->index], node);
+	/*
+	 * The table is shared, 16 entries to a line: write it only when this thread's node is
+	 * not there yet (once per thread), so that queueing stores nothing shared but the tail,
+	 * as the kernel's per-CPU nodes need no table.
+	 */
+	if (READ_ONCE(osq_nodes[self->index]) != node)
+		WRITE_ONCE(osq_nodes[self->index], node);
 
 	u32 old = xchg(&lock->tail, curr);
 	if (old == 0)
