@@ -244,3 +244,22 @@ def test_a_program_runs_under_a_lock_from_the_tree(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "k3" in proc.stdout and "Traceback" not in proc.stderr
+
+
+def test_a_campaign_names_its_tree(tmp_path):
+    """`source` in a campaign file: the kernel: locks are compiled from that tree (here the
+    default tree, unpacked: the same content, so the same cached build); a folder that is no
+    kernel tree is one line."""
+    tree = from_source.unpack_default_source()
+    campaign = tmp_path / "tree.toml"
+    campaign.write_text(
+        f'source = "{tree}"\nrepeat = 1\nduration = 0.2\nwarmup = 0\n'
+        '[[variant]]\nlabel = "stock"\nlock = "kernel:rtmutex"\n'
+    )
+    proc = run_cli("campaign", str(campaign), "--plain", store=tmp_path / "s")
+    assert proc.returncode == 0, proc.stderr
+    assert "stock = kernel:rtmutex from " in proc.stdout
+    campaign.write_text(campaign.read_text().replace(str(tree), str(tmp_path)))
+    proc = run_cli("campaign", str(campaign), store=tmp_path / "s")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "not a kernel tree" in proc.stderr

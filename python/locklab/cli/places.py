@@ -19,7 +19,7 @@ from locklab.analysis.cells import Analysis, Settings, analyse_experiment
 from locklab.analysis.places import combine
 from locklab.cli import figures
 from locklab.cli.common import chosen_engine, host
-from locklab.cli.sweep import KernelPlan, compiled_variants, execute
+from locklab.cli.sweep import KernelPlan, compile_variants, execute
 from locklab.errors import LocklabError
 from locklab.model import places
 from locklab.model.campaign import locate_error
@@ -66,7 +66,7 @@ def run_places(args: argparse.Namespace, chosen: Settings) -> int:
     specs = [(p, s) for p, s in (("engine", campaign.engine), ("program", campaign.program)) if s]
     try:
         for _, spec in specs:
-            spec.variants = compiled_variants(spec.variants, engine, campaign.source)
+            compile_variants(spec, engine)
             engine.check(spec)
         if campaign.program is not None:
             check_program(campaign.program)

@@ -31,7 +31,7 @@ from locklab.kernel.campaign import KernelCampaign
 from locklab.kernel.from_source import build_source_lock, is_source_lock
 from locklab.kernel.sweep import Target
 from locklab.model.campaign import campaign_kind, load_campaign, locate_error
-from locklab.model.spec import AutoRepeat, ExperimentSpec, Variant, default
+from locklab.model.spec import AutoRepeat, ExperimentSpec, default
 from locklab.model.targeting import spec_for_locks
 from locklab.model.values import AXES
 from locklab.output import listing
@@ -46,17 +46,16 @@ def _spec(name: str) -> object:
     return default(ExperimentSpec, name)
 
 
-def compiled_variants(
-    variants: list[Variant], engine: Engine, source: Path | None = None
-) -> list[Variant]:
-    """A campaign's kernel: variants with their plugins, compiled from the tree (`source`, or
-    the default one; cached) with each variant's patches in the engine's build."""
-    return [
+def compile_variants(spec: ExperimentSpec, engine: Engine) -> None:
+    """A campaign's kernel: variants given their plugins, compiled (cached) from the spec's
+    tree with each variant's patches, in the engine's build."""
+    tree = Path(spec.kernel_tree) if spec.kernel_tree else None
+    spec.variants = [
         replace(variant, plugin=str(build_source_lock(
             variant.lock, variant.label, [Path(p) for p in variant.patches], engine.build(),
-            engine.path, source).plugin))
+            engine.path, tree).plugin))
         if is_source_lock(variant.lock) and variant.plugin is None else variant
-        for variant in variants
+        for variant in spec.variants
     ]  # fmt: skip
 
 
@@ -234,7 +233,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         spec.warmup_s = args.warmup
     engine = Engine(chosen_engine(args))
     try:
-        spec.variants = compiled_variants(spec.variants, engine)
+        compile_variants(spec, engine)
         engine.check(spec)
         if spec.program:
             from locklab.run.program import check_program

@@ -74,6 +74,9 @@ def from_data(path: Path, data: dict, full: bool = False) -> KernelCampaign:
             data[key] = {**data.get(key, {}), **value} if isinstance(value, dict) else value
         data["name"] = f"{data.get('name', path.stem)}-full"
     here = path.parent
+    for key in ("source", "config"):
+        if not isinstance(data.get(key, ""), str):
+            raise LocklabError(f"{path}: '{key}' must be a path, in quotes")
     kernels: dict[str, list[Path]] = {}
     for entry in data.get("kernel", []):
         label = entry.get("label")

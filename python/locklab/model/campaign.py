@@ -37,6 +37,7 @@ TOP_KEYS = {
     "min_repeat",
     "max_repeat",
     "precision",
+    "source",
 }
 VARIANT_KEYS = {"label", "lock", "params", "plugin", "patches"}
 # What [full] may override: the seed's own scale, run with `locklab campaign FILE --full`.
@@ -159,6 +160,7 @@ class _CampaignReader:
             torture_delays=self.typed(data, "torture_delays", str, _default("torture_delays")),
             numa_remote_ns=self.typed(data, "numa_remote_ns", int, _default("numa_remote_ns")),
             workloads=self.workloads(data.get("workload", [])),
+            kernel_tree=self.tree(data),
         )
         if "program" in data:  # a real program under each lock, as `locklab exec` runs it
             program = data["program"]
@@ -219,6 +221,11 @@ class _CampaignReader:
             files = tuple(str((self.path.parent / p).resolve()) for p in patches)
             variants.append(Variant(label, lock, tuple(params.items()), plugin, files))
         return variants
+
+    def tree(self, data: dict) -> str:
+        """`source`, the kernel tree of the kernel: locks, as a path (relative: to this file)."""
+        source = self.typed(data, "source", str, "")
+        return str((self.path.parent / source).resolve()) if source else ""
 
     def workloads(self, raw: object) -> list[Workload]:
         if not isinstance(raw, list) or not all(isinstance(t, dict) for t in raw):

@@ -47,7 +47,6 @@ class PlacesCampaign:
     engine: ExperimentSpec | None
     program: ExperimentSpec | None
     kernel: KernelCampaign | None
-    source: Path | None  # the kernel tree (None: Debian's linux-source-6.1)
 
     @property
     def places(self) -> list[str]:
@@ -108,15 +107,13 @@ class _Reader:
         if not any(place in data for place in PLACES):
             raise self.fail("no place: give at least one of [engine], [kernel], [program]")
         common = {"name": name, "baseline": baseline, "repeat": data.get("repeat", 3)}
-        source = data.get("source")
-        if source is not None and not isinstance(source, str):
-            raise self.fail("'source' must be a kernel tree's path, in quotes")
+        if "source" in data:  # the tree, for every place
+            common["source"] = data["source"]
         return PlacesCampaign(
             name=name, path=self.path, lock=lock, baseline=baseline, labels=labels,
             engine=self.engine(data, common, lock, patches, sweep),
             program=self.program(data, common, lock, patches, sweep),
             kernel=self.kernel(data, common, lock, patches, sweep),
-            source=self.path.parent / source if source else None,
         )  # fmt: skip
 
     def patch_sets(self, raw: object) -> tuple[list[str], dict[str, list[str]]]:
@@ -191,6 +188,4 @@ class _Reader:
         tables = {**common, "torture_type": torture_type, **table, "kind": "kernel",
                   "name": f"{common['name']}-kernel", "kernel": kernels,
                   "sweep": {"nwriters_stress": sweep["nwriters"]}}  # fmt: skip
-        if "source" in data:
-            tables["source"] = data["source"]
         return kernel_campaign.from_data(self.path, tables)

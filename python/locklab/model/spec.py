@@ -148,6 +148,8 @@ class ExperimentSpec:
     program_metric: str = "time"
     program_work: str = "1"
     program_timeout_s: float = 600.0
+    # The tree kernel: locks are compiled from (a campaign's `source`; "": Debian's 6.1).
+    kernel_tree: str = ""
 
     def __post_init__(self) -> None:
         for axis in AXES:
