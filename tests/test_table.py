@@ -107,8 +107,9 @@ def test_plain_table_has_seed_000_layout(store):
     ]
     assert lines[header + 2] == "nwriters:"
     rows = [line.split() for line in lines[header + 3 : header + 6]]
-    assert rows[0] == ["1", "900.00", "0.79", "900.00", "1.58", "+0.0%", "~"]
-    assert rows[1] == ["2", "360.00", "0.79", "417.00", "0.79", "+15.8%"]
+    # rel % with its 95% interval; "=": equal within the minimum effect (5%)
+    assert rows[0] == ["1", "900.00", "0.79", "900.00", "1.58", "+0.0%", "[-0.2,", "+0.2]", "="]
+    assert rows[1] == ["2", "360.00", "0.79", "417.00", "0.79", "+15.8%", "[+15.5,", "+16.2]"]
     assert rows[2][:1] == ["4"] and rows[2][-1] == "~!"
     # Fixed width: every number column ends at the same place on every row.
     mean_end = lines[header + 1].index("mean") + len("mean")
@@ -122,7 +123,9 @@ def test_verdict_lines(store):
     text = table.plain(analyse_experiment(experiment, store.runs(experiment), Settings()))
     verdict = next(line for line in text.splitlines() if line.startswith("  k1-rmacq:"))
     assert verdict == (
-        "  k1-rmacq: faster at 2 writers (+15.8%, p < 0.001); noisy (CV > 5%) at 4 writers"
+        "  k1-rmacq: faster at 2 writers (+15.8% [+15.5, +16.2], p < 0.001); equal within ±5% "
+        "at 1 writer; inconclusive at 4 writers (more than 1000 runs per cell, or longer runs, "
+        "would settle it); noisy (CV > 5%) at 4 writers"
     )
 
 
@@ -132,11 +135,22 @@ def test_verdict_no_difference_and_slower(store):
     kops["k1-rmacq", 4] = [318.0, 319.0, 318.5, 317.5, 319.5]  # -3.2 %
     experiment = fill(store, spec_two_locks(), kops)
     analysis = analyse_experiment(experiment, store.runs(experiment), Settings())
-    assert analysis.sections[0].verdicts[1] == "slower at 4 writers (-3.2%, p < 0.001)"
+    assert analysis.sections[0].verdicts[1] == (
+        "significant but below 5% at 4 writers (-3.2% [-3.5, -2.8], p < 0.001); "
+        "equal within ±5% at <= 2 writers"
+    )
+    analysis = analyse_experiment(experiment, store.runs(experiment), Settings(min_effect=3))
+    assert (
+        analysis.sections[0]
+        .verdicts[1]
+        .startswith(
+            "slower at 4 writers (-3.2% [-3.5, -2.8], p < 0.001); equal within ±3% at <= 2 writers"
+        )
+    )
     kops["k1-rmacq", 4] = [328.5, 329.0, 328.0, 330.0, 329.5]
     experiment = fill(store, spec_two_locks("same"), kops)
     analysis = analyse_experiment(experiment, store.runs(experiment), Settings())
-    assert analysis.sections[0].verdicts[1] == "no significant difference at any thread count"
+    assert analysis.sections[0].verdicts[1] == "equal within ±5% at every thread count"
 
 
 def test_drift_and_failures_are_flagged(store):
@@ -172,7 +186,7 @@ def test_exports(store):
     assert document["verdicts"][0]["verdict"].startswith("faster at 2 writers")
     markdown = export.to_markdown(analysis)
     assert "| nwriters | k0-stock mean | k0-stock std | k1-rmacq mean |" in markdown
-    assert "| 2 | 360.00 | 0.79 | 417.00 | 0.79 | **+15.8%** |" in markdown
+    assert "| 2 | 360.00 | 0.79 | 417.00 | 0.79 | **+15.8% [+15.5, +16.2]** |" in markdown
 
 
 def test_compare_two_experiments(store):
@@ -187,7 +201,7 @@ def test_compare_two_experiments(store):
         "k1-rmacq #2",
     ]
     verdicts = analysis.sections[0].verdicts
-    assert verdicts[1] == "faster at >= 1 writers (+20.0%, p < 0.001)"
+    assert verdicts[1] == "faster at every thread count (+20.0%, p < 0.001)"
     text = table.plain(analysis)
     assert text.startswith("#2 compared with #1\nA: experiment #1")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from locklab.analysis import disturbance, stats
 from locklab.analysis.metrics import METRICS, Metric
@@ -19,6 +19,12 @@ from locklab.errors import LocklabError
 from locklab.model.spec import ExperimentSpec, Point
 from locklab.model.values import AXES, AXIS_DEFAULTS
 from locklab.store import Experiment, Run
+
+# The table's mark for what a comparison says (verdicts.legend_lines explains them).
+JUDGEMENT_MARKS = {
+    stats.UNTESTED: "?", stats.INCONCLUSIVE: "~", stats.EQUAL: "=", stats.BELOW_MIN: "<",
+    stats.HIGHER: "", stats.LOWER: "",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -32,6 +38,8 @@ class Settings:
     # Multiple comparisons: "holm" adjusts the p-values of one lock's cells in a section (the
     # family its verdict speaks for); "none" judges each cell alone.
     correction: str = "holm"
+    # The smallest rel % a verdict calls faster or slower, and the margin of "equal within".
+    min_effect: float = stats.DEFAULT_MIN_EFFECT_PCT
 
     @property
     def measure(self) -> Metric:
@@ -49,13 +57,10 @@ class Cell:
     runs: list[Run]  # the successful runs, for figures of other per-run measures
     disturbed: list[disturbance.RunDisturbance] = field(default_factory=list)
 
-    def flags(self) -> str:
+    def flags(self, min_effect: float = stats.DEFAULT_MIN_EFFECT_PCT) -> str:
         marks = ""
         if self.comparison is not None:
-            if self.comparison.p_value is None:
-                marks += "?"
-            elif not self.comparison.significant:
-                marks += "~"
+            marks += JUDGEMENT_MARKS[self.comparison.judgement(min_effect)]
         if self.noisy:
             marks += "!"
         if self.drifting_runs:
@@ -285,7 +290,7 @@ def _adjust(section: Section, column: int, alpha: float) -> None:
     for (_, cell), p in zip(tested, adjusted, strict=True):
         comparison = cell.comparison
         assert comparison is not None
-        cell.comparison = stats.Comparison(comparison.rel_pct, comparison.p_value, p < alpha, p)
+        cell.comparison = replace(comparison, significant=p < alpha, p_adjusted=p)
 
 
 def _shown_fixed(

@@ -4,13 +4,14 @@ are laid side by side. So every verdict compares like with like (a kernel's lock
 same kernel's baseline, never with the engine), and each column group carries its place's unit.
 
 Under the verdicts, one line per patch set says whether the places agree: the same direction
-(faster, slower, or no significant difference) in every place where it was tested.
+(faster, slower, equal within the minimum effect, or no clear difference) in every place.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from locklab.analysis import stats
 from locklab.analysis.cells import Analysis, Column, Section
 
 
@@ -46,22 +47,27 @@ def combine(places: list[tuple[str, Analysis]], emulated: frozenset[str] = froze
 
 
 def _direction(analysis: Analysis, column: int) -> str:
-    """What one column's cells say against its baseline: 'failed runs', 'not tested',
-    'higher', 'lower', 'higher and lower' or 'no significant difference'."""
+    """What one column's cells say against its baseline: 'failed runs', 'not tested', the
+    measure's words for higher and lower (at least the minimum effect), 'equal within +-X%'
+    when every tested cell is, else 'no clear difference'."""
     section = analysis.sections[0]
     cells = [section.cells.get((column, row)) for row in section.rows]
     found = [cell for cell in cells if cell is not None]
     if any(cell.failed_runs for cell in found):
         return "failed runs"
-    tested = [c.comparison for c in found if c.comparison and c.comparison.p_value is not None]
-    if not tested:
+    settings = analysis.settings
+    judged = {c.comparison.judgement(settings.min_effect) for c in found if c.comparison}
+    judged.discard(stats.UNTESTED)
+    if not judged:
         return "not tested"
-    measure = analysis.settings.measure
-    words = {measure.higher if c.rel_pct > 0 else measure.lower
-             for c in tested if c.significant}  # fmt: skip
-    if not words:
-        return "no significant difference"
-    return " and ".join(sorted(words, key=[measure.higher, measure.lower].index))
+    measure = settings.measure
+    pairs = ((stats.HIGHER, measure.higher), (stats.LOWER, measure.lower))
+    words = [word for judgement, word in pairs if judgement in judged]
+    if words:
+        return " and ".join(words)
+    if judged == {stats.EQUAL}:
+        return f"equal within \u00b1{settings.min_effect:g}%"
+    return "no clear difference"
 
 
 def agreement_lines(analysis: Analysis, places: list[str], emulated: frozenset[str]) -> list[str]:

@@ -29,6 +29,7 @@ class RelativePoint:
     rel_pct: float
     significant: bool
     p_value: float | None
+    ci_pct: tuple[float, float] | None = None  # the 95% interval of rel %
 
 
 def cell_series(section: Section, index: int) -> CellSeries:
@@ -49,8 +50,12 @@ def relative_points(section: Section, index: int) -> list[RelativePoint]:
     """rel % against the column's baseline at each row that was compared."""
     return [
         RelativePoint(
-            row, cell.comparison.rel_pct, cell.comparison.significant, cell.comparison.p_value
-        )
+            row,
+            cell.comparison.rel_pct,
+            cell.comparison.significant,
+            cell.comparison.p_value,
+            cell.comparison.ci_pct,
+        )  # fmt: skip
         for row in section.rows
         if (cell := section.cells.get((index, row))) is not None
         and cell.comparison is not None

@@ -47,12 +47,60 @@ class Summary:
         return self.std / abs(self.mean)
 
 
+# LKP's change-detection rule: a difference under 5% is not reported as a change. Here it is
+# the smallest effect a verdict calls faster or slower, and the margin of "equal within".
+DEFAULT_MIN_EFFECT_PCT = 5.0
+CI_LEVEL = 0.95
+# What a cell's comparison says, in the order a reader weighs them.
+HIGHER, LOWER = "higher", "lower"
+BELOW_MIN = "below"  # significant, but smaller than the minimum effect
+EQUAL = "equal"  # the whole interval inside +-min effect
+INCONCLUSIVE = "inconclusive"  # neither: more runs needed
+UNTESTED = "untested"  # fewer than 2 runs on a side
+MOST_RUNS = 1000  # beyond this many runs per cell, "would settle it" is not worth saying
+
+
 @dataclass(frozen=True)
 class Comparison:
     rel_pct: float  # (other - base) / base, in percent
     p_value: float | None  # None when a test is impossible (fewer than 2 runs on a side)
     significant: bool
     p_adjusted: float | None = None  # after the multiple-comparison correction, if any
+    # The 95% interval of rel % (Fieller's, for the ratio of the means); None when it is
+    # unbounded (the baseline's mean is not clearly above zero) or untestable.
+    ci_pct: tuple[float, float] | None = None
+    runs: int = 0  # the fewer runs of the two sides
+
+    def judgement(self, min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT) -> str:
+        """HIGHER or LOWER (significant, at least the minimum effect), BELOW_MIN, EQUAL (the
+        interval inside +-min_effect_pct: an equivalence test, TOST at 2.5% per side),
+        INCONCLUSIVE or UNTESTED."""
+        if self.p_value is None:
+            return UNTESTED
+        if self.significant:
+            if abs(self.rel_pct) < min_effect_pct:
+                return BELOW_MIN
+            return HIGHER if self.rel_pct > 0 else LOWER
+        if self.ci_pct is not None and -min_effect_pct < self.ci_pct[0] <= self.ci_pct[1] < (
+            min_effect_pct
+        ):
+            return EQUAL
+        return INCONCLUSIVE
+
+    def runs_to_settle(self, min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT) -> int | None:
+        """About how many runs per cell would settle an inconclusive comparison, the interval
+        narrowing as 1/sqrt(runs): inside +-min_effect_pct if the estimate is inside it, else
+        clear of zero. None when that is beyond MOST_RUNS or cannot be told."""
+        if self.ci_pct is None or self.runs < 2:
+            return None
+        half = (self.ci_pct[1] - self.ci_pct[0]) / 2
+        room = min_effect_pct - abs(self.rel_pct)
+        if room <= 0:
+            room = abs(self.rel_pct)
+        if room <= 0 or half <= 0:
+            return None
+        needed = math.ceil(self.runs * (half / room) ** 2)
+        return max(needed, self.runs + 1) if needed <= MOST_RUNS else None
 
 
 @dataclass(frozen=True)
@@ -96,6 +144,36 @@ def mann_whitney_p_value(a: Sequence[float], b: Sequence[float]) -> float:
     return float(stats.mannwhitneyu(a, b, alternative="two-sided").pvalue)
 
 
+def ratio_interval(
+    base: Sequence[float], other: Sequence[float], level: float = CI_LEVEL
+) -> tuple[float, float] | None:
+    """The `level` confidence interval of mean(other) / mean(base), by Fieller's theorem for
+    two independent samples of unequal variances: the ratios R for which mean(other) -
+    R * mean(base) is not significantly different from zero, with the Welch-Satterthwaite
+    degrees of freedom at the estimated ratio (see Kalibera and Jones, "Rigorous benchmarking
+    in reasonable time", ISMM 2013, and Franz, "Ratios: a short guide to confidence limits",
+    2007). None when the interval is unbounded: the baseline's mean is not clearly above zero.
+    """
+    x, y = statistics.fmean(base), statistics.fmean(other)
+    vx = statistics.variance(base) / len(base)
+    vy = statistics.variance(other) / len(other)
+    if x == 0:
+        return None
+    ratio = y / x
+    spread = vy + ratio**2 * vx
+    if spread == 0:
+        return ratio, ratio
+    df = spread**2 / (vy**2 / (len(other) - 1) + ratio**4 * vx**2 / (len(base) - 1))
+    t = t_quantile(1 - (1 - level) / 2, df)
+    a = x * x - t * t * vx
+    if a <= 0:
+        return None
+    b = x * y
+    c = y * y - t * t * vy
+    root = math.sqrt(max(b * b - a * c, 0.0))
+    return (b - root) / a, (b + root) / a
+
+
 def compare(
     base: Sequence[float],
     other: Sequence[float],
@@ -113,7 +191,9 @@ def compare(
         p_value = mann_whitney_p_value(base, other)
     else:
         raise ValueError(f"unknown test {test}")
-    return Comparison(rel_pct, p_value, p_value < alpha)
+    interval = ratio_interval(base, other)
+    ci_pct = None if interval is None else ((interval[0] - 1) * 100, (interval[1] - 1) * 100)
+    return Comparison(rel_pct, p_value, p_value < alpha, None, ci_pct, min(len(base), len(other)))
 
 
 def holm(p_values: Sequence[float]) -> list[float]:

@@ -23,10 +23,14 @@ AXIS_WORDS: dict[str, tuple[str, str]] = {
 
 def legend_lines(settings: Settings) -> list[str]:
     """What the table's markers mean, and which test decided them."""
+    effect = f"{settings.min_effect:g}%"
     return [
-        f"~ no significant difference ({stats.TEST_NAMES[settings.test]}"
+        f"rel % [95% interval, Fieller's]; coloured: significant ({stats.TEST_NAMES[settings.test]}"
         + (", Holm-adjusted per lock" if settings.correction == "holm" else "")
-        + f", p >= {settings.alpha:g})",
+        + f", p < {settings.alpha:g}) and at least {effect}",
+        f"< significant, below {effect}",
+        f"= equal within \u00b1{effect} (the whole interval inside)",
+        "~ inconclusive: neither (more runs would settle it)",
         "? too few runs to test",
         f"! noisy: CV > {settings.noise_cv:.0%}",
         "^ a run still drifting after warm-up",
@@ -36,32 +40,49 @@ def legend_lines(settings: Settings) -> list[str]:
 
 
 def verdict(section: Section, column: int, axis: str, settings: Settings) -> str:
-    """One line: where this column is significantly higher or lower than its baseline (for
-    throughput: faster or slower)."""
+    """One line: where this column is significantly higher or lower than its baseline by at
+    least the minimum effect (for throughput: faster or slower), significant but below it,
+    shown equal within it, or inconclusive (with about how many runs would settle it)."""
     axis_name = AXIS_WORDS[axis][1]
-    faster, slower, noisy, tested = [], [], [], []
+    judged: dict[str, list[tuple[int, stats.Comparison]]] = {}
+    noisy, tested = [], []
     for row in section.rows:
         cell = section.cells.get((column, row))
         if cell is None or cell.comparison is None:
             continue
         if cell.noisy:
             noisy.append(row)
-        if cell.comparison.p_value is None:
+        judgement = cell.comparison.judgement(settings.min_effect)
+        if judgement == stats.UNTESTED:
             continue
         tested.append(row)
-        if cell.comparison.significant:
-            (faster if cell.comparison.rel_pct > 0 else slower).append((row, cell.comparison))
+        judged.setdefault(judgement, []).append((row, cell.comparison))
     if not tested:
         return "not tested: fewer than 2 successful runs per cell"
-    parts = []
     measure = settings.measure
-    for word, found in ((measure.higher, faster), (measure.lower, slower)):
-        if found:
-            where = _where([row for row, _ in found], tested)
-            parts.append(
-                f"{word} at {where} {_unit(axis, where)} {_figures([c for _, c in found])}"
-            )
-    line = ", ".join(parts) if parts else f"no significant difference at any {axis_name}"
+    effect = f"{settings.min_effect:g}%"
+    words = {
+        stats.HIGHER: measure.higher, stats.LOWER: measure.lower,
+        stats.BELOW_MIN: f"significant but below {effect}",
+        stats.EQUAL: f"equal within \u00b1{effect}", stats.INCONCLUSIVE: "inconclusive",
+    }  # fmt: skip
+    parts = []
+    for judgement, word in words.items():
+        found = judged.get(judgement, [])
+        if not found:
+            continue
+        rows = [row for row, _ in found]
+        if len(rows) == len(tested) and len(tested) > 1:
+            where = f"at every {axis_name}"
+        else:
+            where = f"at {(w := _where(rows, tested))} {_unit(axis, w)}"
+        if judgement in (stats.HIGHER, stats.LOWER, stats.BELOW_MIN):
+            parts.append(f"{word} {where} {_figures([c for _, c in found])}")
+        elif judgement == stats.INCONCLUSIVE:
+            parts.append(f"{word} {where}{_settle([c for _, c in found], settings.min_effect)}")
+        else:
+            parts.append(f"{word} {where}")
+    line = "; ".join(parts)
     if noisy:
         where = _where(noisy, section.rows)
         line += f"; noisy (CV > {settings.noise_cv:.0%}) at {where} {_unit(axis, where)}"
@@ -71,6 +92,14 @@ def verdict(section: Section, column: int, axis: str, settings: Settings) -> str
             runs = sum(len(c.runs) for c in cells)
             line += f" ({disturbed} of {runs} runs disturbed)"
     return line
+
+
+def _settle(comparisons: list[stats.Comparison], min_effect: float) -> str:
+    """' (about 12 runs per cell would settle it)', from the widest of these intervals."""
+    needed = [c.runs_to_settle(min_effect) for c in comparisons]
+    if any(n is None for n in needed):
+        return f" (more than {stats.MOST_RUNS} runs per cell, or longer runs, would settle it)"
+    return f" (about {max(n for n in needed if n is not None)} runs per cell would settle it)"
 
 
 def disturbed_line(section: Section, column: int, axis: str) -> str:
@@ -111,6 +140,9 @@ def _figures(comparisons: list[stats.Comparison]) -> str:
     p_max = max(
         (c.p_adjusted if c.p_adjusted is not None else c.p_value) or 0.0 for c in comparisons
     )
+    if len(comparisons) == 1 and comparisons[0].ci_pct is not None:
+        low, high = comparisons[0].ci_pct
+        return f"({rels[0]:+.1f}% [{low:+.1f}, {high:+.1f}], {_p('=', p_max)})"
     if len(comparisons) == 1 or f"{rels[0]:+.1f}" == f"{rels[-1]:+.1f}":
         return f"({rels[0]:+.1f}%, {_p('=' if len(comparisons) == 1 else ' <= ', p_max)})"
     return f"({rels[0]:+.1f}% to {rels[-1]:+.1f}%, {_p(' <= ', p_max)})"

@@ -114,6 +114,14 @@ def statistics_options(parser: argparse.ArgumentParser) -> None:
         f"the measured window (default {Settings.drift})",
     )
     group.add_argument(
+        "--min-effect",
+        type=number,
+        default=Settings.min_effect,
+        metavar="PCT",
+        help="the smallest rel %% called faster or slower, and the margin of 'equal within "
+        f"+-PCT%%' (default {Settings.min_effect:g}, LKP's change-detection rule)",
+    )
+    group.add_argument(
         "--correction",
         choices=("holm", "none"),
         default=Settings.correction,
@@ -156,9 +164,12 @@ def settings(args: argparse.Namespace) -> Settings:
         raise LocklabError(f"--alpha must be between 0 and 1 (got {args.alpha})")
     if args.noise_cv <= 0 or args.drift <= 0:
         raise LocklabError("--noise-cv and --drift must be above 0")
+    if not 0 <= args.min_effect < 100:
+        raise LocklabError(f"--min-effect must be from 0 to 100 (got {args.min_effect:g})")
     return Settings(
-        args.test, args.alpha, args.noise_cv, args.drift, args.ci, args.metric, args.correction
-    )
+        args.test, args.alpha, args.noise_cv, args.drift, args.ci, args.metric, args.correction,
+        args.min_effect,
+    )  # fmt: skip
 
 
 def host() -> str:

@@ -11,6 +11,7 @@ import math
 from locklab import provenance
 from locklab.analysis.cells import Analysis
 from locklab.model.values import AXES
+from locklab.output import table
 from locklab.printable import printable
 from locklab.store import Experiment, Run
 
@@ -21,6 +22,7 @@ EXPORT_SCHEMA = 1
 def cell_records(analysis: Analysis) -> list[dict]:
     """One flat record per (section, row, column) that has runs."""
     records = []
+    min_effect = analysis.settings.min_effect
     for section in analysis.sections:
         for row in section.rows:
             for index, column in enumerate(analysis.columns):
@@ -29,6 +31,7 @@ def cell_records(analysis: Analysis) -> list[dict]:
                     continue
                 point = dict(section.fixed) | {analysis.row_axis: row}
                 comparison = cell.comparison
+                ci = comparison is not None and comparison.ci_pct is not None
                 apart = _reads_and_writes(cell.runs, analysis.unit_divisor)
                 records.append(
                     {
@@ -44,10 +47,13 @@ def cell_records(analysis: Analysis) -> list[dict]:
                         "rel_pct": _finite(comparison.rel_pct) if comparison else None,
                         "p_value": comparison.p_value if comparison else None,
                         "significant": comparison.significant if comparison else None,
+                        "rel_ci95_low_pct": comparison.ci_pct[0] if ci else None,
+                        "rel_ci95_high_pct": comparison.ci_pct[1] if ci else None,
+                        "judgement": comparison.judgement(min_effect) if comparison else None,
                         "noisy": cell.noisy,
                         "drifting_runs": cell.drifting_runs,
                         "failed_runs": cell.failed_runs,
-                        "flags": cell.flags(),
+                        "flags": cell.flags(min_effect),
                         **(apart if analysis.has_reads else {}),
                     }
                 )
@@ -156,11 +162,11 @@ def to_markdown(analysis: Analysis) -> str:
                 if cell is None or cell.summary.n == 0:
                     cells += ["-"] * (3 if with_rel else 2)
                     continue
-                flags = cell.flags()
+                flags = cell.flags(analysis.settings.min_effect)
                 cells += [f"{cell.summary.mean:.2f}", f"{cell.summary.std:.2f}"]
                 if with_rel:
                     assert cell.comparison is not None
-                    rel = f"{cell.comparison.rel_pct:+.1f}%"
+                    rel = table.rel_text(cell.comparison)
                     cells.append(f"**{rel}**" if cell.comparison.significant else rel)
                 if flags:  # a bare ~ may start GitHub strikethrough
                     cells[-1] += " " + flags.replace("~", "\\~")

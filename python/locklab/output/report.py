@@ -101,13 +101,18 @@ def relative_figure(analysis: Analysis, section: Section) -> go.Figure:
             go.Scatter(
                 x=[p.row for p in points], y=[p.rel_pct for p in points],
                 mode="lines+markers", name=_label(column.header), text=texts,
+                error_y={"type": "data", "symmetric": False, "visible": True,
+                         "array": [p.ci_pct[1] - p.rel_pct if p.ci_pct else 0 for p in points],
+                         "arrayminus": [p.rel_pct - p.ci_pct[0] if p.ci_pct else 0
+                                        for p in points]},
                 marker={"symbol": symbols, "size": 10,
                         "color": PALETTE[index % len(PALETTE)]},
                 line={"color": PALETTE[index % len(PALETTE)]},
             )
         )  # fmt: skip
     figure.add_hline(y=0, line={"color": "#888", "dash": "dot"})
-    _layout(figure, f"rel % against {analysis.baseline_name} (open marker: not significant)",
+    _layout(figure, f"rel % against {analysis.baseline_name}, 95% interval (open marker: not "
+            "significant)",
             analysis.row_axis, "rel %")  # fmt: skip
     return figure
 

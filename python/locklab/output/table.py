@@ -12,8 +12,9 @@ import math
 
 from rich.text import Text
 
-from locklab.analysis import disturbance
+from locklab.analysis import disturbance, stats
 from locklab.analysis.cells import Analysis, Cell, Section
+from locklab.analysis.stats import Comparison
 from locklab.printable import printable
 
 Segment = tuple[str, str]  # (text, rich style; "" for none)
@@ -27,8 +28,21 @@ def _number(value: float) -> str:
     return "-" if math.isnan(value) else f"{value:.2f}"
 
 
+def rel_text(comparison: Comparison) -> str:
+    """rel % with its 95% interval: '+16.0% [+9.1, +23.4]'."""
+    if math.isnan(comparison.rel_pct):
+        return "-"
+    text = f"{comparison.rel_pct:+.1f}%"
+    if comparison.ci_pct is not None:
+        low, high = comparison.ci_pct
+        text += f" [{low:+.1f}, {high:+.1f}]"
+    elif comparison.p_value is not None:
+        text += " [unbounded]"
+    return text
+
+
 def _cells_text(
-    cell: Cell | None, with_rel: bool, with_ci: bool, higher_is_better: bool
+    cell: Cell | None, with_rel: bool, with_ci: bool, higher_is_better: bool, min_effect: float
 ) -> list[Segment]:
     """mean, std, [ci95], [rel], flags of one cell, with styles."""
     if cell is None or cell.summary.n == 0:
@@ -43,13 +57,13 @@ def _cells_text(
     if with_rel:
         comparison = cell.comparison
         assert comparison is not None
-        rel = "-" if math.isnan(comparison.rel_pct) else f"{comparison.rel_pct:+.1f}%"
         style = "dim"
-        if comparison.significant:
-            better = (comparison.rel_pct > 0) == higher_is_better
+        judged = comparison.judgement(min_effect)
+        if judged in (stats.HIGHER, stats.LOWER):
+            better = (judged == stats.HIGHER) == higher_is_better
             style = "bold green" if better else "bold red"
-        segments.append((rel, style))
-    flags = cell.flags()
+        segments.append((rel_text(comparison), style))
+    flags = cell.flags(min_effect)
     warned = any(mark in flags for mark in ("!", "^", "x", disturbance.MARKER))
     segments.append((flags, "yellow" if warned else "dim"))
     return segments
@@ -73,6 +87,7 @@ def _section_lines(analysis: Analysis, section: Section) -> list[Line]:
                 has_rel[index],
                 with_ci,
                 analysis.settings.measure.higher_is_better,
+                analysis.settings.min_effect,
             )
             for index in range(len(columns))
         ]
