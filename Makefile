@@ -172,6 +172,7 @@ bench: deps build venv $(BARE_LOOPS)
 	$(VENV)/bin/python bench/adaptive.py
 	$(VENV)/bin/python bench/interpose_overhead.py
 	$(VENV)/bin/python bench/from_source.py
+	$(VENV)/bin/python bench/calibration.py
 
 clean:
 	rm -rf $(BUILD)

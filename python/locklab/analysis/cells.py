@@ -177,6 +177,14 @@ def analyse_comparison(
     return _analyse(title, a.spec, columns, settings, f"#{a.id}")
 
 
+def analyse_columns(
+    title: list[str], spec: ExperimentSpec, columns: list[Column], settings: Settings
+) -> Analysis:
+    """An analysis of columns laid out by the caller (say, A/A pairs: analysis/calibration.py),
+    each compared with the column it names."""
+    return _analyse(title, spec, columns, settings, "each pair's first")
+
+
 def _analyse(
     title: list[str],
     spec: ExperimentSpec,
