@@ -145,9 +145,31 @@ def test_campaign_error_names_the_line(tmp_path, capsys):
 
 
 def test_example_campaign_is_valid(capsys):
-    assert cli.main(["campaign", str(EXAMPLE), "--dry-run"]) == 0
+    assert cli.main(["campaign", str(EXAMPLE), "--dry-run", "--oversubscribe"]) == 0
     out = capsys.readouterr().out
     assert '"spin-backoff": 4 variants x 3 points x 5 repeats = 60 runs' in out
+
+
+def test_a_campaign_skips_oversubscribed_points_unless_asked(tmp_path, capsys):
+    """Pinned to one CPU, two writers are more threads than CPUs: skipped with one line, or
+    run when asked and labelled oversubscribed in the table and the verdicts."""
+    path = tmp_path / "one-cpu.toml"
+    path.write_text('pin = "0"\nrepeat = 2\nduration = 0.05\nwarmup = 0\n[sweep]\n'
+                    'nwriters = [1, 2]\n[[variant]]\nlock = "tas"\n[[variant]]\n'
+                    'lock = "ticket"\n')  # fmt: skip
+    assert cli.main(["campaign", str(path), "--dry-run"]) == 0
+    captured = capsys.readouterr()
+    assert "2 variants x 1 points" in captured.out
+    assert "locklab: skipped nwriters=2: more threads than the 1 CPUs here" in captured.err
+    store = str(tmp_path / "s")
+    args = ["campaign", str(path), "--oversubscribe", "--store", store, "--plain"]
+    assert cli.main(args) == 0
+    out = capsys.readouterr().out
+    assert "\n2 (oversubscribed) " in out and "oversubscribed at 2 writers" in out
+    assert "oversubscribed: 2 writers on 1 CPUs, more threads than CPUs" in out
+    path.write_text(path.read_text().replace("nwriters = [1, 2]", "nwriters = [2]"))
+    assert cli.main(["campaign", str(path), "--dry-run"]) == 2
+    assert "every nwriters point runs more threads than the 1 CPUs" in capsys.readouterr().err
 
 
 def test_small_sweep_end_to_end(tmp_path):

@@ -14,7 +14,12 @@ from dataclasses import dataclass, field, replace
 from locklab.analysis import disturbance, stats
 from locklab.analysis.metrics import METRICS, Metric
 from locklab.analysis.titles import experiment_line, machine_lines, variant_lines
-from locklab.analysis.verdicts import disturbed_line, legend_lines, verdict
+from locklab.analysis.verdicts import (
+    disturbed_line,
+    legend_lines,
+    oversubscribed_note,
+    verdict,
+)
 from locklab.errors import LocklabError
 from locklab.model.spec import ExperimentSpec, Point
 from locklab.model.values import AXES, AXIS_DEFAULTS
@@ -88,6 +93,9 @@ class Section:
     cells: dict[tuple[int, int], Cell | None] = field(default_factory=dict)  # (column, row)
     verdicts: dict[int, str] = field(default_factory=dict)  # column -> verdict line
     disturbed: dict[int, str] = field(default_factory=dict)  # column -> its disturbed runs
+    # Rows with more threads than the runs' CPUs, and what that did (verdicts.oversubscribed_note)
+    oversubscribed: set[int] = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -200,6 +208,8 @@ def _analyse(
         {tuple((axis, dict(point)[axis]) for axis in fixed_axes) for point in points}
     ) or [tuple((axis, spec.sweep[axis][0]) for axis in fixed_axes)]
     measure = settings.measure
+    machine_cpus = runs_cpus(columns)
+    cpus = None if machine_cpus is None else spec.usable_cpus(machine_cpus)
     unit, divisor = measure.unit_for(
         [
             stats.summarize(values).mean
@@ -227,6 +237,8 @@ def _analyse(
         section = Section(shown, rows, label)
         for row in rows:
             point = tuple((axis, row if axis == row_axis else dict(fixed)[axis]) for axis in AXES)
+            if cpus is not None and threads_at(point) > cpus:
+                section.oversubscribed.add(row)
             for index, column in enumerate(columns):
                 base = None
                 if column.compared_to is not None:
@@ -239,6 +251,8 @@ def _analyse(
                 section.verdicts[index] = verdict(section, index, row_axis, settings)
             if text := disturbed_line(section, index, row_axis):
                 section.disturbed[index] = text
+        if cpus is not None and section.oversubscribed:
+            section.notes.append(oversubscribed_note(section, columns, row_axis, cpus, settings))
         sections.append(section)
     analysis = Analysis(title, row_axis, columns, sections, settings, baseline_name, unit, divisor)
     if settings.metric == "throughput" and analysis.has_reads:
@@ -246,6 +260,25 @@ def _analyse(
             "throughput: writes + reads per second (each apart in 'locklab export')"
         )
     return analysis
+
+
+def threads_at(point: Point) -> int:
+    """The threads a point runs: its writers and readers."""
+    axes = dict(point)
+    return axes.get("nwriters", 0) + axes.get("nreaders", 0)
+
+
+def runs_cpus(columns: list[Column]) -> int | None:
+    """The fewest CPUs the engine's runs could use (their cpus_allowed); None where the runs
+    do not say (kernel logs, programs)."""
+    found = [
+        cpus
+        for column in columns
+        for runs in column.runs.values()
+        for run in runs
+        if isinstance(cpus := (run.machine or {}).get("cpus_allowed"), int) and cpus > 0
+    ]
+    return min(found) if found else None
 
 
 def _cell(

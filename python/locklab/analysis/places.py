@@ -39,6 +39,8 @@ def combine(places: list[tuple[str, Analysis]], emulated: frozenset[str] = froze
                 section.verdicts[offset + index] = own.verdicts[index]
             if index in own.disturbed:
                 section.disturbed[offset + index] = own.disturbed[index]
+        section.oversubscribed |= own.oversubscribed
+        section.notes += [f"{place}: {note}" for note in own.notes]
         title += [f"{place}: {line}" for line in analysis.title]
     combined = Analysis(title, first.row_axis, columns, [section], first.settings,
                         f"each place's {first.baseline_name}", "")  # fmt: skip

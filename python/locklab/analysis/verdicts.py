@@ -83,9 +83,15 @@ def verdict(section: Section, column: int, axis: str, settings: Settings) -> str
         else:
             parts.append(f"{word} {where}")
     line = "; ".join(parts)
+    crowded = [row for row in tested if row in section.oversubscribed]
+    if crowded:
+        where = _where(crowded, section.rows)
+        line += f"; oversubscribed at {where} {_unit(axis, where)}"
     if noisy:
         where = _where(noisy, section.rows)
-        line += f"; noisy (CV > {settings.noise_cv:.0%}) at {where} {_unit(axis, where)}"
+        at = (f"at every {axis_name}" if len(noisy) == len(section.rows) > 1
+              else f"at {where} {_unit(axis, where)}")  # fmt: skip
+        line += f"; noisy (CV > {settings.noise_cv:.0%}) {at}"
         cells = [c for row in noisy if (c := section.cells.get((column, row))) is not None]
         disturbed = sum(len(c.disturbed) for c in cells)
         if disturbed:
@@ -100,6 +106,36 @@ def _settle(comparisons: list[stats.Comparison], min_effect: float) -> str:
     if any(n is None for n in needed):
         return f" (more than {stats.MOST_RUNS} runs per cell, or longer runs, would settle it)"
     return f" (about {max(n for n in needed if n is not None)} runs per cell would settle it)"
+
+
+COLLAPSE_PCT = -50.0  # a drop this deep at an oversubscribed point is explained, not just shown
+
+
+def oversubscribed_note(
+    section: Section, columns: list, axis: str, cpus: int, settings: Settings
+) -> str:
+    """What an oversubscribed row measures, and which columns collapsed there and why."""
+    rows = sorted(section.oversubscribed)
+    where = _where(rows, section.rows)
+    collapsed = []
+    for index, column in enumerate(columns):
+        worst = min(
+            (cell.comparison.rel_pct for row in rows
+             if (cell := section.cells.get((index, row))) is not None and cell.comparison
+             and cell.comparison.p_value is not None),
+            default=0.0,
+        )  # fmt: skip
+        if worst <= COLLAPSE_PCT:
+            collapsed.append(f"{column.header} ({worst:+.0f}%)")
+    note = (
+        f"oversubscribed: {where} {_unit(axis, where)} on {cpus} CPUs, more threads than CPUs: a "
+        "spinning waiter burns the CPU a preempted holder needs, and a FIFO lock (ticket, mcs, "
+        "clh, qspinlock) stalls whenever the next waiter in line is preempted, for a scheduler "
+        "tick; such points measure the scheduler as much as the lock"
+    )
+    if collapsed:
+        note += f". Collapsed there: {', '.join(collapsed)}"
+    return note
 
 
 def disturbed_line(section: Section, column: int, axis: str) -> str:

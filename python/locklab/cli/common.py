@@ -7,6 +7,7 @@ import argparse
 import math
 import os
 import socket
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from locklab.analysis.stats import TESTS
 from locklab.errors import LocklabError
 from locklab.kernel.build import ROOT
 from locklab.kernel.from_source import BUILDS, build_source_locks, is_source_lock
+from locklab.model.spec import ExperimentSpec
 from locklab.run.engine import Engine, find_engine
 
 DEFAULT_STORE = "locklab-results"
@@ -170,6 +172,28 @@ def settings(args: argparse.Namespace) -> Settings:
         args.test, args.alpha, args.noise_cv, args.drift, args.ci, args.metric, args.correction,
         args.min_effect,
     )  # fmt: skip
+
+
+def oversubscribe_option(parser: argparse._ActionsContainer) -> None:
+    parser.add_argument(
+        "--oversubscribe", action="store_true",
+        help="also run the points with more threads than this machine's CPUs (a campaign "
+        "skips them unless asked; the table labels them oversubscribed)",
+    )  # fmt: skip
+
+
+def fit_to_machine(spec: ExperimentSpec, oversubscribe: bool) -> None:
+    """A campaign's engine sweep without its oversubscribed points, unless asked for them:
+    more threads than CPUs measure the scheduler (a preempted holder or next waiter), and a
+    first look at a lock should not read that as the lock's collapse. Says what it skipped."""
+    if oversubscribe or spec.source != "locklab-bench":
+        return
+    cpus = spec.usable_cpus(len(os.sched_getaffinity(0)))
+    dropped = spec.fit_to_cpus(cpus)
+    if dropped:
+        print(f"locklab: skipped nwriters={','.join(map(str, dropped))}: more threads than the "
+              f"{cpus} CPUs here (--oversubscribe runs them, labelled oversubscribed)",
+              file=sys.stderr)  # fmt: skip
 
 
 def host() -> str:

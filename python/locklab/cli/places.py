@@ -18,7 +18,7 @@ from locklab import provenance
 from locklab.analysis.cells import Analysis, Settings, analyse_experiment
 from locklab.analysis.places import combine
 from locklab.cli import figures
-from locklab.cli.common import chosen_engine, host
+from locklab.cli.common import chosen_engine, fit_to_machine, host
 from locklab.cli.sweep import KernelPlan, compile_variants, execute
 from locklab.errors import LocklabError
 from locklab.model import places
@@ -72,6 +72,8 @@ def run_places(args: argparse.Namespace, chosen: Settings) -> int:
             check_program(campaign.program)
     except LocklabError as error:
         raise locate_error(args.file, error) from None
+    if campaign.engine is not None:
+        fit_to_machine(campaign.engine, args.oversubscribe)
     kernels = KernelPlan(campaign.kernel) if campaign.kernel is not None else None
     if args.dry_run:
         print(f'{args.file}: "{printable(campaign.name)}": {campaign.lock} with '

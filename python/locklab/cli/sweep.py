@@ -17,8 +17,10 @@ from locklab.cli.common import (
     Commands,
     chosen_engine,
     engine_option,
+    fit_to_machine,
     host,
     number,
+    oversubscribe_option,
     repeat_count,
     settings,
     source_options,
@@ -172,6 +174,7 @@ def _register_campaign(commands: Commands) -> None:
     campaign.add_argument(
         "--report", type=Path, help="HTML report to write (default: STORE/NAME.html)"
     )
+    oversubscribe_option(campaign)
     campaign.add_argument(
         "--fresh",
         action="store_true",
@@ -241,6 +244,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
             check_program(spec)
     except LocklabError as error:
         raise locate_error(args.file, error) from None
+    fit_to_machine(spec, args.oversubscribe)
     if args.dry_run:
         _print_plan(args.file, spec)
         return 0

@@ -20,6 +20,7 @@ from locklab.model.values import (
     MAX_SEED,
     PIN_MODES,
     is_cpu_list,
+    parse_int_list,
     validate_axis,
     validate_label,
     validate_seconds,
@@ -191,6 +192,27 @@ class ExperimentSpec:
             rng.shuffle(round_)
             order += [(config, repeat) for config in round_]
         return order
+
+    def usable_cpus(self, machine_cpus: int) -> int:
+        """The CPUs this experiment's threads may run on: the machine's, or fewer when pinned
+        to a CPU list."""
+        if is_cpu_list(self.pin):
+            return min(machine_cpus, len(set(parse_int_list("pin", self.pin))))
+        return machine_cpus
+
+    def fit_to_cpus(self, cpus: int) -> list[int]:
+        """Drop the writer counts whose points run more threads (writers and readers) than
+        `cpus`: the sweep a campaign runs unless oversubscription is asked for. Returns the
+        dropped counts; one error line when none would be left."""
+        readers = max(self.sweep["nreaders"])
+        dropped = [n for n in self.sweep["nwriters"] if n + readers > cpus]
+        if dropped and len(dropped) == len(self.sweep["nwriters"]):
+            raise LocklabError(
+                f"every nwriters point runs more threads than the {cpus} CPUs here: "
+                "--oversubscribe runs them (labelled oversubscribed)"
+            )
+        self.sweep["nwriters"] = [n for n in self.sweep["nwriters"] if n not in dropped]
+        return dropped
 
     def row_axis(self) -> str:
         return next((axis for axis in AXES if len(self.sweep[axis]) > 1), "nwriters")

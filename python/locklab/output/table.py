@@ -91,7 +91,8 @@ def _section_lines(analysis: Analysis, section: Section) -> list[Line]:
             )
             for index in range(len(columns))
         ]
-        body.append((str(row), groups))
+        label = f"{row} (oversubscribed)" if row in section.oversubscribed else str(row)
+        body.append((label, groups))
     widths: list[list[int]] = []
     for index in range(len(columns)):
         column_widths = [
@@ -168,6 +169,9 @@ def _lines(analysis: Analysis) -> list[Line]:
                 style = "green" if good in text and bad not in text else ""
                 style = "red" if bad in text and good not in text else style
                 out.append([(f"  {analysis.columns[index].header}: ", "bold"), (text, style)])
+        for note in section.notes:
+            out.append([])
+            out.append([(note, "yellow")])
         if section.disturbed:
             out.append([])
             out.append([(f"Disturbed runs ({disturbance.rule_text()}):", "bold")])
