@@ -430,3 +430,28 @@ def test_run_imports_no_plotting_numpy_or_scipy(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "tas" in proc.stdout  # the table was printed: statistics ran
     assert proc.stdout.strip().splitlines()[-1] == "heavy modules: none"
+
+
+def test_help_groups_every_command_with_an_example_that_parses(capsys):
+    """`locklab --help` lists every command once, in a group, with an example; each example
+    parses as the command line it claims to be, and each command's help shows its example."""
+    import shlex
+
+    from locklab.cli.main import GROUPS, build_parser
+
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    grouped = [name for _, group in GROUPS for name, _ in group]
+    assert sorted(grouped) == sorted(commands) and len(set(grouped)) == len(grouped)
+    for _, group in GROUPS:
+        for name, example in group:
+            args = shlex.split(example)[1:]
+            if args[:2] == ["kernel", "build"]:
+                args = ["kernel-build", *args[2:]]
+            assert parser.parse_args(args).command == name, example
+            assert f"example: {example}" in " ".join(commands[name].format_help().split())
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    out = capsys.readouterr().out
+    assert out.count("e.g. locklab ") == len(grouped)
+    assert all(f"  {group}:" in out for group, _ in GROUPS)

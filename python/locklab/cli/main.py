@@ -11,12 +11,14 @@ layer below and prints) plus that function.
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import os
 import pkgutil
 import signal
 import sqlite3
 import sys
+import textwrap
 from collections.abc import Sequence
 from types import FrameType
 
@@ -25,17 +27,77 @@ from locklab.cli.common import EXIT_INTERRUPTED, Parser
 from locklab.errors import LocklabError
 from locklab.printable import printable
 
+WHAT = (
+    "locklab, a laboratory for lock algorithms: run a lock (yours, a patched kernel's, a "
+    "library's) against baselines across contention levels, torture it, and get the table, "
+    "the charts and a verdict on whether each difference is real or noise."
+)
+# Every command, in the group `locklab --help` lists it under, with one example of its use.
+GROUPS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("measure", (
+        ("run", "locklab run --lock pthread_mutex,ticket,mcs --nwriters 1,2"),
+        ("campaign", "locklab campaign campaigns/seed-002-cna.toml"),
+        ("tune", "locklab tune ticket_fixed_delay --param spinlock_delay --range 1:200"),
+        ("calibrate", "locklab calibrate --lock ticket"),
+    )),
+    ("kernels", (
+        ("kernel", "locklab kernel --patch k0 --patch k3=PATCH --type rtmutex_lock"),
+        ("kernel-build", "locklab kernel build --patch k3=PATCH"),
+        ("import-locktorture", "locklab import-locktorture k0=console-k0.log k3=console-k3.log"),
+    )),
+    ("programs", (
+        ("exec", "locklab exec --lock pthread_mutex,mcs --threads 1,2 -- "
+                 "kccachetest wicked -th {threads} 10000"),
+    )),
+    ("results", (
+        ("results", "locklab results"),
+        ("table", "locklab table demo"),
+        ("compare", "locklab compare 3 7"),
+        ("export", "locklab export demo --format markdown"),
+        ("report", "locklab report demo --output demo.html"),
+        ("plot", "locklab plot demo --output figures/"),
+        ("merge", "locklab merge other-machine/locklab-results"),
+    )),
+    ("machine", (
+        ("doctor", "locklab doctor"),
+        ("list", "locklab list"),
+        ("topology", "locklab topology --numa-nodes 2"),
+    )),
+)  # fmt: skip
+
+
+def _overview(helps: dict[str, str]) -> str:
+    """The commands in their groups, each with its one-line help and an example."""
+    lines = ["commands:"]
+    for group, commands in GROUPS:
+        lines.append(f"  {group}:")
+        for name, example in commands:
+            lines.append(f"    {name:<19} {helps.get(name, '')}")
+            lines.append(f"    {'':<19} e.g. {example}")
+    lines.append("\n'locklab COMMAND --help' shows a command's options.")
+    return "\n".join(lines)
+
 
 def build_parser() -> Parser:
-    parser = Parser(prog="locklab", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = Parser(
+        prog="locklab", description=textwrap.fill(WHAT, 88),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
     parser.add_argument("--version", action="version", version=f"locklab {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser,
+                                     metavar="COMMAND", help=argparse.SUPPRESS)  # fmt: skip
     for module in sorted(m.name for m in pkgutil.iter_modules(cli.__path__)):
         if module.startswith("_") or module in ("main", "common"):
             continue
         register = getattr(importlib.import_module(f"locklab.cli.{module}"), "register", None)
         if register is not None:
             register(commands)
+    helps = {action.dest: action.help or "" for action in commands._choices_actions}
+    for _, group in GROUPS:
+        for name, example in group:
+            command = commands.choices[name]
+            command.epilog = f"example: {example}"
+    parser.epilog = _overview(helps)
     return parser
 
 
