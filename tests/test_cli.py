@@ -455,3 +455,19 @@ def test_help_groups_every_command_with_an_example_that_parses(capsys):
     out = capsys.readouterr().out
     assert out.count("e.g. locklab ") == len(grouped)
     assert all(f"  {group}:" in out for group, _ in GROUPS)
+
+
+def test_list_fits_100_columns_and_shows_one_lock(capsys):
+    assert cli.main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 100
+    assert "kernel:rtmutex" in out and "ticket_fixed_delay" in out
+    assert cli.main(["list", "rtmutex_k3"]) == 0
+    one = capsys.readouterr().out
+    assert one.startswith("rtmutex_k3: ") and "source:   Linux v6.2-rc6 kernel/locking" in one
+    assert cli.main(["list", "ticket_fixed_delay"]) == 0
+    assert "--param spinlock_delay=" in capsys.readouterr().out
+    assert cli.main(["list", "kernel:rwsem"]) == 0
+    assert "--type rwsem_lock" in capsys.readouterr().out
+    assert cli.main(["list", "nosuch"]) == 2
+    assert capsys.readouterr().err == "locklab: error: unknown lock 'nosuch' (see 'locklab list')\n"

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from locklab.analysis.cells import Analysis
-from locklab.model.catalogue import Catalogue
+from locklab.model.catalogue import Catalogue, LockInfo
 from locklab.model.spec import ExperimentSpec
 from locklab.output import table
 from locklab.printable import printable
@@ -33,12 +33,14 @@ def listing(*titles: str) -> Table:
     return found
 
 
-def stdout_console() -> Console:
-    """Color and the terminal's width on a terminal; into a file or pipe, no color and lines
-    long enough that nothing wraps."""
+def stdout_console(width: int = 240) -> Console:
+    """Color and the terminal's width on a terminal (at most `width`); into a file or pipe, no
+    color and lines of `width` (long enough by default that nothing wraps)."""
     console = Console(highlight=False, markup=False)
     if not console.is_terminal:
-        console = Console(highlight=False, markup=False, width=240, no_color=True)
+        return Console(highlight=False, markup=False, width=width, no_color=True)
+    if console.width > width:
+        console = Console(highlight=False, markup=False, width=width)
     return console
 
 
@@ -54,14 +56,35 @@ def print_analysis(analysis: Analysis, plain: bool) -> None:
         console.print(table.colored(analysis), end="")
 
 
+LIST_WIDTH = 100  # `locklab list` fits a 100-column terminal or mail
+
+
 def locks(catalogue: Catalogue) -> Table:
-    found = listing("lock", "family", "summary", "tunables: default [min..max]")
+    """One line (folded within LIST_WIDTH) per lock; `locklab list LOCK` has the details."""
+    found = listing("lock", "family", "summary", "tunables")
     for lock in catalogue.values():
-        tunables = ", ".join(
-            f"{t.name}={t.default} [{t.minimum}..{t.maximum}]" for t in lock.tunables
-        )
+        tunables = ", ".join(t.name for t in lock.tunables)
         found.add_row(lock.name, lock.family, lock.summary, tunables or "-")
     return found
+
+
+def lock_lines(lock: LockInfo) -> list[str]:
+    """Everything the catalogue says of one lock: what it is, where it comes from (paper, mail
+    or the kernel revision it follows), its flags, old names and tunables."""
+    lines = [
+        f"{lock.name}: {lock.summary}",
+        f"  family:   {lock.family}",
+        f"  source:   {lock.source}",
+        f"  flags:    {', '.join(lock.flags) or '-'}",
+    ]
+    if lock.aliases:
+        lines.append(f"  also:     {', '.join(lock.aliases)} (old names)")
+    if not lock.tunables:
+        lines.append("  tunables: none")
+    for tunable in lock.tunables:
+        lines.append(f"  --param {tunable.name}={tunable.default} (from {tunable.minimum} to "
+                     f"{tunable.maximum}): {tunable.meaning}")  # fmt: skip
+    return [printable(line) for line in lines]
 
 
 def locks_json(catalogue: Catalogue) -> dict:
