@@ -11,7 +11,9 @@ import pytest
 from conftest import FAKE_QEMU_SHORT_SIGN_OF_LIFE_S, ROOT
 from locklab import cli
 from locklab.errors import LocklabError
+from locklab.kernel import initramfs
 from locklab.kernel import qemu as kernel
+from locklab.kernel.initramfs import BUSYBOX
 
 
 def kernel_image() -> Path:
@@ -19,7 +21,7 @@ def kernel_image() -> Path:
         what
         for what, present in (
             ("qemu-system-x86_64", shutil.which("qemu-system-x86_64")),
-            ("busybox-static", kernel.BUSYBOX.exists()),
+            ("busybox-static", BUSYBOX.exists()),
             ("linux-source-6.1", kernel.SOURCE_TARBALL.exists()),
         )
         if not present
@@ -101,7 +103,7 @@ def test_working_kvm_is_used_and_kvm_alone_refuses_to_fall_back(fake_qemu, monke
 def test_the_fallback_and_its_reason_are_in_the_machine_line(fake_qemu, monkeypatch, capsys):
     monkeypatch.setenv("FAKE_QEMU_KVM", "abort")
     monkeypatch.setattr(kernel, "build_modules", lambda version: fake_qemu)
-    monkeypatch.setattr(kernel, "initramfs", lambda *args: args[-1])
+    monkeypatch.setattr(initramfs, "initramfs", lambda *args: args[-1])
     image = fake_qemu / "vmlinuz-6.1.0-test"
     image.write_bytes(b"x")
     args = ["kernel", "--kernel", str(image), "--label", "k", "--nwriters", "2", "--duration",

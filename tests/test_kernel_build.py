@@ -21,6 +21,7 @@ from locklab.kernel import build_inputs, locktorture
 from locklab.kernel import campaign as kernel_campaign
 from locklab.kernel import params as kernel_params
 from locklab.kernel import qemu as kernel
+from locklab.kernel.initramfs import BUSYBOX
 
 PATCHES = ROOT / "campaigns" / "patches"
 TEST_PATCH = PATCHES / "test" / "0001-rtmutex-comment-only.patch"
@@ -186,7 +187,7 @@ BUILD_TOOLS = ("make", "gcc", "flex", "bison", "bc", "patch", "tar", "xz")
 
 def boot_tools() -> None:
     needs(*BUILD_TOOLS, "qemu-system-x86_64")
-    if not kernel.BUSYBOX.exists():
+    if not BUSYBOX.exists():
         pytest.skip("kernel boot test skipped: busybox-static missing")
 
 

@@ -15,6 +15,7 @@ from conftest import ROOT
 from locklab import cli
 from locklab.errors import LocklabError
 from locklab.kernel import campaign as kernel_campaign
+from locklab.kernel import initramfs
 from locklab.kernel import qemu as kernel
 from locklab.kernel.vcpu_pin import Qmp, allowed_list, cpu_list, pin_vcpus
 
@@ -136,7 +137,7 @@ def test_cli_pins_guest_vcpus_and_says_so(fake_qemu, monkeypatch, capsys, kvm):
     affinity = fake_qemu / "affinity.json"
     monkeypatch.setenv("FAKE_QEMU_AFFINITY", str(affinity))
     monkeypatch.setattr(kernel, "build_modules", lambda version: fake_qemu)
-    monkeypatch.setattr(kernel, "initramfs", lambda *args: args[-1])
+    monkeypatch.setattr(initramfs, "initramfs", lambda *args: args[-1])
     pin = ",".join(map(str, cpus))
     assert cli.main(kernel_args(fake_qemu, "--pin-cpus", pin)) == 0
     out = capsys.readouterr().out

@@ -13,7 +13,7 @@ from pathlib import Path
 from rich.console import Console
 
 from locklab.errors import LocklabError
-from locklab.kernel import locktorture, qemu
+from locklab.kernel import initramfs, locktorture, qemu
 from locklab.kernel.vcpu_pin import PinnedVcpu, parse_pin_cpus, pinning_line
 from locklab.model.values import parse_int_list, validate_axis, validate_seconds
 from locklab.printable import printable
@@ -111,7 +111,7 @@ class LocktortureSweep:
         def boot(image: Path, version: str) -> Callable[[dict[str, str]], str]:
             def run(params: dict[str, str]) -> str:
                 initrd.parent.mkdir(parents=True, exist_ok=True)
-                qemu.initramfs(modules[version], params, self.duration_s, initrd)
+                initramfs.initramfs(modules[version], params, self.duration_s, initrd)
                 booted = qemu.boot(image, initrd, self.cpus, self.duration_s, self.accel,
                                    pin=pins)  # fmt: skip
                 return self._booted(booted)
