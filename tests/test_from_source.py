@@ -22,7 +22,8 @@ import pytest
 from conftest import CORES, OVERSUBSCRIBED, ROOT, bench_path
 from locklab.errors import LocklabError
 from locklab.kernel import from_source
-from locklab.run.engine import Engine, sanitizer_reports
+from locklab.run.engine import Engine
+from locklab.run.outcome import sanitizer_reports
 
 PATCHES = ROOT / "campaigns" / "patches"
 K2 = PATCHES / "0002-rtmutex-read_once-in-mark_rt_mutex_waiters.patch"

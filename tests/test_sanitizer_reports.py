@@ -2,7 +2,7 @@
 (a ThreadSanitizer data race counts as KCSAN counts one by default)."""
 
 import pytest
-from locklab.run.engine import sanitizer_reports, sanitizer_summary
+from locklab.run.outcome import sanitizer_reports, sanitizer_summary
 
 
 def race(first: str, first_fn: str, second: str, second_fn: str) -> str:

@@ -4,12 +4,8 @@ legend of the table's markers."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from locklab.analysis import disturbance, stats
-
-if TYPE_CHECKING:
-    from locklab.analysis.cells import Section, Settings
+from locklab.analysis.model import Section, Settings
 
 # How each axis reads in a verdict: (unit after a value, name of the whole axis).
 AXIS_WORDS: dict[str, tuple[str, str]] = {
@@ -19,24 +15,6 @@ AXIS_WORDS: dict[str, tuple[str, str]] = {
     "gap_ns": ("ns between", "gap"),
     "cs_lines": ("lines", "cs_lines"),
 }
-
-
-def legend_lines(settings: Settings) -> list[str]:
-    """What the table's markers mean, and which test decided them."""
-    effect = f"{settings.min_effect:g}%"
-    return [
-        f"rel % [95% interval, Fieller's]; coloured: significant ({stats.TEST_NAMES[settings.test]}"
-        + (", Holm-adjusted per lock" if settings.correction == "holm" else "")
-        + f", p < {settings.alpha:g}) and at least {effect}",
-        f"< significant, below {effect}",
-        f"= equal within \u00b1{effect} (the whole interval inside)",
-        "~ inconclusive: neither (more runs would settle it)",
-        "? too few runs to test",
-        f"! noisy: CV > {settings.noise_cv:.0%}",
-        "^ a run still drifting after warm-up",
-        "x failed runs",
-        f"{disturbance.MARKER} runs disturbed by the machine (listed under the verdicts)",
-    ]
 
 
 def verdict(section: Section, column: int, axis: str, settings: Settings) -> str:

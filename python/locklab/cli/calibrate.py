@@ -18,7 +18,7 @@ from locklab.cli.common import (
     settings,
     statistics_options,
 )
-from locklab.cli.sweep import execute
+from locklab.cli.measure import execute
 from locklab.errors import LocklabError
 from locklab.model.spec import ExperimentSpec
 from locklab.model.values import parse_int_list, validate_axis

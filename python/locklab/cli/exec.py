@@ -19,7 +19,7 @@ from locklab.cli.common import (
     source_plugins,
     statistics_options,
 )
-from locklab.cli.sweep import execute
+from locklab.cli.measure import execute
 from locklab.errors import LocklabError
 from locklab.model.spec import ExperimentSpec, default
 from locklab.model.targeting import spec_for_locks

@@ -20,9 +20,10 @@ import sqlite3
 import sys
 import textwrap
 from collections.abc import Sequence
+from pathlib import Path
 from types import FrameType
 
-from locklab import __version__, cli
+from locklab import __version__
 from locklab.cli.common import EXIT_INTERRUPTED, Parser
 from locklab.errors import LocklabError
 from locklab.printable import printable
@@ -86,7 +87,7 @@ def build_parser() -> Parser:
     parser.add_argument("--version", action="version", version=f"locklab {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser,
                                      metavar="COMMAND", help=argparse.SUPPRESS)  # fmt: skip
-    for module in sorted(m.name for m in pkgutil.iter_modules(cli.__path__)):
+    for module in sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)])):
         if module.startswith("_") or module in ("main", "common"):
             continue
         register = getattr(importlib.import_module(f"locklab.cli.{module}"), "register", None)

@@ -19,7 +19,7 @@ from locklab.analysis.cells import Analysis, Settings, analyse_experiment
 from locklab.analysis.places import combine
 from locklab.cli import figures
 from locklab.cli.common import chosen_engine, fit_to_machine, host
-from locklab.cli.sweep import KernelPlan, compile_variants, execute
+from locklab.cli.measure import KernelPlan, compile_variants, execute
 from locklab.errors import LocklabError
 from locklab.model import places
 from locklab.model.campaign import locate_error

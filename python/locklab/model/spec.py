@@ -24,7 +24,6 @@ from locklab.model.values import (
     validate_axis,
     validate_label,
     validate_seconds,
-    validate_variant,
 )
 
 Point = tuple[tuple[str, int], ...]  # a value of every axis, in AXES order
@@ -52,6 +51,25 @@ class Variant:
     def describe(self) -> str:
         params = ",".join(f"{name}={value}" for name, value in self.params)
         return f"{self.lock}[{params}]" if params else self.lock
+
+
+def validate_variant(variant: Variant, catalogue: Mapping[str, LockInfo]) -> None:
+    """The variant's lock exists and its params are its tunables, within their ranges."""
+    info = catalogue.get(variant.lock)
+    if info is None:
+        raise LocklabError(f"unknown lock '{variant.lock}' (see 'locklab list')")
+    for name, value in variant.params:
+        tunable = info.tunable(name)
+        if tunable is None:
+            known = ", ".join(t.name for t in info.tunables) or "none"
+            raise LocklabError(
+                f"param '{name}' is not a tunable of lock '{variant.lock}' (its params: {known})"
+            )
+        if not tunable.minimum <= value <= tunable.maximum:
+            raise LocklabError(
+                f"param {variant.lock}.{name}={value} is out of range "
+                f"[{tunable.minimum}, {tunable.maximum}] ({tunable.meaning})"
+            )
 
 
 @dataclass(frozen=True, order=True)

@@ -5,14 +5,8 @@ LocklabError with one line."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from locklab.errors import LocklabError
-from locklab.model.catalogue import LockInfo
-
-if TYPE_CHECKING:
-    from locklab.model.spec import Variant
 
 # The axes a sweep may vary, in the order they key a configuration. The first one given more
 # than one value becomes the rows of the table (seed 000: nwriters).
@@ -41,24 +35,6 @@ def validate_label(label: str) -> None:
     """A variant's label keys its runs in the store (the text form of ConfigKey)."""
     if not label or "|" in label:
         raise LocklabError(f"variant label '{label}' must be non-empty, without '|'")
-
-
-def validate_variant(variant: Variant, catalogue: Mapping[str, LockInfo]) -> None:
-    info = catalogue.get(variant.lock)
-    if info is None:
-        raise LocklabError(f"unknown lock '{variant.lock}' (see 'locklab list')")
-    for name, value in variant.params:
-        tunable = info.tunable(name)
-        if tunable is None:
-            known = ", ".join(t.name for t in info.tunables) or "none"
-            raise LocklabError(
-                f"param '{name}' is not a tunable of lock '{variant.lock}' (its params: {known})"
-            )
-        if not tunable.minimum <= value <= tunable.maximum:
-            raise LocklabError(
-                f"param {variant.lock}.{name}={value} is out of range "
-                f"[{tunable.minimum}, {tunable.maximum}] ({tunable.meaning})"
-            )
 
 
 def validate_axis(axis: str, values: list[int]) -> None:

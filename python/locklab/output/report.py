@@ -22,7 +22,7 @@ from locklab import provenance
 from locklab.analysis import metrics, series
 from locklab.analysis.cells import Analysis, Section, Settings
 from locklab.analysis.metrics import from_result
-from locklab.analysis.verdicts import legend_lines
+from locklab.analysis.model import legend_lines
 from locklab.output import table
 from locklab.store import Experiment, Run
 

@@ -19,12 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from locklab.errors import LocklabError
-from locklab.run.engine import EXIT_OK, EngineOutcome
 from locklab.run.lifetime import die_with_locklab
+from locklab.run.outcome import EXIT_OK, EngineOutcome
 
 if TYPE_CHECKING:
     from locklab.model.spec import Configuration, ExperimentSpec
-    from locklab.run.engine import Engine
 
 LIBRARY = "liblocklab-interpose.so"
 ROOT = Path(__file__).resolve().parents[3]
@@ -102,9 +101,7 @@ def _throughput(spec: ExperimentSpec, output: str, wall_s: float, threads: int) 
         return None
 
 
-def run_program(
-    spec: ExperimentSpec, config: Configuration, repeat: int, engine: Engine | None = None
-) -> EngineOutcome:
+def run_program(spec: ExperimentSpec, config: Configuration, repeat: int) -> EngineOutcome:
     """One run: the program under the configuration's lock, bounded by its timeout."""
     threads = config.axis("nwriters")
     argv = argv_for(spec, threads)

@@ -18,7 +18,8 @@ from locklab.errors import LocklabError
 from locklab.model.spec import RUN_WATCHDOG_S, ConfigKey, Configuration
 from locklab.printable import printable
 from locklab.run import adaptive, machine_check
-from locklab.run.engine import EXIT_USAGE, Engine, EngineOutcome
+from locklab.run.engine import Engine
+from locklab.run.outcome import EXIT_USAGE, EngineOutcome
 from locklab.store import Experiment, Run, Store
 
 STATUS_WORDS = {

@@ -1,0 +1,132 @@
+"""What the commands that measure share: kernel: variants compiled before a sweep, a sweep of
+the store's experiment measured and tabulated (`execute`), and a kernel campaign's kernels
+built and booted (`KernelPlan`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from locklab.analysis.cells import Analysis, Settings, analyse_experiment
+from locklab.cli.common import EXIT_INTERRUPTED, EXIT_RUN_FAILED
+from locklab.kernel import campaign as kernel_campaign
+from locklab.kernel.campaign import KernelCampaign
+from locklab.kernel.from_source import build_source_lock, is_source_lock
+from locklab.kernel.sweep import Target
+from locklab.model.spec import ExperimentSpec
+from locklab.output import listing
+from locklab.printable import printable
+from locklab.run import adaptive
+from locklab.run.engine import Engine
+from locklab.run.sweep import run_sweep
+from locklab.store import Experiment, Run, Store
+
+
+def compile_variants(spec: ExperimentSpec, engine: Engine) -> None:
+    """A campaign's kernel: variants given their plugins, compiled (cached) from the spec's
+    tree with each variant's patches, in the engine's build."""
+    tree = Path(spec.kernel_tree) if spec.kernel_tree else None
+    spec.variants = [
+        replace(variant, plugin=str(build_source_lock(
+            variant.lock, variant.label, [Path(p) for p in variant.patches], engine.build(),
+            engine.path, tree).plugin))
+        if is_source_lock(variant.lock) and variant.plugin is None else variant
+        for variant in spec.variants
+    ]  # fmt: skip
+
+
+def execute(
+    args: argparse.Namespace,
+    chosen: Settings,
+    engine: Engine,
+    store: Store,
+    experiment: Experiment,
+    resume_hint: str | None = None,
+    print_table: bool = True,
+) -> tuple[int, tuple[list[Run], Analysis] | None]:
+    """Measure what is missing of the experiment and print its table (unless another table
+    shows it): the exit status, and the runs and the analysis the table came from (None when
+    interrupted)."""
+    spec = experiment.spec
+    errors = listing.stderr_console()
+    runs_planned = len(spec.schedule())
+    minutes = runs_planned * spec.expected_run_s() / 60
+    errors.print(
+        f'experiment #{experiment.id} "{printable(experiment.name)}" in {store.path}: '
+        f"{runs_planned} runs, about {minutes:.1f} min in all"
+    )
+    try:
+        outcome = run_sweep(engine, store, experiment, errors)
+    except KeyboardInterrupt:
+        kept = len(store.finished(experiment))
+        print(
+            f"locklab: interrupted: {kept} of {runs_planned} runs of #{experiment.id} are kept; "
+            "finish with: "
+            + (resume_hint or f"locklab run --store {args.store} --resume {experiment.id}"),
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED, None
+    if outcome.taken:
+        errors.print(
+            f"{outcome.taken} runs were left to another locklab working on #{experiment.id} at "
+            "the same time"
+        )
+    runs = store.runs(experiment)
+    analysis = analyse_experiment(experiment, runs, chosen)
+    if print_table:
+        listing.print_analysis(analysis, args.plain)
+    if spec.repeat_auto:
+        errors.print(adaptive.summary(spec, runs, outcome.settled))
+    for line in outcome.failures:
+        print(f"locklab: error: {printable(line)}", file=sys.stderr)
+    return (EXIT_RUN_FAILED if outcome.failures else 0), (runs, analysis)
+
+
+# A guest's boot and power-off around each locktorture run, under emulation, for the estimate.
+KERNEL_BOOT_S = 5.0
+
+
+class KernelPlan:
+    """A kernel campaign, checked: its kernels built (cached) by build(), then booted by run()."""
+
+    def __init__(self, campaign: KernelCampaign) -> None:
+        self.campaign = campaign
+        self.sweep, self.patches, self.params = kernel_campaign.sweep_of(campaign)
+        self.sweep.check()
+        self.targets: list[Target] = []
+
+    def line(self) -> str:
+        """The plan, for --dry-run."""
+        campaign = self.campaign
+        runs = len(campaign.kernels) * len(campaign.nwriters) * campaign.repeat
+        minutes = runs * (campaign.duration + KERNEL_BOOT_S) / 60
+        return (f'"{printable(campaign.name)}": {len(campaign.kernels)} kernels x '
+                f"{len(campaign.nwriters)} points x {campaign.repeat} repeats = {runs} runs, "
+                f"about {minutes:.1f} min, builds not counted")  # fmt: skip
+
+    def build(self) -> None:
+        self.targets = self.sweep.built_targets(
+            self.patches, self.campaign.source, self.campaign.config, self.params
+        )
+
+    def run(self, store: Store) -> tuple[Experiment, Path]:
+        """Boot every run into the store: the experiment and the folder of its consoles."""
+        experiment, problems, logs = self.sweep.run(
+            store, self.campaign.name, self.targets, self.sweep.qemu_machine
+        )
+        for line in problems:
+            print(f"locklab: warning: {printable(line)}", file=sys.stderr)
+        return experiment, logs
+
+    def emulated(self) -> bool:
+        """Whether any boot ran under emulation (TCG), where timings are not representative."""
+        return self.sweep.accels != {"kvm"}
+
+    def failures(self) -> int:
+        """Each failed boot's line; the exit status they make."""
+        for log, outcome in self.sweep.failed_runs.items():
+            print(f"locklab: failed run: {printable(Path(log).stem)}: {printable(outcome)}",
+                  file=sys.stderr)  # fmt: skip
+        return 1 if self.sweep.failed_runs else 0
