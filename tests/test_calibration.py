@@ -25,7 +25,7 @@ def test_pairs_are_judged_each_against_its_own_first(store):
     analysis = analyse_pairs(experiment, store.runs(experiment), Settings())
     assert [c.compared_to for c in analysis.columns] == [None, 0, None, 2]
     found = calibrate(analysis)
-    assert found.cells == 4 and found.significant == 1
+    assert found.cells == 4 and found.significant == 1 and found.uncorrected == 1
     assert found.judged[stats.HIGHER] == 1 and found.judged[stats.EQUAL] == 3
     assert found.significant_by_row[2] == 1 and found.share == 0.25
 

@@ -39,6 +39,7 @@ def analyse_pairs(experiment: Experiment, runs: list[Run], settings: Settings) -
 @dataclass
 class Calibration:
     cells: int = 0
+    uncorrected: int = 0  # cells whose own p is below alpha, before Holm's correction
     judged: Counter = field(default_factory=Counter)  # judgement -> cells
     significant_by_row: Counter = field(default_factory=Counter)
     cells_by_row: Counter = field(default_factory=Counter)
@@ -63,6 +64,7 @@ def calibrate(analysis: Analysis) -> Calibration:
                 continue
             judgement = cell.comparison.judgement(min_effect)
             found.cells += 1
+            found.uncorrected += cell.comparison.p_value < analysis.settings.alpha
             found.judged[judgement] += 1
             found.cells_by_row[row] += 1
             found.significant_by_row[row] += judgement in (stats.HIGHER, stats.LOWER,
@@ -81,6 +83,8 @@ def report_lines(spec: ExperimentSpec, found: Calibration, settings: Settings) -
         f"per cell of {spec.duration_s:g} s, interleaved",
         f"called significant: {found.significant} of {found.cells} cells ({share:.1%}; "
         f"nominal alpha {settings.alpha:g}, {stats.TEST_NAMES[settings.test]}{correction})",
+        f"  each cell alone, without Holm's correction: {found.uncorrected} "
+        f"({found.uncorrected / max(found.cells, 1):.1%})",
         f"  of which a change of {effect} or more (faster or slower): "
         f"{found.judged[stats.HIGHER] + found.judged[stats.LOWER]}; below {effect}: "
         f"{found.judged[stats.BELOW_MIN]}",
