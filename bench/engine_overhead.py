@@ -59,8 +59,9 @@ MEDIAN_COVERAGE = 0.90
 
 
 def engine_run(
-    lock: str, nwriters: int, seconds: float, indirect: bool = False, plugin: str | None = None
-) -> dict:
+    lock: str, nwriters: int, seconds: float, indirect: bool = False, plugin: str | None = None,
+    checks: bool = True,
+) -> dict:  # fmt: skip
     env = dict(os.environ)
     if indirect:
         env["LOCKLAB_INDIRECT_LOOP"] = "1"
@@ -78,6 +79,7 @@ def engine_run(
             str(seconds),
             "--warmup",
             "0.1",
+            *([] if checks else ["--no-checks"]),
             "--json",
             "-",
         ],
@@ -91,9 +93,11 @@ def engine_run(
 
 
 def engine_ops_per_s(
-    lock: str, nwriters: int, seconds: float, indirect: bool = False, plugin: str | None = None
-) -> float:
-    return float(engine_run(lock, nwriters, seconds, indirect, plugin)["throughput_ops_per_s"])
+    lock: str, nwriters: int, seconds: float, indirect: bool = False, plugin: str | None = None,
+    checks: bool = True,
+) -> float:  # fmt: skip
+    result = engine_run(lock, nwriters, seconds, indirect, plugin, checks)
+    return float(result["throughput_ops_per_s"])
 
 
 def bare_ops_per_s(program: Path, lock: str, nthreads: int, seconds: float) -> float:
@@ -200,6 +204,52 @@ def p1(repeats: int, seconds: float, threads: tuple[int, ...], locks: list[str])
         )
 
 
+def p1_unchecked(repeats: int, seconds: float, threads: tuple[int, ...], locks: list[str]) -> None:
+    """--no-checks against the unchecked bare loop of the same source (inline_LOCK)."""
+    print()
+    print(f"P1 unchecked: the engine with --no-checks vs the same-source bare loop, {repeats} "
+          "interleaved repeats")  # fmt: skip
+    print(f"{'lock':<14} {'thr':>3} {'engine ops/s':>13} {'bare ops/s':>13} {'ratio':>6} "
+          f"{'sd':>5} {'interval':>9}  goal")  # fmt: skip
+    for nthreads in threads:
+        for lock in locks:
+            engine, bare = [], []
+            for _ in range(repeats):
+                engine.append(engine_ops_per_s(lock, nthreads, seconds, checks=False))
+                bare.append(bare_ops_per_s(OPT / f"inline_{lock}", lock, nthreads, seconds))
+            ratio = ratio_of(engine, bare)
+            print(f"{lock:<14} {nthreads:>3} {statistics.median(engine):>13,.0f} "
+                  f"{statistics.median(bare):>13,.0f} {ratio.median:>6.3f} {ratio.sd:>5.3f} "
+                  f"{ratio.interval():>9}  >={P1_GOAL:.2f} {ratio.verdict(P1_GOAL)}",
+                  flush=True)  # fmt: skip
+
+
+# The engine's own Concurrency Kit and glibc locks, against the same lock in bench/ck_loop.c.
+PEER_LOCKS = ("ck_fas", "ck_ticket", "ck_mcs", "ck_clh", "pthread_mutex")
+
+
+def p1_peers(repeats: int, seconds: float, threads: tuple[int, ...]) -> None:
+    """Every lock a user can name at the engine's speed: ck's and glibc's, in the engine (their
+    own loops), against an independent bare loop of the same lock; unchecked and checked."""
+    print()
+    print(f"P1 for Concurrency Kit's and glibc's locks: the engine vs the same lock in "
+          f"bench/ck_loop.c, {repeats} interleaved repeats")  # fmt: skip
+    print(f"{'lock':<14} {'thr':>3} {'bare ops/s':>13} {'unchecked':>9} {'sd':>5} "
+          f"{'interval':>9}  {'goal':<12} {'checked':>7} {'sd':>5}")  # fmt: skip
+    for nthreads in threads:
+        for lock in PEER_LOCKS:
+            unchecked, checked, bare = [], [], []
+            for _ in range(repeats):
+                unchecked.append(engine_ops_per_s(lock, nthreads, seconds, checks=False))
+                checked.append(engine_ops_per_s(lock, nthreads, seconds))
+                bare.append(bare_ops_per_s(CK_LOOP, lock, nthreads, seconds))
+            plain, full = ratio_of(unchecked, bare), ratio_of(checked, bare)
+            goal = f">={P1_GOAL:.2f} {plain.verdict(P1_GOAL)}"
+            print(f"{lock:<14} {nthreads:>3} {statistics.median(bare):>13,.0f} "
+                  f"{plain.median:>9.3f} {plain.sd:>5.3f} {plain.interval():>9}  {goal:<12} "
+                  f"{full.median:>7.3f} {full.sd:>5.3f}", flush=True)  # fmt: skip
+
+
 def plugin_cost(repeats: int, seconds: float) -> None:
     print()
     print("Plugin path: the same lock in the engine's indirect-call loop vs its own loop, 1 thread")
@@ -244,7 +294,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--seconds", type=float, default=0.5, help="per run")
-    parser.add_argument("--only", choices=("p1", "plugin", "p2"), help="one part only")
+    parser.add_argument("--only", choices=("p1", "unchecked", "peers", "plugin", "p2"),
+                        help="one part only")  # fmt: skip
     parser.add_argument("--threads", type=int, choices=(1, 2), help="P1 at this count only")
     parser.add_argument("--locks", help="P1 for these locks only, comma-separated")
     args = parser.parse_args()
@@ -254,6 +305,12 @@ def main() -> None:
         if unknown:
             parser.error(f"--locks: not in P1: {', '.join(unknown)}")
         p1(args.repeats, args.seconds, (args.threads,) if args.threads else (1, 2), locks)
+    threads = (args.threads,) if args.threads else (1, 2)
+    if args.only in (None, "unchecked"):
+        locks = args.locks.split(",") if args.locks else list(P1_LOCKS)
+        p1_unchecked(args.repeats, args.seconds, threads, locks)
+    if args.only in (None, "peers"):
+        p1_peers(args.repeats, args.seconds, threads)
     if args.only in (None, "plugin"):
         plugin_cost(args.repeats, args.seconds)
     if args.only in (None, "p2"):

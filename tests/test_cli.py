@@ -471,3 +471,16 @@ def test_list_fits_100_columns_and_shows_one_lock(capsys):
     assert "--type rwsem_lock" in capsys.readouterr().out
     assert cli.main(["list", "nosuch"]) == 2
     assert capsys.readouterr().err == "locklab: error: unknown lock 'nosuch' (see 'locklab list')\n"
+
+
+def test_no_checks_is_said_in_the_table_and_refused_with_a_hold(tmp_path, capsys):
+    store = str(tmp_path / "s")
+    args = ["run", "--lock", "ticket", "--nwriters", "1", "--repeat", "1", "--duration", "0.05",
+            "--warmup", "0", "--no-checks", "--store", store, "--plain"]  # fmt: skip
+    assert cli.main(args) == 0
+    assert "unchecked (--no-checks)" in capsys.readouterr().out.splitlines()[0]
+    assert cli.main([*args, "--hold-ns", "100"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err == "locklab: error: --no-checks measures the bare loop: writers only, without hold_ns\n"
+    )

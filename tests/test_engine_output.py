@@ -287,3 +287,30 @@ def test_lean_loop_counts_every_handoff(tmp_path):
     assert handoffs["total"] > 0
     assert handoffs["same_node"] == 0
     assert handoffs["total"] + handoffs["reacquisitions"] == run.result["write_acquisitions"]
+
+
+@pytest.mark.parametrize("lock", ["tas", "ck_clh", "pthread_mutex", "mutex"])
+def test_no_checks_measures_the_bare_section_and_says_so(tmp_path, result_schema, lock):
+    """--no-checks: no owner word or hand-over test (handoffs null, config.checks false), the
+    counter still exact; a lock without a loop of its own runs unchecked too."""
+    run = run_engine(["--lock", lock, "--nwriters", "2", "--duration", "0.2",
+                      "--no-checks"], tmp_path=tmp_path)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    jsonschema.validate(run.result, result_schema)
+    assert run.result["config"]["checks"] is False and run.result["handoffs"] is None
+    assert run.result["violations"]["write_counter_mismatch"] == 0
+
+
+def test_no_checks_still_catches_a_lock_that_loses_updates(tmp_path):
+    """The final count is the check left: broken_tts lets two writers in, and the section's
+    counter loses their updates (up to three tries: on a loaded two-core machine the writers
+    may not overlap in a short run)."""
+    for _ in range(3):
+        run = run_engine(["--plugin", str(plugin_path("opt", "broken_tts")), "--lock", "broken_tts",
+                          "--nwriters", "2", "--duration", "0.5", "--no-checks"],
+                         tmp_path=tmp_path)  # fmt: skip
+        if run.returncode == 1:
+            assert run.result["violations"]["write_counter_mismatch"] > 0
+            return
+        assert run.returncode == 0, run.stderr
+    pytest.fail("broken_tts lost no update in three runs of 0.5 s")

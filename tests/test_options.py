@@ -28,6 +28,14 @@ BAD_INPUT = {
     ),
     "param not an integer": (["--lock", "ttas_backoff", "--param", "backoff_max=x"], "integer"),
     "param without value": (["--lock", "ttas_backoff", "--param", "backoff_max"], "NAME=VALUE"),
+    "no checks with a hold": (
+        ["--lock", "tas", "--no-checks", "--hold-ns", "100"],
+        "--no-checks measures the bare loop",
+    ),
+    "no checks with readers": (
+        ["--lock", "pthread_rwlock", "--no-checks", "--nreaders", "1"],
+        "--no-checks measures the bare loop",
+    ),
     "param on a lock without tunables": (["--lock", "tas", "--param", "a=1"], "no tunables"),
     "backoff min above max": (
         [

@@ -176,6 +176,7 @@ struct bench_config {
 	const char *scenario; /* NULL: the throughput run; "pi-inversion" */
 	const struct torture_profile *torture; /* --torture-delays; NULL: off */
 	uint64_t numa_remote_ns; /* --numa-remote-ns: emulated cost of a cross-node hand-over */
+	bool no_checks; /* --no-checks: the bare loop's section, no per-acquisition check */
 };
 
 void options_parse(int argc, char **argv, struct bench_config *config);

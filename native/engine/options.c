@@ -48,6 +48,9 @@ static const char usage_text[] =
 	"                         on a machine with fewer real nodes); a thread's node is its CPU's\n"
 	"  --numa-remote-ns N     emulated remote-node cost: a writer whose predecessor ran on\n"
 	"                         another node busy-waits N ns more in its critical section\n"
+	"  --no-checks            measure the bare loop's section only (one counter increment,\n"
+	"                         checked once at the end): no owner word, no hand-over count;\n"
+	"                         for figures comparable to lockhammer's (writers only, no hold)\n"
 	"scenarios\n"
 	"  --scenario pi-inversion  low-priority owner, medium-priority CPU hog, high-priority\n"
 	"                         waiter on one CPU (SCHED_FIFO); --ops iterations (default 20),\n"
@@ -95,6 +98,7 @@ enum option_id {
 	OPT_SEED,
 	OPT_TORTURE_DELAYS,
 	OPT_NUMA_REMOTE_NS,
+	OPT_NO_CHECKS,
 };
 
 static const struct option long_options[] = {
@@ -127,6 +131,7 @@ static const struct option long_options[] = {
 	{ "seed", required_argument, NULL, OPT_SEED },
 	{ "torture-delays", required_argument, NULL, OPT_TORTURE_DELAYS },
 	{ "numa-remote-ns", required_argument, NULL, OPT_NUMA_REMOTE_NS },
+	{ "no-checks", no_argument, NULL, OPT_NO_CHECKS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -324,6 +329,9 @@ void options_parse(int argc, char **argv, struct bench_config *config)
 		case OPT_NUMA_REMOTE_NS:
 			config->numa_remote_ns = parse_count(optarg, 0, 1000000000);
 			break;
+		case OPT_NO_CHECKS:
+			config->no_checks = true;
+			break;
 		case ':':
 			usage_error("option %s needs a value", argv[optind - 1]);
 		default:
@@ -378,6 +386,12 @@ void options_parse(int argc, char **argv, struct bench_config *config)
 	if (config->numa_remote_ns && config->pin == PIN_NONE)
 		usage_error("--numa-remote-ns needs pinned threads (--pin): a thread's node is its "
 			    "CPU's");
+	if (config->no_checks && (config->nreaders || config->hold_ns || config->gap_ns ||
+				  config->cs_lines || config->ops || config->long_hold_ms ||
+				  config->torture || config->numa_remote_ns || config->scenario))
+		usage_error("--no-checks measures the bare loop: writers only, without readers, "
+			    "--hold-ns, --gap-ns, --cs-lines, --ops, --long-hold, --torture-delays, "
+			    "--numa-remote-ns or a scenario");
 	if (config->watchdog_s > 0 && config->watchdog_s < 0.1)
 		usage_error("--watchdog: at least 0.1 s (or 0 to turn it off)");
 }

@@ -255,6 +255,7 @@ static void json_config(struct json_writer *j, const struct bench_config *c)
 	json_string(j, "plugin", c->plugin_path);
 	json_string(j, "torture_delays", c->torture ? c->torture->name : NULL);
 	json_uint(j, "numa_remote_ns", c->numa_remote_ns);
+	json_bool(j, "checks", !c->no_checks);
 	json_end_object(j);
 }
 
@@ -613,7 +614,8 @@ static int run_result_write_json(const struct run_state *run, const struct run_r
 	json_fairness(j, "write", &r->writers);
 	json_fairness(j, "read", &r->readers);
 	json_end_object(j);
-	json_handoffs(j, &r->handoffs, r->private_ok);
+	/* Unchecked, nothing counted hand-overs. */
+	json_handoffs(j, &r->handoffs, r->private_ok && !run->config->no_checks);
 	json_torture_delays(j, run, r->private_ok);
 	json_begin_object(j, "latency_ns");
 	json_latency(j, "write", run, &r->writers);

@@ -10,9 +10,10 @@
  * source and instantiate it with direct calls, so the lock inlines into the loop as it does in
  * a bare benchmark loop (lockhammer builds one binary per lock for the same reason).
  *
- * Each instance is compiled twice: a lean loop for runs with no readers, hold, gap,
+ * Each instance is compiled three times: a lean loop for runs with no readers, hold, gap,
  * --cs-lines, --ops, --long-hold, --torture-delays or --numa-remote-ns (the compiler drops
- * those branches), and a full one.
+ * those branches), the same without the per-acquisition checks below (--no-checks: the bare
+ * loop's section alone, the counter checked at the end), and a full one.
  *
  * The critical section is the bare loop's (bench/inline_loop.c): one plain increment of a
  * shared counter, cs.writes, which must equal the writers' acquisitions at the end. Around it,
@@ -46,6 +47,7 @@
 #define WORKER_LOOP_BODY WORKER_LOOP_CAT(WORKER_LOOP_NAME, _body)
 #define WORKER_LOOP_LEAN WORKER_LOOP_CAT(WORKER_LOOP_NAME, _lean)
 #define WORKER_LOOP_FULL WORKER_LOOP_CAT(WORKER_LOOP_NAME, _full)
+#define WORKER_LOOP_UNCHECKED WORKER_LOOP_CAT(WORKER_LOOP_NAME, _unchecked)
 
 /*
  * One acquisition: lock, the critical section and its checks, unlock. Returns the control
@@ -54,7 +56,7 @@
  */
 static inline __attribute__((always_inline)) uint32_t
 WORKER_LOOP_STEP(struct worker *w, struct run_state *run, void *lock, const bool lean,
-		 const bool timed, const uint32_t key, uint32_t *control)
+		 const bool checked, const bool timed, const uint32_t key, uint32_t *control)
 {
 	const struct bench_config *config = run->config;
 #ifdef WORKER_LOOP_SETUP
@@ -83,7 +85,9 @@ WORKER_LOOP_STEP(struct worker *w, struct run_state *run, void *lock, const bool
 
 	/* ---- critical section ---- */
 	bool owner_taken = false, readers_in = false;
-	if (lean) {
+	if (!checked) {
+		/* --no-checks: the bare loop's section, the counter alone (checked at the end). */
+	} else if (lean) {
 		/*
 		 * A store first: the line comes from the last holder once, to be written. A load
 		 * first would fetch it shared, and the store fetch it again: two transfers per
@@ -99,6 +103,10 @@ WORKER_LOOP_STEP(struct worker *w, struct run_state *run, void *lock, const bool
 	}
 	barrier(); /* the owner word's store, the section, its read-back: in this order */
 	cs->writes++;
+	if (!checked) {
+		WORKER_UNLOCK(lock, self);
+		return control_at_lock;
+	}
 	const uint32_t previous = cs->last_holder; /* a hand-over when not our key */
 	/*
 	 * Stored at a hand-over only: uncontended, the section's stores stay the bare loop's
@@ -151,7 +159,7 @@ WORKER_LOOP_STEP(struct worker *w, struct run_state *run, void *lock, const bool
 
 static inline __attribute__((always_inline)) void WORKER_LOOP_BODY(struct worker *w,
 								   uint32_t control_seen,
-								   const bool lean)
+								   const bool lean, const bool checked)
 {
 	struct run_state *run = w->run;
 	void *lock = run->lock;
@@ -182,16 +190,19 @@ static inline __attribute__((always_inline)) void WORKER_LOOP_BODY(struct worker
 		uint32_t control_at_lock;
 		bool timed = false;
 		if (likely(--countdown != 0)) {
-			control_at_lock = WORKER_LOOP_STEP(w, run, lock, lean, false, key, &control);
+			control_at_lock = WORKER_LOOP_STEP(w, run, lock, lean, checked, false, key,
+							   &control);
 			if (likely(control == control_seen))
 				continue;
 		} else {
 			/* The countdown's last acquisition: the sampled one when the sample ends it. */
 			timed = sample_left == countdown_length;
 			if (timed)
-				control_at_lock = WORKER_LOOP_STEP(w, run, lock, lean, true, key, &control);
+				control_at_lock = WORKER_LOOP_STEP(w, run, lock, lean, checked, true, key,
+								   &control);
 			else
-				control_at_lock = WORKER_LOOP_STEP(w, run, lock, lean, false, key, &control);
+				control_at_lock = WORKER_LOOP_STEP(w, run, lock, lean, checked, false, key,
+								   &control);
 		}
 
 		/* Off the fast path: count, publish, record the sample, act on the control word. */
@@ -223,7 +234,8 @@ static inline __attribute__((always_inline)) void WORKER_LOOP_BODY(struct worker
 		if (gap)
 			busy_loop(gap);
 	}
-	w->reacquisitions += worker_window_now(&counted, total) - w->handoff_checks;
+	if (checked) /* unchecked, nothing told hand-overs from reacquisitions */
+		w->reacquisitions += worker_window_now(&counted, total) - w->handoff_checks;
 	w->sample_countdown = sample_left;
 }
 
@@ -234,12 +246,19 @@ static inline __attribute__((always_inline)) void WORKER_LOOP_BODY(struct worker
  */
 static __attribute__((noinline, hot, flatten)) void WORKER_LOOP_LEAN(struct worker *w, uint32_t control_seen)
 {
-	WORKER_LOOP_BODY(w, control_seen, true);
+	WORKER_LOOP_BODY(w, control_seen, true, true);
+}
+
+/* --no-checks: the lean loop without the owner word and the hand-over test. */
+static __attribute__((noinline, hot, flatten)) void WORKER_LOOP_UNCHECKED(struct worker *w,
+									   uint32_t control_seen)
+{
+	WORKER_LOOP_BODY(w, control_seen, true, false);
 }
 
 static __attribute__((noinline)) void WORKER_LOOP_FULL(struct worker *w, uint32_t control_seen)
 {
-	WORKER_LOOP_BODY(w, control_seen, false);
+	WORKER_LOOP_BODY(w, control_seen, false, true);
 }
 
 void WORKER_LOOP_NAME(struct worker *w, uint32_t control_seen);
@@ -251,7 +270,9 @@ void WORKER_LOOP_NAME(struct worker *w, uint32_t control_seen)
 		    cal->gap_iterations == 0 && config->cs_lines == 0 && config->ops == 0 &&
 		    config->torture == NULL && config->long_hold_ms == 0 &&
 		    config->numa_remote_ns == 0; /* paid in the critical section */
-	if (lean)
+	if (config->no_checks) /* options.c allows it with the lean loop only */
+		WORKER_LOOP_UNCHECKED(w, control_seen);
+	else if (lean)
 		WORKER_LOOP_LEAN(w, control_seen);
 	else
 		WORKER_LOOP_FULL(w, control_seen);
@@ -261,3 +282,4 @@ void WORKER_LOOP_NAME(struct worker *w, uint32_t control_seen)
 #undef WORKER_LOOP_BODY
 #undef WORKER_LOOP_LEAN
 #undef WORKER_LOOP_FULL
+#undef WORKER_LOOP_UNCHECKED

@@ -31,6 +31,13 @@ HAND_PORT_NOTE = (
 )
 
 
+# What --no-checks leaves out, said in the table's first line.
+UNCHECKED = (
+    "unchecked (--no-checks): the bare loop's section, one counter checked at the end; no "
+    "owner word or hand-over test per acquisition"
+)
+
+
 def _origin(plugin: str) -> str:
     """A kernel: lock's tree and patches (its build's provenance.json), else the plugin."""
     record = Path(plugin).with_name("provenance.json")
@@ -83,6 +90,7 @@ def experiment_line(experiment: Experiment) -> str:
         f'experiment #{experiment.id} "{experiment.name}": {_repeats(spec)} runs per cell, '
         f"{spec.duration_s:g} s measured after {spec.warmup_s:g} s warm-up, pin {spec.pin}, "
         f"locklab {experiment.locklab_commit or experiment.locklab_version}"
+        + ("" if spec.checks else f"; {UNCHECKED}")
     )
 
 

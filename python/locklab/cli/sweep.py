@@ -123,6 +123,11 @@ def register(commands: Commands) -> None:
         help="emulated cost, in ns, of a hand-over between virtual NUMA nodes (needs --pin)",
     )
     how.add_argument(
+        "--no-checks", action="store_true",
+        help="measure the bare loop's section only (one counter, checked at the end): no "
+        "per-acquisition owner word or hand-over test, for figures comparable to lockhammer's",
+    )  # fmt: skip
+    how.add_argument(
         "--interval",
         type=number,
         default=_spec("interval_s"),
@@ -191,6 +196,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         precision=args.precision, duration_s=args.duration, warmup_s=args.warmup,
         pin=args.pin, seed=args.seed, interval_s=args.interval, numa_nodes=args.numa_nodes,
         torture_delays=args.torture_delays, numa_remote_ns=args.numa_remote_ns,
+        checks=not args.no_checks,
     )  # fmt: skip
     engine.check(spec)
     store = Store(Path(args.store))

@@ -38,6 +38,7 @@ TOP_KEYS = {
     "max_repeat",
     "precision",
     "source",
+    "checks",
 }
 VARIANT_KEYS = {"label", "lock", "params", "plugin", "patches"}
 # What [full] may override: the seed's own scale, run with `locklab campaign FILE --full`.
@@ -161,6 +162,7 @@ class _CampaignReader:
             numa_remote_ns=self.typed(data, "numa_remote_ns", int, _default("numa_remote_ns")),
             workloads=self.workloads(data.get("workload", [])),
             kernel_tree=self.tree(data),
+            checks=self.typed(data, "checks", bool, True),
         )
         if "program" in data:  # a real program under each lock, as `locklab exec` runs it
             program = data["program"]

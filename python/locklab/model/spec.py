@@ -169,6 +169,8 @@ class ExperimentSpec:
     program_timeout_s: float = 600.0
     # The tree kernel: locks are compiled from (a campaign's `source`; "": Debian's 6.1).
     kernel_tree: str = ""
+    # False: --no-checks, the bare loop's section alone (no owner word, no hand-over test).
+    checks: bool = True
 
     def __post_init__(self) -> None:
         for axis in AXES:
@@ -267,6 +269,8 @@ class ExperimentSpec:
             args += ["--torture-delays", self.torture_delays]
         if self.numa_remote_ns:
             args += ["--numa-remote-ns", str(self.numa_remote_ns)]
+        if not self.checks:
+            args += ["--no-checks"]
         # A different engine seed per repeat: random choices (backoff, long holds) must not be
         # the same sequence in every repeat, or the repeats are not independent.
         args += ["--seed", str(self.seed * 1000 + repeat + 1)]
@@ -356,6 +360,14 @@ class ExperimentSpec:
         if isinstance(self.numa_nodes, bool) or not 0 <= self.numa_nodes <= 1024:
             raise LocklabError(f"numa_nodes must be from 0 to 1024 (got {self.numa_nodes})")
         self._validate_workload_emulation()
+        if not self.checks and not self.program:
+            busy = [axis for point in self.points() for axis, value in point
+                    if axis != "nwriters" and value]  # fmt: skip
+            if busy or self.torture_delays or self.long_hold_ms or self.numa_remote_ns:
+                raise LocklabError(
+                    "--no-checks measures the bare loop: writers only, without "
+                    f"{(busy or ['--torture-delays, --long-hold or --numa-remote-ns'])[0]}"
+                )
         names = [w.name for w in self.workloads]
         for workload in self.workloads:
             if not workload.name or names.count(workload.name) > 1:
