@@ -214,3 +214,14 @@ $(KSHIM_OUT): $(KSHIM_TREE_OBJS) $(KSHIM_OWN_OBJS) native/kshim/host.c native/ks
 	$(CC) $(BASE_CFLAGS) $(CFLAGS_$(KSHIM_BUILD)) -fPIC -fvisibility=hidden -shared \
 		-DKSHIM_LOCK_$(KSHIM_LOCK) -DKSHIM_SOURCE='"$(KSHIM_SOURCE)"' -o $@ \
 		native/kshim/host.c native/kshim/plugin.c $(KSHIM_TREE_OBJS) $(KSHIM_OWN_OBJS)
+
+# A plugin given as C source (python/locklab/run/source_plugin.py calls this): the user's file,
+# unmodified, with a writer loop of its own (native/engine/source_plugin/loop.c), in the
+# build's flags. -fno-semantic-interposition lets the loop call the file's lock() and unlock()
+# directly, as the engine's own loops do.
+#   SOURCE_PLUGIN=FILE.c SOURCE_PLUGIN_BUILD=opt|tsan|asan SOURCE_PLUGIN_OUT=PATH.so
+.PHONY: source-plugin
+source-plugin:
+	$(CC) $(BASE_CFLAGS) $(CFLAGS_$(SOURCE_PLUGIN_BUILD)) -shared -fPIC \
+		-fno-semantic-interposition -DLOCKLAB_PLUGIN_SOURCE='"$(abspath $(SOURCE_PLUGIN))"' \
+		-o $(SOURCE_PLUGIN_OUT) native/engine/source_plugin/loop.c

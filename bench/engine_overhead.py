@@ -268,6 +268,30 @@ def plugin_cost(repeats: int, seconds: float) -> None:
         )
 
 
+def source_plugin_cost(repeats: int, seconds: float) -> None:
+    """A user's plugin: examples/plugin/example_ticket.c compiled with its own loop (--plugin
+    FILE.c) against the same file built as a .so (the indirect call), and the engine's ticket."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "python"))
+    from locklab.run.source_plugin import compiled
+
+    own = str(compiled(ROOT / "examples" / "plugin" / "example_ticket.c", "opt", BENCH))
+    shared = str(OPT / "plugins" / "example_ticket.so")
+    print()
+    print("A user's plugin, 1 thread: example_ticket.c in its own loop vs as a .so, and vs ticket")
+    print(f"{'from':<10} {'ops/s':>13} {'over .so':>8} {'sd':>5} {'over ticket':>11} {'sd':>5}")
+    own_runs, so_runs, ticket_runs = [], [], []
+    for _ in range(repeats):
+        own_runs.append(engine_ops_per_s("example_ticket", 1, seconds, plugin=own))
+        so_runs.append(engine_ops_per_s("example_ticket", 1, seconds, plugin=shared))
+        ticket_runs.append(engine_ops_per_s("ticket", 1, seconds))
+    over_so, over_ticket = ratio_of(own_runs, so_runs), ratio_of(own_runs, ticket_runs)
+    print(f"{'.c':<10} {statistics.median(own_runs):>13,.0f} {over_so.median:>8.3f} "
+          f"{over_so.sd:>5.3f} {over_ticket.median:>11.3f} {over_ticket.sd:>5.3f}")  # fmt: skip
+    print(f"{'.so':<10} {statistics.median(so_runs):>13,.0f}")
+
+
 def p2(repeats: int, seconds: float) -> None:
     print()
     print(f"P2: ours vs Concurrency Kit through the engine, {repeats} interleaved repeats")
@@ -313,6 +337,7 @@ def main() -> None:
         p1_peers(args.repeats, args.seconds, threads)
     if args.only in (None, "plugin"):
         plugin_cost(args.repeats, args.seconds)
+        source_plugin_cost(args.repeats, args.seconds)
     if args.only in (None, "p2"):
         p2(args.repeats, args.seconds)
 

@@ -39,13 +39,19 @@ UNCHECKED = (
 
 
 def _origin(plugin: str) -> str:
-    """A kernel: lock's tree and patches (its build's provenance.json), else the plugin."""
+    """Where a plugin's lock comes from and which loop measured it: a kernel: lock's tree and
+    patches, a C file compiled with its own loop, or a .so through the indirect call."""
     record = Path(plugin).with_name("provenance.json")
     try:
         data = json.loads(record.read_text())
+    except (OSError, ValueError):
+        return f"{plugin} (a .so: one indirect call per acquisition)"
+    try:
+        if "source_file" in data:
+            return f"{data['source_file']}, compiled with a loop of its own ({data['build']})"
         patches = " + ".join(data["patches"]) or "no patches"
         return f"{data['source']} with {patches} ({data['build']})"
-    except (OSError, ValueError, KeyError, TypeError):
+    except (KeyError, TypeError):
         return plugin
 
 

@@ -25,6 +25,7 @@ from locklab.model.spec import ExperimentSpec, default
 from locklab.model.targeting import spec_for_locks
 from locklab.run.engine import Engine
 from locklab.run.program import check_program
+from locklab.run.source_plugin import built_plugins
 from locklab.store import Store
 
 
@@ -42,7 +43,7 @@ def register(commands: Commands) -> None:
     statistics_options(run)
     engine_option(run)
     run.add_argument("--lock", help="locks to compare, comma-separated (baseline: the first)")
-    run.add_argument("--plugin", action="append", default=[], help="a lock plugin (.so)")
+    run.add_argument("--plugin", action="append", default=[], help="a lock plugin (.so or .c)")
     source_options(run)
     run.add_argument("--param", action="append", default=[], help="NAME=VALUE or LOCK.NAME=VALUE")
     run.add_argument("--baseline", help="the lock the others are compared with (default first)")
@@ -79,8 +80,9 @@ def cmd_exec(args: argparse.Namespace) -> int:
         raise LocklabError("exec: --repeat auto is for engine runs; give a number")
     engine = Engine(chosen_engine(args))
     name = args.name or f"{Path(program[0]).name if program else 'program'}-{args.lock}"
+    plugins = built_plugins(args.plugin, args.build or engine.build(), engine.path)
     spec = spec_for_locks(
-        engine.catalogue, args.lock, args.param, args.plugin,
+        engine.catalogue, args.lock, args.param, plugins,
         {"nwriters": args.threads or "1"}, source_plugins(args, engine),
         name=name, baseline=args.baseline, repeat=args.repeat, seed=args.seed,
         source="program", program=program,

@@ -20,14 +20,20 @@ from locklab.output import listing
 from locklab.printable import printable
 from locklab.run import adaptive
 from locklab.run.engine import Engine
+from locklab.run.source_plugin import compiled, is_source
 from locklab.run.sweep import run_sweep
 from locklab.store import Experiment, Run, Store
 
 
 def compile_variants(spec: ExperimentSpec, engine: Engine) -> None:
-    """A campaign's kernel: variants given their plugins, compiled (cached) from the spec's
-    tree with each variant's patches, in the engine's build."""
+    """A campaign's compiled variants: a plugin given as C source, and each kernel: lock from the
+    spec's tree with the variant's patches, in the engine's build (cached)."""
     tree = Path(spec.kernel_tree) if spec.kernel_tree else None
+    spec.variants = [
+        replace(variant, plugin=str(compiled(Path(variant.plugin), engine.build(), engine.path)))
+        if variant.plugin and is_source(variant.plugin) else variant
+        for variant in spec.variants
+    ]  # fmt: skip
     spec.variants = [
         replace(variant, plugin=str(build_source_lock(
             variant.lock, variant.label, [Path(p) for p in variant.patches], engine.build(),

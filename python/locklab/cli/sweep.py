@@ -36,6 +36,7 @@ from locklab.output import listing
 from locklab.printable import file_stem, printable
 from locklab.run import adaptive
 from locklab.run.engine import Engine
+from locklab.run.source_plugin import built_plugins
 from locklab.store import Store
 
 
@@ -49,7 +50,9 @@ def register(commands: Commands) -> None:
     engine_option(run)
     what = run.add_argument_group("what to run")
     what.add_argument("--lock", help="locks to compare, comma-separated: tas,ticket,mcs")
-    what.add_argument("--plugin", action="append", default=[], help="load a lock plugin (.so)")
+    what.add_argument("--plugin", action="append", default=[],
+                      help="load a lock plugin: a .so, or its C source (compiled with a writer "
+                      "loop of its own, cached)")  # fmt: skip
     source_options(what)
     what.add_argument(
         "--param",
@@ -187,8 +190,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         experiment = store.experiment(args.resume)
         engine.check(experiment.spec)
         return execute(args, chosen, engine, store, experiment)[0]
+    plugins = built_plugins(args.plugin, args.build or engine.build(), engine.path)
     spec = spec_for_locks(
-        engine.catalogue, args.lock, args.param, args.plugin,
+        engine.catalogue, args.lock, args.param, plugins,
         {axis: getattr(args, axis) for axis in AXES}, source_plugins(args, engine),
         name=args.name, baseline=args.baseline,
         repeat=args.max_repeat if args.repeat == "auto" else args.repeat,
