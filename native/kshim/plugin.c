@@ -127,20 +127,7 @@ const struct lock_ops locklab_plugin_lock = {
 __attribute__((visibility("default"))) extern const char locklab_plugin_engine_layout[];
 const char locklab_plugin_engine_layout[] = LOCKLAB_ENGINE_LAYOUT;
 
-/*
- * The engine's functions the loop calls, weak: the interposition library (locklab exec) loads
- * this plugin too, without an engine, and never calls the loop.
- */
-#pragma weak busy_loop
-#pragma weak worker_control_changed
-#pragma weak worker_maybe_long_hold
-#pragma weak worker_note_handoff
-#pragma weak worker_note_owner
-#pragma weak worker_note_violations
-#pragma weak worker_record_sample
-#pragma weak worker_stop_at_target
-#pragma weak worker_torture_before_lock
-#pragma weak worker_torture_hold
+#include "../engine/plugin_loop_weak.h"
 
 /* Exported: the engine looks it up by name (LOCKLAB_PLUGIN_LOOP_SYMBOL). */
 __attribute__((visibility("default"))) void locklab_plugin_writer_loop(struct worker *w,

@@ -14,20 +14,7 @@
 
 #include "../worker_hot.h"
 
-/*
- * The engine's functions the loop calls, weak: the interposition library (locklab exec) loads
- * the plugin too, without an engine, and never calls the loop.
- */
-#pragma weak busy_loop
-#pragma weak worker_control_changed
-#pragma weak worker_maybe_long_hold
-#pragma weak worker_note_handoff
-#pragma weak worker_note_owner
-#pragma weak worker_note_violations
-#pragma weak worker_record_sample
-#pragma weak worker_stop_at_target
-#pragma weak worker_torture_before_lock
-#pragma weak worker_torture_hold
+#include "../plugin_loop_weak.h"
 
 /* Exported: the engine looks them up by name (LOCKLAB_PLUGIN_LOOP_SYMBOL, _LAYOUT_SYMBOL). */
 void locklab_plugin_writer_loop(struct worker *w, uint32_t control_seen);

@@ -93,7 +93,8 @@ def check_name(name: str) -> str:
     return family
 
 
-def _engine_layout(engine: Path) -> str:
+def engine_layout(engine: Path) -> str:
+    """The layout hash of the engine's structures a plugin's own loop is compiled against."""
     proc = subprocess.run([str(engine), "--engine-layout"], capture_output=True, text=True,
                           check=False)  # fmt: skip
     if proc.returncode != 0 or not proc.stdout.strip():
@@ -198,7 +199,7 @@ def build_source_lock(
         check_patches(source, patches)
     except LocklabError as error:
         raise LocklabError(f"{label}: {error}") from None
-    layout = _engine_layout(engine)
+    layout = engine_layout(engine)
     key = build_key(source_identity(source), patches, family, build, layout)
     target = CACHE / key[:24]
     plugin = target / f"kernel-{family}.so"

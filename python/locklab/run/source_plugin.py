@@ -16,6 +16,7 @@ from pathlib import Path
 
 from locklab.errors import LocklabError
 from locklab.kernel.build import ROOT
+from locklab.kernel.from_source import engine_layout
 
 CACHE = ROOT / "build" / "plugins"
 LOOP = ROOT / "native" / "engine" / "source_plugin" / "loop.c"
@@ -28,14 +29,6 @@ def is_source(plugin: str) -> bool:
     return plugin.endswith(".c")
 
 
-def _layout(engine: Path) -> str:
-    proc = subprocess.run([str(engine), "--engine-layout"], capture_output=True, text=True,
-                          check=False)  # fmt: skip
-    if proc.returncode != 0 or not proc.stdout.strip():
-        raise LocklabError(f"{engine} does not say its layout: rebuild it ('make build-all')")
-    return proc.stdout.strip()
-
-
 def compiled(source: Path, build: str, engine: Path) -> Path:
     """The .so of `source` with its own writer loop, for `engine` (whose build and layout it
     must match); compiled unless cached. A file that does not compile is one line: its first
@@ -45,7 +38,7 @@ def compiled(source: Path, build: str, engine: Path) -> Path:
     except OSError as error:
         raise LocklabError(f"--plugin {source}: cannot read: {error.strerror}") from None
     digest = hashlib.sha256()
-    for part in (RECIPE.encode(), text, build.encode(), _layout(engine).encode(),
+    for part in (RECIPE.encode(), text, build.encode(), engine_layout(engine).encode(),
                  LOOP.read_bytes()):  # fmt: skip
         digest.update(part + b"\0")
     target = CACHE / digest.hexdigest()[:24]
