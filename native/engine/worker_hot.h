@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * worker_hot.h - what the measured writer loop (worker_loop.h) needs: the cold helpers that
- * live in worker.c, and the few per-acquisition steps it inlines.
+ * live in worker_cold.c, and the few per-acquisition steps it inlines.
  */
 #ifndef LOCKLAB_WORKER_HOT_H
 #define LOCKLAB_WORKER_HOT_H
@@ -21,7 +21,11 @@
  */
 #define WORKER_PUBLISH_EVERY 64u
 
-/* worker.c: the rare paths, kept out of line. */
+/* worker_cold.c: the rare paths, kept out of line. */
+/* Pin the thread to `cpu` (-1: leave it), noting its CPU and node. */
+void worker_pin_to(struct worker *w, int cpu);
+/* locktorture's rt_boost: SCHED_FIFO on, or back to SCHED_OTHER. */
+void worker_set_fifo(struct worker *w, bool fifo);
 bool worker_handle_control(struct worker *w, uint32_t control, uint32_t *control_seen);
 /* worker_handle_control() for the loop: the new control_seen, or -1 when the thread leaves. */
 int64_t worker_control_changed(struct worker *w, uint32_t control, uint32_t control_seen);
