@@ -26,7 +26,10 @@
  * node with smp_wmb() and a relaxed xchg, and its successor writes through the pointer it
  * read). In the TSAN build, the build that checks and never measures, marked accesses carry
  * the ordering those fences and dependencies give: READ_ONCE is an acquire load, WRITE_ONCE a
- * release store, and relaxed RMWs are acq_rel. TSAN then reports what KCSAN reports: plain
+ * release store, and relaxed and acquire RMWs are acq_rel. The last also stands for what
+ * orders a task's creation before it can own a lock (fork and the scheduler, in the kernel):
+ * the shim makes a thread's task on its first lock call, and publishes it by the acquire RMW
+ * that takes the lock (lock->owner). TSAN then reports what KCSAN reports: plain
  * accesses that race with another access, marked or not (KCSAN ignores marked-marked pairs
  * too). The measured builds map every access as the kernel does.
  */
@@ -231,10 +234,12 @@ struct callback_head {
 #define KSHIM_ONCE_LOAD __ATOMIC_ACQUIRE  /* see the header comment: TSAN sees no fences */
 #define KSHIM_ONCE_STORE __ATOMIC_RELEASE
 #define KSHIM_RELAXED_RMW __ATOMIC_ACQ_REL
+#define KSHIM_ACQUIRE_RMW __ATOMIC_ACQ_REL
 #else
 #define KSHIM_ONCE_LOAD __ATOMIC_RELAXED
 #define KSHIM_ONCE_STORE __ATOMIC_RELAXED
 #define KSHIM_RELAXED_RMW __ATOMIC_RELAXED
+#define KSHIM_ACQUIRE_RMW __ATOMIC_ACQUIRE
 #endif
 /* Relaxed atomics on the object as declared: a pointer or an integer. */
 #define READ_ONCE(x)                                                                           \
@@ -272,7 +277,7 @@ struct callback_head {
 /* ---- RMW on plain objects (xchg, cmpxchg families) -------------------------------------------- */
 #define kshim_xchg(p, n, o) ({ __atomic_exchange_n((p), (n), (o)); })
 #define xchg(p, n) kshim_xchg(p, n, __ATOMIC_SEQ_CST)
-#define xchg_acquire(p, n) kshim_xchg(p, n, __ATOMIC_ACQUIRE)
+#define xchg_acquire(p, n) kshim_xchg(p, n, KSHIM_ACQUIRE_RMW)
 #define xchg_release(p, n) kshim_xchg(p, n, __ATOMIC_RELEASE)
 #define xchg_relaxed(p, n) kshim_xchg(p, n, KSHIM_RELAXED_RMW)
 /* The failure order: the success order without its release half. */
@@ -290,11 +295,11 @@ struct callback_head {
 #define kshim_try_cmpxchg(p, oldp, n, o)                                                       \
 	__atomic_compare_exchange_n((p), (oldp), (n), false, (o), kshim_fail_order(o))
 #define cmpxchg(p, o, n) kshim_cmpxchg(p, o, n, __ATOMIC_SEQ_CST)
-#define cmpxchg_acquire(p, o, n) kshim_cmpxchg(p, o, n, __ATOMIC_ACQUIRE)
+#define cmpxchg_acquire(p, o, n) kshim_cmpxchg(p, o, n, KSHIM_ACQUIRE_RMW)
 #define cmpxchg_release(p, o, n) kshim_cmpxchg(p, o, n, __ATOMIC_RELEASE)
 #define cmpxchg_relaxed(p, o, n) kshim_cmpxchg(p, o, n, KSHIM_RELAXED_RMW)
 #define try_cmpxchg(p, op, n) kshim_try_cmpxchg(p, op, n, __ATOMIC_SEQ_CST)
-#define try_cmpxchg_acquire(p, op, n) kshim_try_cmpxchg(p, op, n, __ATOMIC_ACQUIRE)
+#define try_cmpxchg_acquire(p, op, n) kshim_try_cmpxchg(p, op, n, KSHIM_ACQUIRE_RMW)
 #define try_cmpxchg_release(p, op, n) kshim_try_cmpxchg(p, op, n, __ATOMIC_RELEASE)
 #define try_cmpxchg_relaxed(p, op, n) kshim_try_cmpxchg(p, op, n, KSHIM_RELAXED_RMW)
 
