@@ -137,3 +137,18 @@ def test_experiments_side_by_side(store, tmp_path):
     assert "--columns: 2" in text
     assert "<h2>#1 report-test</h2>" in text and "second-machine</h2>" in text
     assert text.count("plotly.js v") <= 2  # the library is embedded once, not per chart
+
+
+def test_oversubscribed_points_are_shaded_in_the_charts(tmp_path):
+    """Pinned to one CPU, two writers are oversubscribed: the table labels the row and the
+    report's charts shade it."""
+    engine = ROOT / "build" / "opt" / "locklab-bench"
+    store = tmp_path / "s"
+    args = ["run", "--lock", "tas,ticket", "--nwriters", "1,2", "--pin", "0", "--repeat", "2",
+            "--duration", "0.05", "--warmup", "0", "--name", "crowded", "--store", str(store),
+            "--engine", str(engine), "--plain"]  # fmt: skip
+    assert cli.main(args) == 0
+    page = tmp_path / "crowded.html"
+    assert cli.main(["report", "crowded", "--store", str(store), "-o", str(page)]) == 0
+    text = page.read_text()
+    assert "2 (oversubscribed)" in text and '"text":"oversubscribed"' in text

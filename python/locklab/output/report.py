@@ -170,10 +170,25 @@ def intervals_figure(analysis: Analysis, section: Section) -> go.Figure | None:
     return figure
 
 
+def mark_oversubscribed(figure: go.Figure, section: Section) -> go.Figure:
+    """Shade the rows with more threads than CPUs, as the table labels them: what they show
+    is the scheduler as much as the lock."""
+    if section.oversubscribed:
+        rows = sorted(section.rows)
+        first = min(section.oversubscribed)
+        before = [row for row in rows if row < first]
+        start = (before[-1] + first) / 2 if before else first - 0.5
+        figure.add_vrect(
+            x0=start, x1=max(rows) + 0.5, fillcolor="#f2c037", opacity=0.15, line_width=0,
+            annotation_text="oversubscribed", annotation_position="top left",
+        )  # fmt: skip
+    return figure
+
+
 def section_figures(analysis: Analysis, section: Section) -> list[Figure]:
     figures = [
-        Figure("throughput", throughput_figure(analysis, section)),
-        Figure("relative", relative_figure(analysis, section)),
+        Figure("throughput", mark_oversubscribed(throughput_figure(analysis, section), section)),
+        Figure("relative", mark_oversubscribed(relative_figure(analysis, section), section)),
     ]
 
     def one(value: Callable[[Run], float | None]) -> list:
@@ -258,7 +273,8 @@ def experiment_html(experiment: Experiment, runs: list[Run], analysis: Analysis,
 def combined_html(analysis: Analysis, first_plot: list[bool]) -> str:
     """The table of several places (analysis/places.py) and its rel % chart: each place's
     columns against that place's baseline (the places' units differ, so no throughput chart)."""
-    figure = relative_figure(analysis, analysis.sections[0])
+    section = analysis.sections[0]
+    figure = mark_oversubscribed(relative_figure(analysis, section), section)
     first_plot[0] = False
     chart = pio.to_html(figure, include_plotlyjs=True, full_html=False,
                         config={"displaylogo": False, "responsive": True})  # fmt: skip
