@@ -16,7 +16,7 @@ from locklab.analysis.model import Analysis, Cell, Column, Section, Settings
 from locklab.analysis.titles import experiment_line, machine_lines, variant_lines
 from locklab.analysis.verdicts import disturbed_line, oversubscribed_note, verdict
 from locklab.errors import LocklabError
-from locklab.model.spec import ExperimentSpec, Point
+from locklab.model.spec import ExperimentSpec, Point, threads_at
 from locklab.model.values import AXES, AXIS_DEFAULTS
 from locklab.store import Experiment, Run
 
@@ -157,12 +157,6 @@ def _analyse(
             "throughput: writes + reads per second (each apart in 'locklab export')"
         )
     return analysis
-
-
-def threads_at(point: Point) -> int:
-    """The threads a point runs: its writers and readers."""
-    axes = dict(point)
-    return axes.get("nwriters", 0) + axes.get("nreaders", 0)
 
 
 def runs_cpus(columns: list[Column]) -> int | None:

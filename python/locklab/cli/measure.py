@@ -43,6 +43,15 @@ def compile_variants(spec: ExperimentSpec, engine: Engine) -> None:
     ]  # fmt: skip
 
 
+def plan_line(spec: ExperimentSpec) -> str:
+    """An engine or program experiment's plan in one line, for --dry-run."""
+    configs = len(spec.configurations())
+    runs = configs * spec.repeat
+    return (f'"{printable(spec.name)}": {len(spec.variants)} variants x '
+            f"{configs // len(spec.variants)} points x {spec.repeat} repeats = {runs} runs, "
+            f"about {runs * spec.expected_run_s() / 60:.1f} min")  # fmt: skip
+
+
 def execute(
     args: argparse.Namespace,
     chosen: Settings,

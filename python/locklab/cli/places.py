@@ -19,11 +19,10 @@ from locklab.analysis.cells import Analysis, Settings, analyse_experiment
 from locklab.analysis.places import combine
 from locklab.cli import figures
 from locklab.cli.common import chosen_engine, fit_to_machine, host
-from locklab.cli.measure import KernelPlan, compile_variants, execute
+from locklab.cli.measure import KernelPlan, compile_variants, execute, plan_line
 from locklab.errors import LocklabError
 from locklab.model import places
 from locklab.model.campaign import locate_error
-from locklab.model.spec import ExperimentSpec
 from locklab.output import listing
 from locklab.printable import file_stem, printable
 from locklab.run import adaptive
@@ -52,13 +51,6 @@ def _override(args: argparse.Namespace, campaign: places.PlacesCampaign) -> None
             campaign.kernel.duration = args.duration
 
 
-def _plan_line(place: str, spec: ExperimentSpec) -> str:
-    runs = len(spec.schedule())
-    return (f'{place}: "{printable(spec.name)}": {len(spec.variants)} patch sets x '
-            f"{len(spec.configurations()) // len(spec.variants)} points x {spec.repeat} repeats "
-            f"= {runs} runs, about {runs * spec.expected_run_s() / 60:.1f} min")  # fmt: skip
-
-
 def run_places(args: argparse.Namespace, chosen: Settings) -> int:
     campaign = places.load(args.file, args.full)
     _override(args, campaign)
@@ -79,7 +71,7 @@ def run_places(args: argparse.Namespace, chosen: Settings) -> int:
         print(f'{args.file}: "{printable(campaign.name)}": {campaign.lock} with '
               f"{', '.join(campaign.labels)}, in {', '.join(campaign.places)}")  # fmt: skip
         for place, spec in specs:
-            print(f"  {_plan_line(place, spec)}")
+            print(f"  {place}: {plan_line(spec)}")
         if kernels is not None:
             print(f"  kernel: {kernels.line()}")
         return 0

@@ -24,7 +24,7 @@ from locklab.cli.common import (
     source_plugins,
     statistics_options,
 )
-from locklab.cli.measure import KernelPlan, compile_variants, execute
+from locklab.cli.measure import KernelPlan, compile_variants, execute, plan_line
 from locklab.errors import LocklabError
 from locklab.kernel import campaign as kernel_campaign
 from locklab.kernel.campaign import KernelCampaign
@@ -262,14 +262,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
 
 
 def _print_plan(path: Path, spec: ExperimentSpec) -> None:
-    configs = spec.configurations()
-    print(
-        f'{path}: "{printable(spec.name)}": {len(spec.variants)} variants x '
-        f"{len(configs) // len(spec.variants)} points x {spec.repeat} repeats = "
-        f"{len(configs) * spec.repeat} runs, about "
-        f"{len(configs) * spec.repeat * spec.expected_run_s() / 60:.1f} min"
-    )
-    for config, repeat in spec.schedule()[: len(configs)]:
+    print(f"{path}: {plan_line(spec)}")
+    for config, repeat in spec.schedule()[: len(spec.configurations())]:
         if spec.program:
             threads = config.axis("nwriters")
             argv = [arg.replace("{threads}", str(threads)) for arg in spec.program]

@@ -107,12 +107,15 @@ class _Reader:
         if not any(place in data for place in PLACES):
             raise self.fail("no place: give at least one of [engine], [kernel], [program]")
         common = {"name": name, "baseline": baseline, "repeat": data.get("repeat", 3)}
+        # The engine's and the program's variants: the lock with each patch set.
+        variants = [{"label": label, "lock": lock, "patches": files}
+                    for label, files in patches.items()]  # fmt: skip
         if "source" in data:  # the tree, for every place
             common["source"] = data["source"]
         return PlacesCampaign(
             name=name, path=self.path, lock=lock, baseline=baseline, labels=labels,
-            engine=self.engine(data, common, lock, patches, sweep),
-            program=self.program(data, common, lock, patches, sweep),
+            engine=self.engine(data, common, variants, sweep),
+            program=self.program(data, common, variants, sweep),
             kernel=self.kernel(data, common, lock, patches, sweep),
         )  # fmt: skip
 
@@ -143,20 +146,18 @@ class _Reader:
             raise self.fail(f"{place}: '{shared[0]}' is said once, at the top of the file")
         return table
 
-    def engine(self, data: dict, common: dict, lock: str, patches: dict[str, list[str]],
+    def engine(self, data: dict, common: dict, variants: list[dict],
                sweep: dict) -> ExperimentSpec | None:  # fmt: skip
         table = self.place(data, "engine")
         if table is None:
             return None
         if "program" in table:
             raise self.fail("engine: 'program' belongs in [program], as command")
-        variants = [{"label": label, "lock": lock, "patches": files}
-                    for label, files in patches.items()]  # fmt: skip
         tables = {**common, **table, "name": f"{common['name']}-engine", "sweep": sweep,
                   "variant": variants}  # fmt: skip
         return campaign_from_data(self.path, self.text, tables)
 
-    def program(self, data: dict, common: dict, lock: str, patches: dict[str, list[str]],
+    def program(self, data: dict, common: dict, variants: list[dict],
                 sweep: dict) -> ExperimentSpec | None:  # fmt: skip
         table = self.place(data, "program")
         if table is None:
@@ -168,8 +169,6 @@ class _Reader:
         if "command" not in table:
             raise self.fail('program: give its command, like command = ["kccachetest", '
                             '"wicked", "-th", "{threads}", "10000"]')  # fmt: skip
-        variants = [{"label": label, "lock": lock, "patches": files}
-                    for label, files in patches.items()]  # fmt: skip
         own = {PROGRAM_KEYS[key]: value for key, value in table.items()}
         tables = {**common, "warmup": 0, **own, "name": f"{common['name']}-program",
                   "sweep": sweep, "variant": variants}  # fmt: skip

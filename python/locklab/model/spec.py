@@ -37,6 +37,12 @@ TORTURE_DELAY_TYPES = TORTURE_TYPES_6_1
 RUN_TIMEOUT_MARGIN_S = 60.0
 
 
+def threads_at(point: Point) -> int:
+    """The threads a point runs: its writers and readers."""
+    axes = dict(point)
+    return axes.get("nwriters", 0) + axes.get("nreaders", 0)
+
+
 @dataclass(frozen=True)
 class Variant:
     """One column group of the table: a lock, maybe from a plugin, with tunables set."""
@@ -224,8 +230,8 @@ class ExperimentSpec:
         """Drop the writer counts whose points run more threads (writers and readers) than
         `cpus`: the sweep a campaign runs unless oversubscription is asked for. Returns the
         dropped counts; one error line when none would be left."""
-        readers = max(self.sweep["nreaders"])
-        dropped = [n for n in self.sweep["nwriters"] if n + readers > cpus]
+        crowded = {dict(point)["nwriters"] for point in self.points() if threads_at(point) > cpus}
+        dropped = [n for n in self.sweep["nwriters"] if n in crowded]
         if dropped and len(dropped) == len(self.sweep["nwriters"]):
             raise LocklabError(
                 f"every nwriters point runs more threads than the {cpus} CPUs here: "
