@@ -58,8 +58,8 @@ $(BUILD)/$(1)/plugins/%.so: %.c $(HEADERS) Makefile
 	@mkdir -p $$(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS_$(1)) -shared -fPIC -o $$@ $$<
 
-$(BUILD)/$(1)/liblocklab-interpose.so: $(INTERPOSE_SRC) native/interpose/interpose.map $(LOCK_SRC) \
-		$(HEADERS) Makefile
+$(BUILD)/$(1)/liblocklab-interpose.so: $(INTERPOSE_SRC) native/interpose/interpose.h \
+		native/interpose/interpose.map $(LOCK_SRC) $(HEADERS) Makefile
 	@mkdir -p $$(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS_$(1)) -shared -fPIC \
 		-Wl,--version-script=native/interpose/interpose.map -o $$@ $(INTERPOSE_SRC) $(LOCK_SRC) -ldl
