@@ -111,7 +111,12 @@ CAMPAIGNS = {
         ":3: param 'backof'",
         "",
     ),
-    "param not int": ('[[variant]]\nlock = "tas"\nparams = { x = "y" }\n', ":3:", "integers"),
+    "param not int": ('[[variant]]\nlock = "tas"\nparams = { x = 1.5 }\n', ":3:", "integers"),
+    "param not a choice": (
+        '[[variant]]\nlock = "tas"\nparams = { wait = "sleepy" }\n',
+        "'sleepy' is not one of spin, yield, spin-then-park",
+        "",
+    ),
     "empty sweep": ('[sweep]\nnwriters = []\n[[variant]]\nlock = "tas"\n', ":2:", "non-empty"),
     "bad axis": ('[sweep]\nthreads = [1]\n[[variant]]\nlock = "tas"\n', ":2:", "'threads'"),
     "negative duration": ('duration = -1\n[[variant]]\nlock = "tas"\n', "must not be negative", ""),

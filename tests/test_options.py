@@ -36,7 +36,10 @@ BAD_INPUT = {
         ["--lock", "pthread_rwlock", "--no-checks", "--nreaders", "1"],
         "--no-checks measures the bare loop",
     ),
-    "param on a lock without tunables": (["--lock", "tas", "--param", "a=1"], "no tunables"),
+    "param on a lock without tunables": (
+        ["--lock", "futex_mutex", "--param", "a=1"],
+        "no tunables",
+    ),
     "backoff min above max": (
         [
             "--lock",

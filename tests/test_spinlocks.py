@@ -145,7 +145,13 @@ def test_cna_params(tmp_path):
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     params = run.result["config"]["params"]
-    assert params == {"threshold_ns": 1000000, "threshold_handoffs": 65536, "shuffle_reduction": 0}
+    assert params == {
+        "wait": "spin",
+        "spin_ns": 2000,
+        "threshold_ns": 1000000,
+        "threshold_handoffs": 65536,
+        "shuffle_reduction": 0,
+    }
 
 
 def test_cna_v1_params(tmp_path):
@@ -158,7 +164,7 @@ def test_cna_v1_params(tmp_path):
         tmp_path,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
-    assert run.result["config"]["params"] == {"fairness_bits": 16}
+    assert run.result["config"]["params"] == {"wait": "spin", "spin_ns": 2000, "fairness_bits": 16}
 
 
 def test_list_names_each_revision():
@@ -209,15 +215,18 @@ x86_only = pytest.mark.skipif(
 @x86_only
 def test_qspinlock_unlock_is_a_plain_byte_store():
     """asm-generic/qspinlock.h: smp_store_release(&lock->locked, 0), which x86 (and its
-    paravirt patch site) emits as `movb $0,(%rdi)`: no locked RMW."""
+    paravirt patch site) emits as `movb $0,(%rdi)`: no locked RMW. Then one compare of the
+    waiting policy (wait.h) and, under wait=spin, the return: the barrier and the wake-up
+    check come after the return, for spin-then-park only."""
     code = [
         i
         for i in function_instructions("qspinlock_unlock")
         if not i.startswith(("nop", "data16", "cs nop", "xchg %ax,%ax"))
     ]
     assert code[0] == "movb $0x0,(%rdi)", code
-    assert code[1:] == ["ret"], code
-    assert not any(i.startswith("lock") for i in code), code
+    assert code[1].startswith("cmpl $0x2,") and code[2].startswith("je "), code
+    assert code[3] == "ret", code
+    assert not any(i.startswith("lock") for i in code[:4]), code
 
 
 @x86_only
@@ -225,14 +234,17 @@ def test_qspinlock_x86_word_operations():
     """The x86 layout's slow path as the kernel's x86 build: xchg_tail is a 16-bit xchg on the
     tail half, the pending set is `lock btsl $8` (arch/x86 queued_fetch_set_pending_acquire),
     clear_pending_set_locked a 16-bit store, set_locked and clear_pending byte stores, and no
-    32-bit locked RMW other than the CAS of the fast path and of the queue's end."""
+    32-bit locked RMW other than the CAS of the fast path and of the queue's end. (The parking
+    path of wait=spin-then-park adds its own: a parked count's increment and decrement, and
+    smp_mb's `lock addl $0,-4(%rsp)`; none is on the lock word.)"""
     code = function_instructions("qspinlock_lock")
     assert any(XCHG16.match(i) for i in code), "xchg_tail is not a 16-bit xchg"
     assert any(i.startswith("lock btsl $0x8,") for i in code), "pending set is not lock bts"
     assert any(re.match(r"movw \$0x1,\S*\(", i) for i in code), "no 16-bit pending->locked"
     assert any(re.match(r"movb \$0x1,\S*\(", i) for i in code), "set_locked is not movb"
     assert any(re.match(r"movb \$0x0,0x1\(", i) for i in code), "clear_pending is not movb"
-    locked = [i for i in code if i.startswith("lock")]
+    parking = ("lock addl $0x1,", "lock subl $0x1,", "lock addl $0x0,-0x4(%rsp)")
+    locked = [i for i in code if i.startswith("lock") and not i.startswith(parking)]
     assert all(i.startswith(("lock cmpxchg ", "lock btsl $0x8,")) for i in locked), locked
 
 

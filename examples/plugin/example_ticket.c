@@ -25,7 +25,7 @@ struct example_ticket_lock {
 enum { SPIN_PAUSE };
 
 static const struct lock_tunable example_ticket_tunables[] = {
-	{ "spin_pause", 1, 1, 1 << 16, "cpu_relax() pauses between polls of now_serving" },
+	{ "spin_pause", 1, 1, 1 << 16, "cpu_relax() pauses between polls of now_serving", NULL },
 	LOCK_TUNABLES_END,
 };
 

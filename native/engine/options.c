@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <locklab/tunable.h>
+
 #include "engine.h"
 
 #define MAX_THREADS 4096
@@ -226,15 +228,17 @@ static void apply_param(struct bench_config *config, const char *text)
 		if (strlen(t->name) != name_len || strncmp(t->name, text, name_len) != 0)
 			continue;
 		const char *value_text = equals + 1;
-		char *end;
-		errno = 0;
-		long value = strtol(value_text, &end, 10);
-		if (errno || end == value_text || *end != '\0')
+		long value;
+		int error = lock_tunable_parse(t, value_text, &value);
+		if (error == -EINVAL && t->choices != NULL)
+			usage_error("--param %s: '%s' is not one of its values (%s)", t->name,
+				    value_text, t->meaning);
+		if (error == -EINVAL)
 			usage_error("--param %.*s: '%s' is not an integer", (int)name_len, text,
 				    value_text);
-		if (value < t->min_value || value > t->max_value)
-			usage_error("--param %s: %ld is out of range [%ld, %ld] (%s)", t->name, value,
-				    t->min_value, t->max_value, t->meaning);
+		if (error == -ERANGE)
+			usage_error("--param %s: %s is out of range [%ld, %ld] (%s)", t->name,
+				    value_text, t->min_value, t->max_value, t->meaning);
 		config->params[i] = value;
 		return;
 	}

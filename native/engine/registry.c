@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <locklab/tunable.h>
+
 #include "engine.h"
 
 #define LOCK(ops) extern const struct lock_ops ops;
@@ -183,6 +185,12 @@ void list_locks(const char *json_path)
 			json_int(j, "min", tun->min_value);
 			json_int(j, "max", tun->max_value);
 			json_string(j, "meaning", tun->meaning);
+			if (tun->choices != NULL) {
+				json_begin_array(j, "choices");
+				for (long v = tun->min_value; v <= tun->max_value; v++)
+					json_string(j, NULL, lock_tunable_choice(tun, v));
+				json_end_array(j);
+			}
 			json_end_object(j);
 		}
 		json_end_array(j);

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <locklab/tunable.h>
+
 #include "engine.h"
 
 #ifndef LOCKLAB_VERSION
@@ -158,6 +160,7 @@ static void json_fairness(struct json_writer *j, const char *key, const struct r
 /* Hand-overs between writers, summed over the writers (see worker.c). */
 struct handoff_summary {
 	uint64_t total, same_node, reacquisitions;
+	uint64_t parks, wakes; /* the waiting policy's futex sleeps and wake-ups (wait.h) */
 	bool nodes_known; /* every writer pinned, so its node is known */
 	uint64_t overtaken_samples, overtaken_sum, overtaken_max;
 	uint64_t remote_cost_paid; /* --numa-remote-ns */
@@ -165,9 +168,11 @@ struct handoff_summary {
 
 static struct handoff_summary handoffs_of(const struct run_state *run)
 {
-	struct handoff_summary h = { 0, 0, 0, true, 0, 0, 0, remote_cost_paid_of(run) };
+	struct handoff_summary h = { 0, 0, 0, 0, 0, true, 0, 0, 0, remote_cost_paid_of(run) };
 	for (unsigned int i = 0; i < run->nthreads; i++) {
 		const struct worker *w = run->workers[i];
+		h.parks += w->ctx.parks;
+		h.wakes += w->ctx.wakes;
 		if (w->is_reader)
 			continue;
 		h.total += w->handoffs;
@@ -228,8 +233,13 @@ static void json_config(struct json_writer *j, const struct bench_config *c)
 	json_string(j, "family", c->lock->family);
 	json_string(j, "source", c->lock->source);
 	json_begin_object(j, "params");
-	for (size_t i = 0; i < lock_tunable_count(c->lock); i++)
-		json_int(j, c->lock->tunables[i].name, c->params[i]);
+	for (size_t i = 0; i < lock_tunable_count(c->lock); i++) {
+		const struct lock_tunable *t = &c->lock->tunables[i];
+		if (t->choices != NULL)
+			json_string(j, t->name, lock_tunable_choice(t, c->params[i]));
+		else
+			json_int(j, t->name, c->params[i]);
+	}
 	json_end_object(j);
 	json_uint(j, "nwriters", c->nwriters);
 	json_uint(j, "nreaders", c->nreaders);
@@ -549,6 +559,9 @@ static void run_result_print(const struct run_state *run, const struct run_resul
 			100.0 * (double)r->handoffs.same_node / (double)r->handoffs.total,
 			r->handoffs.nodes_known ? "" : " (threads unpinned: node unknown)",
 			(unsigned long long)r->handoffs.reacquisitions);
+	if (r->private_ok && (r->handoffs.parks || r->handoffs.wakes))
+		fprintf(human, "  parking      %llu parks, %llu wake-ups (wait=spin-then-park)\n",
+			(unsigned long long)r->handoffs.parks, (unsigned long long)r->handoffs.wakes);
 	if (readers->threads && r->private_ok && readers->latency.count)
 		fprintf(human, "  read wait    p50 %.0f ns  p99 %.0f ns  max %.0f ns  (1 in %u timed)\n",
 			cycles_to_ns(run, (double)histogram_percentile(&readers->latency, 50)),
@@ -628,6 +641,8 @@ static int run_result_write_json(const struct run_state *run, const struct run_r
 		    per_1000((double)usage->voluntary, r->total));
 	json_double(j, "involuntary_per_1000_acquisitions",
 		    per_1000((double)usage->involuntary, r->total));
+	json_uint(j, "parks", r->handoffs.parks);
+	json_uint(j, "wakes", r->handoffs.wakes);
 	json_end_object(j);
 	json_begin_object(j, "cpu");
 	json_double(j, "user_s", usage->user_s);

@@ -21,15 +21,18 @@
 
 #include <locklab/kernel.h>
 #include <locklab/lock.h>
+#include <locklab/wait.h>
 
 struct anderson_slot {
 	alignas(LOCKLAB_CACHELINE) u32 has_lock;
+	u32 parked; /* 1 while the slot's waiter sleeps on `has_lock` (spin-then-park) */
 };
 
 struct anderson_lock {
 	u32 next_slot;
 	u32 slot_mask; /* nslots - 1 */
 	struct anderson_slot *slots;
+	struct lock_wait wait;
 };
 
 /* The slot a thread holds lives in its first queue node between lock and unlock. */
@@ -50,6 +53,7 @@ static int anderson_init(void *lockp, const struct lock_init_args *args)
 	memset(lock->slots, 0, nslots * sizeof(struct anderson_slot));
 	lock->slots[0].has_lock = 1;
 	lock->slot_mask = nslots - 1;
+	lock_wait_configure(&lock->wait, args);
 	return 0;
 }
 
@@ -64,7 +68,8 @@ static void anderson_lock(void *lockp, struct lock_thread *self)
 	struct anderson_lock *lock = lockp;
 	u32 slot = __atomic_fetch_add(&lock->next_slot, 1, __ATOMIC_RELAXED) & lock->slot_mask;
 
-	smp_cond_load_acquire(&lock->slots[slot].has_lock, VAL != 0);
+	lock_wait_cond_load_acquire(&lock->wait, self, &lock->slots[slot].has_lock,
+				    &lock->slots[slot].parked, VAL != 0);
 	WRITE_ONCE(lock->slots[slot].has_lock, 0); /* re-arm for the next round */
 	lock_qnode(self, LOCK_QNODE_QUEUE, struct anderson_holder)->slot = slot;
 }
@@ -90,10 +95,13 @@ static void anderson_unlock(void *lockp, struct lock_thread *self)
 	struct anderson_lock *lock = lockp;
 	u32 slot = lock_qnode(self, LOCK_QNODE_QUEUE, struct anderson_holder)->slot;
 
-	smp_store_release(&lock->slots[(slot + 1) & lock->slot_mask].has_lock, 1);
+	struct anderson_slot *next = &lock->slots[(slot + 1) & lock->slot_mask];
+
+	smp_store_release(&next->has_lock, 1);
+	lock_unpark(&lock->wait, self, &next->has_lock, &next->parked, 1);
 }
 
-static const struct lock_tunable no_tunables[] = { LOCK_TUNABLES_END };
+static const struct lock_tunable wait_tunables[] = { LOCK_WAIT_TUNABLES, LOCK_TUNABLES_END };
 
 const struct lock_ops anderson_ops = {
 	.abi_version = LOCKLAB_ABI_VERSION,
@@ -103,7 +111,7 @@ const struct lock_ops anderson_ops = {
 	.source = "Anderson, IEEE TPDS 1(1) 1990, sec. III.C",
 	.flags = LOCK_SPINS,
 	.lock_size = sizeof(struct anderson_lock),
-	.tunables = no_tunables,
+	.tunables = wait_tunables,
 	.init = anderson_init,
 	.destroy = anderson_destroy,
 	.lock = anderson_lock,

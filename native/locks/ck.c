@@ -122,7 +122,7 @@ static int ck_ticket_pb_init_op(void *lockp, const struct lock_init_args *args)
 static const struct lock_tunable ck_ticket_pb_tunables[] = {
 	{ "shift", 0, 0, 16,
 	  "each poll waits (ticket - head) << shift empty loop iterations; proportional, not "
-	  "exponential: ck_backoff_eb doubles only a copy that the next poll recomputes" },
+	  "exponential: ck_backoff_eb doubles only a copy that the next poll recomputes", NULL },
 	LOCK_TUNABLES_END,
 };
 

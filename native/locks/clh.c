@@ -23,20 +23,26 @@
  * Ordering: the xchg on tail is fully ordered (RELEASE publishes locked = 1 before anyone can
  * spin on it; ACQUIRE is not needed for it but the kernel idiom is a full xchg). The spin on
  * pred->locked is ACQUIRE, pairing with the RELEASE store of 0 in unlock.
+ *
+ * Waiting policy (wait.h): a waiter parks on its predecessor's `locked`, and the predecessor's
+ * release of that node wakes it: one waiter per node, woken by the hand-over, in FIFO order.
  */
 #include <stdlib.h>
 
 #include <locklab/kernel.h>
 #include <locklab/lock.h>
+#include <locklab/wait.h>
 
 struct clh_node {
 	u32 locked;
+	u32 parked;            /* 1 while the successor sleeps on `locked` (spin-then-park) */
 	struct clh_node *pred; /* read back by the owner in unlock */
 };
 
 struct clh_lock {
 	struct clh_node *tail;
 	struct clh_node *initial_dummy; /* for destroy() only */
+	struct lock_wait wait;
 };
 
 static struct clh_node *clh_my_node(struct lock_thread *self)
@@ -49,7 +55,7 @@ static struct clh_node *clh_my_node(struct lock_thread *self)
 static int clh_init(void *lockp, const struct lock_init_args *args)
 {
 	struct clh_lock *lock = lockp;
-	(void)args;
+	lock_wait_configure(&lock->wait, args);
 	lock->initial_dummy = calloc(1, sizeof(*lock->initial_dummy));
 	if (lock->initial_dummy == NULL)
 		return -12; /* -ENOMEM */
@@ -72,20 +78,23 @@ static void clh_lock(void *lockp, struct lock_thread *self)
 	WRITE_ONCE(node->locked, 1);
 	pred = xchg(&lock->tail, node);
 	node->pred = pred;
-	smp_cond_load_acquire(&pred->locked, VAL == 0); /* pairs with the release in unlock */
+	/* Pairs with the release in unlock. */
+	lock_wait_cond_load_acquire(&lock->wait, self, &pred->locked, &pred->parked, VAL == 0);
 }
 
 static void clh_unlock(void *lockp, struct lock_thread *self)
 {
+	struct clh_lock *lock = lockp;
 	struct clh_node *node = self->lock_private;
 	struct clh_node *pred = node->pred;
-	(void)lockp;
 
 	smp_store_release(&node->locked, 0); /* our successor may now enter */
-	self->lock_private = pred;           /* nobody spins on pred any more: it is ours */
+	/* The node is the successor's from here; a stale read of `parked` only wakes for nothing. */
+	lock_unpark(&lock->wait, self, &node->locked, &node->parked, 1);
+	self->lock_private = pred; /* nobody spins on pred any more: it is ours */
 }
 
-static const struct lock_tunable no_tunables[] = { LOCK_TUNABLES_END };
+static const struct lock_tunable wait_tunables[] = { LOCK_WAIT_TUNABLES, LOCK_TUNABLES_END };
 
 const struct lock_ops clh_ops = {
 	.abi_version = LOCKLAB_ABI_VERSION,
@@ -95,7 +104,7 @@ const struct lock_ops clh_ops = {
 	.source = "Craig, UW TR 93-02-02 1993; Magnusson, Landin & Hagersten, IPPS 1994",
 	.flags = LOCK_SPINS,
 	.lock_size = sizeof(struct clh_lock),
-	.tunables = no_tunables,
+	.tunables = wait_tunables,
 	.init = clh_init,
 	.destroy = clh_destroy,
 	.lock = clh_lock,

@@ -22,20 +22,35 @@
  *     field happens before the predecessor's hand-over store to it;
  *   - the hand-over is RELEASE, the spin on my->locked ACQUIRE: the critical section passes.
  * The node is the thread's queue node 0, never allocated in the hot path.
+ *
+ * Waiting policy (wait.h): a waiter parks on its own node's `locked`, and its predecessor's
+ * hand-over store wakes it, so the queue's FIFO order is untouched. The unlocker's wait for a
+ * successor to link itself has nobody to wake it: under yield and spin-then-park it yields
+ * once its budget is spent, since the successor may be preempted between xchg and link.
  */
 #include <stddef.h>
 
 #include <locklab/kernel.h>
 #include <locklab/lock.h>
+#include <locklab/wait.h>
 
 struct mcs_node {
 	struct mcs_node *next;
-	int locked; /* 1 once the predecessor has handed the lock over */
+	u32 locked; /* 1 once the predecessor has handed the lock over */
+	u32 parked; /* 1 while the waiter sleeps on `locked` (spin-then-park) */
 };
 
 struct mcs_lock {
 	struct mcs_node *tail;
+	struct lock_wait wait;
 };
+
+static int mcs_init(void *lockp, const struct lock_init_args *args)
+{
+	struct mcs_lock *lock = lockp;
+	lock_wait_configure(&lock->wait, args);
+	return 0;
+}
 
 static void mcs_lock(void *lockp, struct lock_thread *self)
 {
@@ -51,7 +66,8 @@ static void mcs_lock(void *lockp, struct lock_thread *self)
 		return; /* queue was empty: we hold the lock */
 
 	smp_store_release(&prev->next, node); /* pairs with smp_load_acquire(&node->next) */
-	smp_cond_load_acquire(&node->locked, VAL); /* pairs with the hand-over in unlock */
+	/* Pairs with the hand-over in unlock. */
+	lock_wait_cond_load_acquire(&lock->wait, self, &node->locked, &node->parked, VAL);
 }
 
 static bool mcs_trylock(void *lockp, struct lock_thread *self)
@@ -75,12 +91,15 @@ static void mcs_unlock(void *lockp, struct lock_thread *self)
 		if (cmpxchg_release(&lock->tail, node, NULL) == node)
 			return;
 		/* A successor swapped the tail but has not linked itself yet. */
-		next = smp_cond_load_acquire(&node->next, VAL != NULL);
+		struct lock_wait_budget budget = LOCK_WAIT_BUDGET_INIT;
+		while ((next = smp_load_acquire(&node->next)) == NULL)
+			lock_wait_pause_unwoken(&lock->wait, &budget);
 	}
 	smp_store_release(&next->locked, 1);
+	lock_unpark(&lock->wait, self, &next->locked, &next->parked, 1);
 }
 
-static const struct lock_tunable no_tunables[] = { LOCK_TUNABLES_END };
+static const struct lock_tunable wait_tunables[] = { LOCK_WAIT_TUNABLES, LOCK_TUNABLES_END };
 
 const struct lock_ops mcs_ops = {
 	.abi_version = LOCKLAB_ABI_VERSION,
@@ -90,7 +109,8 @@ const struct lock_ops mcs_ops = {
 	.source = "Mellor-Crummey & Scott, ACM TOCS 9(1) 1991, sec. 2.4",
 	.flags = LOCK_SPINS,
 	.lock_size = sizeof(struct mcs_lock),
-	.tunables = no_tunables,
+	.tunables = wait_tunables,
+	.init = mcs_init,
 	.lock = mcs_lock,
 	.unlock = mcs_unlock,
 	.trylock = mcs_trylock,

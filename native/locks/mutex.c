@@ -283,7 +283,7 @@ static int mutex_init_op(void *lockp, const struct lock_init_args *args)
 }
 
 static const struct lock_tunable mutex_tunables[] = {
-	{ "spin", 1, 0, 1, "optimistic spinning on a running owner, through the OSQ (0: off)" },
+	{ "spin", 1, 0, 1, "optimistic spinning on a running owner, through the OSQ (0: off)", NULL },
 	LOCK_TUNABLES_END,
 };
 

@@ -233,7 +233,7 @@ static int mutex_3_10_init(void *lockp, const struct lock_init_args *args)
 static const struct lock_tunable mutex_3_10_tunables[] = {
 	{ "spin", 1, 0, 1,
 	  "optimistic spinning on a running owner through the MCS spinner queue (0: off, as "
-	  "without CONFIG_MUTEX_SPIN_ON_OWNER)" },
+	  "without CONFIG_MUTEX_SPIN_ON_OWNER)", NULL },
 	LOCK_TUNABLES_END,
 };
 

@@ -119,6 +119,7 @@
 #include <locklab/lock.h>
 
 #define QSPINLOCK_CNA /* this file defines the CNA hooks qspinlock.h declares */
+#define QSPINLOCK_WAIT_POLICY /* and its locks take a waiting policy (wait.h) */
 #include "qspinlock.h"
 
 /* ---- CNA: shared pieces --------------------------------------------------------------------- */
@@ -172,7 +173,8 @@ static inline struct qnode *cna_secondary_tail(u32 secondary)
  * the primary one: its tail becomes the lock's tail and its head the next head. Both revisions
  * do this. Returns false when the word changed (a waiter arrived or went pending).
  */
-static bool cna_try_clear_tail(struct qspinlock *lock, struct qnode *node, u32 val)
+static bool cna_try_clear_tail(struct qspinlock *lock, struct lock_thread *self, struct qnode *node,
+			       u32 val)
 {
 	u32 secondary = READ_ONCE(node->locked);
 	int expected = (int)val;
@@ -189,7 +191,7 @@ static bool cna_try_clear_tail(struct qspinlock *lock, struct qnode *node, u32 v
 		WRITE_ONCE(tail_2nd->next, head_2nd); /* not published: close it again */
 		return false;
 	}
-	smp_store_release(&head_2nd->locked, CNA_NO_SECONDARY);
+	q_hand_over(lock, self, head_2nd, CNA_NO_SECONDARY);
 	return true;
 }
 
@@ -231,7 +233,8 @@ static struct qnode *cna_v1_find_successor(struct qnode *node, struct qnode *nex
  * local one; if there is none (or the coin said no), the secondary queue goes first, spliced in
  * front of the primary queue; with no secondary queue, FIFO.
  */
-static void cna_v1_pass_lock(struct qspinlock *lock, struct qnode *node, struct qnode *next)
+static void cna_v1_pass_lock(struct qspinlock *lock, struct lock_thread *self, struct qnode *node,
+			     struct qnode *next)
 {
 	struct qnode *succ = NULL;
 
@@ -240,15 +243,15 @@ static void cna_v1_pass_lock(struct qspinlock *lock, struct qnode *node, struct 
 
 	u32 secondary = READ_ONCE(node->locked);
 	if (succ) {
-		smp_store_release(&succ->locked, secondary > CNA_NO_SECONDARY ? secondary
-									     : CNA_NO_SECONDARY);
+		q_hand_over(lock, self, succ,
+			    secondary > CNA_NO_SECONDARY ? secondary : CNA_NO_SECONDARY);
 	} else if (secondary > CNA_NO_SECONDARY) {
 		struct qnode *tail_2nd = cna_secondary_tail(secondary);
 		struct qnode *head_2nd = READ_ONCE(tail_2nd->next);
 		WRITE_ONCE(tail_2nd->next, next);
-		smp_store_release(&head_2nd->locked, CNA_NO_SECONDARY);
+		q_hand_over(lock, self, head_2nd, CNA_NO_SECONDARY);
 	} else {
-		smp_store_release(&next->locked, CNA_NO_SECONDARY);
+		q_hand_over(lock, self, next, CNA_NO_SECONDARY);
 	}
 }
 
@@ -333,7 +336,8 @@ static void cna_wait_head_or_lock(struct qspinlock *lock, struct qnode *node)
  * a sort it is reloaded. The secondary queue and its age travel with the lock, with the node
  * preference, so the next head keeps sorting for the same node.
  */
-static void cna_lock_handoff(struct qnode *node, struct qnode *next)
+static void cna_lock_handoff(struct qspinlock *lock, struct lock_thread *self, struct qnode *node,
+			     struct qnode *next)
 {
 	u32 secondary = READ_ONCE(node->locked);
 	u32 val = CNA_NO_SECONDARY;
@@ -353,7 +357,7 @@ static void cna_lock_handoff(struct qnode *node, struct qnode *next)
 		WRITE_ONCE(tail_2nd->next, next);
 		next = head_2nd;
 	}
-	smp_store_release(&next->locked, val); /* pairs with the ACQUIRE spin on ->locked */
+	q_hand_over(lock, self, next, val); /* pairs with the ACQUIRE spin on ->locked */
 }
 
 /* ---- lock ops ------------------------------------------------------------------------------ */
@@ -401,8 +405,8 @@ static bool qspinlock_trylock(void *lockp, struct lock_thread *self)
 static void qspinlock_unlock(void *lockp, struct lock_thread *self)
 {
 	struct qspinlock *lock = lockp;
-	(void)self;
 	smp_store_release(&lock->locked, 0);
+	q_word_changed(lock, self);
 }
 
 /*
@@ -420,8 +424,9 @@ static void qspinlock_unlock(void *lockp, struct lock_thread *self)
 static void qspinlock_nr16k_unlock(void *lockp, struct lock_thread *self)
 {
 #if defined(__SANITIZE_THREAD__)
-	(void)self;
-	atomic_fetch_andnot_release((int)_Q_LOCKED_MASK, &((struct qspinlock *)lockp)->val);
+	struct qspinlock *lock = lockp;
+	atomic_fetch_andnot_release((int)_Q_LOCKED_MASK, &lock->val);
+	q_word_changed(lock, self);
 #else
 	qspinlock_unlock(lockp, self);
 #endif
@@ -429,53 +434,59 @@ static void qspinlock_nr16k_unlock(void *lockp, struct lock_thread *self)
 
 static int qspinlock_init(void *lockp, const struct lock_init_args *args)
 {
-	(void)lockp;
+	struct qspinlock *lock = lockp;
+	lock_wait_configure(&lock->wait, args);
 	return args->nthreads > QSPIN_MAX_THREADS ? -EINVAL : 0;
 }
 
-enum { CNA_THRESHOLD_NS, CNA_THRESHOLD_HANDOFFS, CNA_SHUFFLE_REDUCTION };
+/* After the waiting policy's two. */
+enum { CNA_THRESHOLD_NS = 2, CNA_THRESHOLD_HANDOFFS, CNA_SHUFFLE_REDUCTION };
 
 static int cna_init(void *lockp, const struct lock_init_args *args)
 {
 	struct qspinlock *lock = lockp;
 	if (args->nthreads > QSPIN_MAX_THREADS)
 		return -EINVAL;
+	lock_wait_configure(&lock->wait, args);
 	lock->threshold_ns = (u64)args->params[CNA_THRESHOLD_NS];
 	lock->threshold_handoffs = (u32)args->params[CNA_THRESHOLD_HANDOFFS];
 	lock->shuffle_bits = (u32)args->params[CNA_SHUFFLE_REDUCTION];
 	return 0;
 }
 
-enum { CNA_V1_FAIRNESS_BITS };
+enum { CNA_V1_FAIRNESS_BITS = 2 };
 
 static int cna_v1_init(void *lockp, const struct lock_init_args *args)
 {
 	struct qspinlock *lock = lockp;
 	if (args->nthreads > QSPIN_MAX_THREADS)
 		return -EINVAL;
+	lock_wait_configure(&lock->wait, args);
 	lock->fairness_bits = (u32)args->params[CNA_V1_FAIRNESS_BITS];
 	return 0;
 }
 
-static const struct lock_tunable no_tunables[] = { LOCK_TUNABLES_END };
+static const struct lock_tunable wait_tunables[] = { LOCK_WAIT_TUNABLES, LOCK_TUNABLES_END };
 
 static const struct lock_tunable cna_tunables[] = {
+	LOCK_WAIT_TUNABLES,
 	[CNA_THRESHOLD_NS] = { "threshold_ns", 1000000, 0, 1000000000,
 			       "fairness: flush the secondary queue once it is this old (ns; v15's "
-			       "numa_spinlock_threshold_ns)" },
+			       "numa_spinlock_threshold_ns)", NULL },
 	[CNA_THRESHOLD_HANDOFFS] = { "threshold_handoffs", 0, 0, 1L << 30,
 				     "if not 0: flush after this many hand-overs with a secondary "
-				     "queue instead (the count rule of v9, Jan 2020: 65536)" },
+				     "queue instead (the count rule of v9, Jan 2020: 65536)", NULL },
 	[CNA_SHUFFLE_REDUCTION] = { "shuffle_reduction", 7, 0, 30,
 				    "with an empty secondary queue, the head sorts the queue once in "
-				    "2^N acquisitions (0: always; v1 had none)" },
+				    "2^N acquisitions (0: always; v1 had none)", NULL },
 	LOCK_TUNABLES_END,
 };
 
 static const struct lock_tunable cna_v1_tunables[] = {
+	LOCK_WAIT_TUNABLES,
 	[CNA_V1_FAIRNESS_BITS] = { "fairness_bits", 16, 0, 30,
 				   "fairness: skip the scan for a local waiter (secondary queue "
-				   "first) once in 2^N hand-overs (v1: 0x10000)" },
+				   "first) once in 2^N hand-overs (v1: 0x10000)", NULL },
 	LOCK_TUNABLES_END,
 };
 
@@ -489,7 +500,7 @@ const struct lock_ops qspinlock_ops = {
 		  "(NR_CPUS < 16K), arch/x86/include/asm/qspinlock.h; Long & Zijlstra (4.2)",
 	.flags = LOCK_SPINS,
 	.lock_size = sizeof(struct qspinlock),
-	.tunables = no_tunables,
+	.tunables = wait_tunables,
 	.init = qspinlock_init,
 	.lock = qspinlock_lock,
 	.unlock = qspinlock_unlock,
@@ -505,7 +516,7 @@ const struct lock_ops qspinlock_nr16k_ops = {
 		  "(NR_CPUS >= 16K)",
 	.flags = LOCK_SPINS,
 	.lock_size = sizeof(struct qspinlock),
-	.tunables = no_tunables,
+	.tunables = wait_tunables,
 	.init = qspinlock_init,
 	.lock = qspinlock_nr16k_lock,
 	.unlock = qspinlock_nr16k_unlock,

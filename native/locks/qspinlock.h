@@ -9,6 +9,15 @@
  * constant at every call. qspinlock.c defines QSPINLOCK_CNA and the functions; any other file
  * gets no-op stand-ins that are never reached.
  *
+ * Waiting policy: qspinlock.c also defines QSPINLOCK_WAIT_POLICY, which gives its locks a
+ * `struct lock_wait` (wait.h) and the parked counts. A queued waiter parks on its node's
+ * `locked` and the hand-over wakes it; the pending waiter and the queue head park on the lock
+ * word and unlock wakes them, as do the two other stores that can end their wait (a pending
+ * bit given back). The paravirt qspinlock (qspinlock_paravirt.h: pv_wait_node, pv_kick_node,
+ * pv_wait_head_or_lock) is the kernel's own form of this for preempted vCPUs; ours is simpler
+ * (no _Q_SLOW_VAL hash, a count beside the word instead). raw_spinlock.h's wait_lock spins,
+ * as the kernel's does with preemption off.
+ *
  * Queue nodes: `base` is the first slot of struct lock_thread's qnode[] the caller queues in,
  * and the tail's 2-bit idx counts nesting from it, as the kernel's idx counts its 4 per-CPU
  * nodes (MAX_NODES, task/softirq/hardirq/NMI).
@@ -18,8 +27,11 @@
 
 #include <stddef.h>
 
+#include <limits.h>
+
 #include <locklab/kernel.h>
 #include <locklab/lock.h>
+#include <locklab/wait.h>
 
 /* ---- the word: include/asm-generic/qspinlock_types.h ---------------------------------------- */
 
@@ -130,6 +142,10 @@ struct qspinlock {
 	u32 shuffle_bits;       /* cna: with no secondary queue, sort once in 2^N */
 	u32 fairness_bits;      /* cna_v1: skip the scan once in 2^N hand-overs */
 #endif
+#ifdef QSPINLOCK_WAIT_POLICY
+	u32 parked; /* waiters asleep on `val`: the pending waiter and the queue head */
+	struct lock_wait wait;
+#endif
 	/* Elsewhere (raw_spinlock.h's wait_lock) the word alone: 4 bytes, as the kernel's. */
 };
 
@@ -144,6 +160,7 @@ _Static_assert(sizeof(((struct qspinlock *)0)->val) == 4, "one 32-bit word");
 struct qnode {
 	struct qnode *next;
 	u32 locked; /* 0: wait; 1: head now; CNA: >1 also head now, = encoded secondary tail */
+	u32 parked; /* 1 while the waiter sleeps on `locked` (spin-then-park) */
 	int count;  /* in node 0: how many of this thread's nodes are in use (nesting) */
 	/* CNA only */
 	int numa_node;      /* the node this waiter sorts for (v15: may be inherited) */
@@ -281,6 +298,32 @@ static inline void set_locked(struct qspinlock *lock)
 	WRITE_ONCE(lock->locked, (u8)_Q_LOCKED_VAL);
 }
 
+/* ---- waiting: spin, or the lock's waiting policy (QSPINLOCK_WAIT_POLICY) ------------------- */
+
+#ifdef QSPINLOCK_WAIT_POLICY
+/* A queued waiter's wait for the hand-over. */
+#define q_wait_node(lock, self, node)                                                          \
+	lock_wait_cond_load_acquire(&(lock)->wait, self, &(node)->locked, &(node)->parked, VAL)
+/* The pending waiter's and the head's wait on the word, until no bit of `mask` is set. */
+#define q_wait_word(lock, self, mask)                                                          \
+	lock_wait_cond_load_acquire(&(lock)->wait, self, (u32 *)&(lock)->val.counter,          \
+				    &(lock)->parked, !(VAL & (mask)))
+/* After a store that may end a wait on the word. */
+#define q_word_changed(lock, self)                                                             \
+	lock_unpark(&(lock)->wait, self, (u32 *)&(lock)->val.counter, &(lock)->parked, INT_MAX)
+#define q_hand_over(lock, self, next, val)                                                     \
+	do {                                                                                   \
+		smp_store_release(&(next)->locked, (val));                                     \
+		lock_unpark(&(lock)->wait, self, &(next)->locked, &(next)->parked, 1);          \
+	} while (0)
+#else
+#define q_wait_node(lock, self, node) smp_cond_load_acquire(&(node)->locked, VAL)
+#define q_wait_word(lock, self, mask) ((u32)smp_cond_load_acquire(&(lock)->val.counter,        \
+									  !(VAL & (int)(mask))))
+#define q_word_changed(lock, self) ((void)0)
+#define q_hand_over(lock, self, next, val) smp_store_release(&(next)->locked, (val))
+#endif
+
 /* ---- CNA: which revision the slow path is specialised for ------------------------------------ */
 
 enum cna_revision {
@@ -293,17 +336,20 @@ enum cna_revision {
 
 #ifdef QSPINLOCK_CNA
 static void cna_init_node(struct qnode *node, struct lock_thread *self, u32 tail);
-static bool cna_try_clear_tail(struct qspinlock *lock, struct qnode *node, u32 val);
-static void cna_v1_pass_lock(struct qspinlock *lock, struct qnode *node, struct qnode *next);
+static bool cna_try_clear_tail(struct qspinlock *lock, struct lock_thread *self, struct qnode *node,
+			       u32 val);
+static void cna_v1_pass_lock(struct qspinlock *lock, struct lock_thread *self, struct qnode *node,
+			     struct qnode *next);
 static void cna_wait_head_or_lock(struct qspinlock *lock, struct qnode *node);
-static void cna_lock_handoff(struct qnode *node, struct qnode *next);
+static void cna_lock_handoff(struct qspinlock *lock, struct lock_thread *self, struct qnode *node,
+			     struct qnode *next);
 #else
 /* Never reached: without QSPINLOCK_CNA every caller passes CNA_NONE. */
 #define cna_init_node(node, self, tail) ((void)0)
-#define cna_try_clear_tail(lock, node, val) false
-#define cna_v1_pass_lock(lock, node, next) ((void)0)
+#define cna_try_clear_tail(lock, self, node, val) false
+#define cna_v1_pass_lock(lock, self, node, next) ((void)0)
 #define cna_wait_head_or_lock(lock, node) ((void)0)
-#define cna_lock_handoff(node, next) ((void)0)
+#define cna_lock_handoff(lock, self, node, next) ((void)0)
 #endif
 
 /* ---- the slow path: kernel/locking/qspinlock.c -------------------------------------------------- */
@@ -330,13 +376,15 @@ queued_spin_lock_slowpath(struct qspinlock *lock, u32 val, struct lock_thread *s
 	val = queued_fetch_set_pending_acquire(lock, layout);
 	if (unlikely(val & ~_Q_LOCKED_MASK)) {
 		/* Someone queued or went pending first; undo our bit if we set it. */
-		if (!(val & q_pending_mask(layout)))
+		if (!(val & q_pending_mask(layout))) {
 			clear_pending(lock, layout);
+			q_word_changed(lock, self); /* a parked head may now go */
+		}
 		goto queue;
 	}
 	/* 0,1,1 -> 0,1,0: wait for the owner to leave (ACQUIRE pairs with unlock), then take it. */
 	if (val & _Q_LOCKED_MASK)
-		smp_cond_load_acquire(&lock->val.counter, !(VAL & (int)_Q_LOCKED_MASK));
+		q_wait_word(lock, self, _Q_LOCKED_MASK);
 	clear_pending_set_locked(lock, layout);
 	return;
 
@@ -362,7 +410,7 @@ queue:
 	if (old & q_tail_mask(layout)) {
 		prev = decode_tail_at(old, layout, base);
 		smp_store_release(&prev->next, node); /* pairs with the ACQUIRE read of ->next */
-		smp_cond_load_acquire(&node->locked, VAL);
+		q_wait_node(lock, self, node);
 		next = smp_load_acquire(&node->next);
 	}
 
@@ -370,8 +418,7 @@ queue:
 		cna_wait_head_or_lock(lock, node);
 
 	/* *,x,y -> *,0,0: head of the queue, wait for the owner and any pending waiter to leave. */
-	val = (u32)smp_cond_load_acquire(&lock->val.counter,
-					 !(VAL & (int)q_locked_pending_mask(layout)));
+	val = q_wait_word(lock, self, q_locked_pending_mask(layout));
 
 	/*
 	 * n,0,0 -> 0,0,1: the last waiter takes the lock and empties the queue. If the CAS fails,
@@ -383,7 +430,7 @@ queue:
 			int expected = (int)val;
 			if (atomic_try_cmpxchg_relaxed(&lock->val, &expected, (int)_Q_LOCKED_VAL))
 				goto release;
-		} else if (cna_try_clear_tail(lock, node, val)) {
+		} else if (cna_try_clear_tail(lock, self, node, val)) {
 			goto release;
 		}
 	}
@@ -392,11 +439,11 @@ queue:
 	if (!next)
 		next = smp_cond_load_acquire(&node->next, VAL != NULL);
 	if (cna == CNA_V15)
-		cna_lock_handoff(node, next);
+		cna_lock_handoff(lock, self, node, next);
 	else if (cna == CNA_V1)
-		cna_v1_pass_lock(lock, node, next);
+		cna_v1_pass_lock(lock, self, node, next);
 	else
-		smp_store_release(&next->locked, 1);
+		q_hand_over(lock, self, next, 1);
 
 release:
 	lock_qnode(self, base, struct qnode)->count--;

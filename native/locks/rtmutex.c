@@ -652,17 +652,17 @@ static const struct lock_tunable no_tunables[] = { LOCK_TUNABLES_END };
 static const struct lock_tunable rtmutex_tunables[] = {
 	[PARAM_VARIANT] = { "variant", 0, 0, 5,
 			    "seed 000's kernels: 0 stock, 1 rmacq, 2 readonce, 3 alongor, "
-			    "4 rmacq+readonce, 5 rmacq+alongor" },
+			    "4 rmacq+readonce, 5 rmacq+alongor", NULL },
 	LOCK_TUNABLES_END,
 };
 
 static const struct lock_tunable adaptive_tunables[] = {
 	[PARAM_SPIN_BUDGET_NS] = { "spin_budget_ns", 20000, 0, 1000000000,
 				   "how long the top waiter spins on a running owner (ns); "
-				   "0: never spin (sleep at once, as 2.6.24-rt)" },
+				   "0: never spin (sleep at once, as 2.6.24-rt)", NULL },
 	[PARAM_LATERAL_STEAL] = { "lateral_steal", 1, 0, 1,
 				  "let an equal-priority (non-RT) thread take a free lock ahead "
-				  "of the top waiter" },
+				  "of the top waiter", NULL },
 	LOCK_TUNABLES_END,
 };
 

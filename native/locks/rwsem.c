@@ -446,10 +446,10 @@ static int rwsem_init(void *lockp, const struct lock_init_args *args)
 
 static const struct lock_tunable rwsem_tunables[] = {
 	[PARAM_WRITER_SPIN] = { "writer_spin", 1, 0, 1,
-				"seed 001 tweak 1: owner field and optimistic spinning for writers" },
+				"seed 001 tweak 1: owner field and optimistic spinning for writers", NULL },
 	[PARAM_SKIP_ACTIVE] = { "skip_active", 0, 0, 1,
 				"seed 001 tweak 2: a writer finding the lock active goes straight "
-				"to the slow path" },
+				"to the slow path", NULL },
 	LOCK_TUNABLES_END,
 };
 

@@ -475,10 +475,10 @@ static int rwsem_3_10_init(void *lockp, const struct lock_init_args *args)
 static const struct lock_tunable rwsem_3_10_tunables[] = {
 	[PARAM_WRITER_SPIN] = { "writer_spin", 0, 0, 1,
 				"seed 001 tweak 1: writer owner field and optimistic spinning "
-				"on a running writer owner (mainline from 3.16)" },
+				"on a running writer owner (mainline from 3.16)", NULL },
 	[PARAM_SKIP_ACTIVE] = { "skip_active", 0, 0, 1,
 				"seed 001 tweak 2: down_write on an active sem goes straight to "
-				"down_write_failed without adding (and removing) the bias" },
+				"down_write_failed without adding (and removing) the bias", NULL },
 	LOCK_TUNABLES_END,
 };
 

@@ -20,13 +20,29 @@
  * Ordering: the successful exchange is ACQUIRE (pairs with the RELEASE store in unlock), so
  * the critical section cannot float above it. Failed exchanges and the read-only spin need
  * none: they only decide whether to try again.
+ *
+ * Waiting policy (wait.h): all three take `wait`. A parked waiter sleeps on the lock word
+ * while it reads 1, and unlock wakes one parked waiter after its release store. The word's
+ * protocol (0 free, 1 held) is the algorithm's own: parking adds a count beside it, it does
+ * not add Drepper's third "contended" state, so the lock stays the published one. None of
+ * the three promises an order, and parking adds none.
  */
 #include <locklab/kernel.h>
 #include <locklab/lock.h>
+#include <locklab/wait.h>
 
 struct tas_lock {
 	u32 locked;
+	u32 parked; /* waiters asleep on `locked` (spin-then-park) */
+	struct lock_wait wait;
 };
+
+static int tas_init(void *lockp, const struct lock_init_args *args)
+{
+	struct tas_lock *lock = lockp;
+	lock_wait_configure(&lock->wait, args);
+	return 0;
+}
 
 static bool tas_trylock(void *lockp, struct lock_thread *self)
 {
@@ -38,28 +54,39 @@ static bool tas_trylock(void *lockp, struct lock_thread *self)
 static void tas_lock(void *lockp, struct lock_thread *self)
 {
 	struct tas_lock *lock = lockp;
-	(void)self;
+	struct lock_wait_budget budget = LOCK_WAIT_BUDGET_INIT;
+
 	while (xchg_acquire(&lock->locked, 1) != 0)
-		cpu_relax();
+		if (lock_wait_pause(&lock->wait, &budget))
+			lock_park(self, &lock->locked, 1, &lock->parked);
 }
 
 static void tas_unlock(void *lockp, struct lock_thread *self)
 {
 	struct tas_lock *lock = lockp;
-	(void)self;
 	smp_store_release(&lock->locked, 0); /* pairs with xchg_acquire() in lock/trylock */
+	lock_unpark(&lock->wait, self, &lock->locked, &lock->parked, 1);
+}
+
+/* ttas's read-only spin, shared with ttas_backoff: no coherence traffic until a release. */
+static inline __attribute__((always_inline)) void
+ttas_wait_free(u32 *locked, u32 *parked, const struct lock_wait *wait, struct lock_thread *self,
+	       struct lock_wait_budget *budget)
+{
+	while (READ_ONCE(*locked) != 0)
+		if (lock_wait_pause(wait, budget))
+			lock_park(self, locked, 1, parked);
 }
 
 static void ttas_lock(void *lockp, struct lock_thread *self)
 {
 	struct tas_lock *lock = lockp;
-	(void)self;
+	struct lock_wait_budget budget = LOCK_WAIT_BUDGET_INIT;
+
 	for (;;) {
 		if (xchg_acquire(&lock->locked, 1) == 0)
 			return;
-		/* Read-only spin: no coherence traffic until the holder writes. */
-		while (READ_ONCE(lock->locked) != 0)
-			cpu_relax();
+		ttas_wait_free(&lock->locked, &lock->parked, &lock->wait, self, &budget);
 	}
 }
 
@@ -79,18 +106,21 @@ static u32 backoff_random(struct backoff_state *state, unsigned int thread_index
 	return (u32)(state->random >> 32);
 }
 
-enum { BACKOFF_MIN, BACKOFF_MAX };
+enum { BACKOFF_MIN = 2, BACKOFF_MAX }; /* after the waiting policy's two */
 
 static const struct lock_tunable ttas_backoff_tunables[] = {
-	{ "backoff_min", 4, 1, 1 << 20, "first backoff limit, in cpu_relax() pauses" },
-	{ "backoff_max", 1024, 1, 1 << 24, "largest backoff limit, in cpu_relax() pauses" },
+	LOCK_WAIT_TUNABLES,
+	{ "backoff_min", 4, 1, 1 << 20, "first backoff limit, in cpu_relax() pauses", NULL },
+	{ "backoff_max", 1024, 1, 1 << 24, "largest backoff limit, in cpu_relax() pauses", NULL },
 	LOCK_TUNABLES_END,
 };
 
 struct ttas_backoff_lock {
 	u32 locked;
+	u32 parked;
 	u32 backoff_min;
 	u32 backoff_max;
+	struct lock_wait wait;
 };
 
 static int ttas_backoff_init(void *lockp, const struct lock_init_args *args)
@@ -100,6 +130,7 @@ static int ttas_backoff_init(void *lockp, const struct lock_init_args *args)
 		return -22; /* -EINVAL: min above max */
 	lock->backoff_min = (u32)args->params[BACKOFF_MIN];
 	lock->backoff_max = (u32)args->params[BACKOFF_MAX];
+	lock_wait_configure(&lock->wait, args);
 	return 0;
 }
 
@@ -107,11 +138,11 @@ static void ttas_backoff_lock(void *lockp, struct lock_thread *self)
 {
 	struct ttas_backoff_lock *lock = lockp;
 	struct backoff_state *state = lock_qnode(self, LOCK_QNODE_QUEUE, struct backoff_state);
+	struct lock_wait_budget budget = LOCK_WAIT_BUDGET_INIT;
 	u32 limit = lock->backoff_min;
 
 	for (;;) {
-		while (READ_ONCE(lock->locked) != 0)
-			cpu_relax();
+		ttas_wait_free(&lock->locked, &lock->parked, &lock->wait, self, &budget);
 		if (xchg_acquire(&lock->locked, 1) == 0)
 			return;
 		/* Lost the race after seeing it free: others are contending, back off. */
@@ -132,11 +163,11 @@ static bool ttas_backoff_trylock(void *lockp, struct lock_thread *self)
 static void ttas_backoff_unlock(void *lockp, struct lock_thread *self)
 {
 	struct ttas_backoff_lock *lock = lockp;
-	(void)self;
 	smp_store_release(&lock->locked, 0);
+	lock_unpark(&lock->wait, self, &lock->locked, &lock->parked, 1);
 }
 
-static const struct lock_tunable no_tunables[] = { LOCK_TUNABLES_END };
+static const struct lock_tunable wait_tunables[] = { LOCK_WAIT_TUNABLES, LOCK_TUNABLES_END };
 
 const struct lock_ops tas_ops = {
 	.abi_version = LOCKLAB_ABI_VERSION,
@@ -146,7 +177,8 @@ const struct lock_ops tas_ops = {
 	.source = "Anderson, IEEE TPDS 1(1) 1990",
 	.flags = LOCK_SPINS,
 	.lock_size = sizeof(struct tas_lock),
-	.tunables = no_tunables,
+	.tunables = wait_tunables,
+	.init = tas_init,
 	.lock = tas_lock,
 	.unlock = tas_unlock,
 	.trylock = tas_trylock,
@@ -160,7 +192,8 @@ const struct lock_ops ttas_ops = {
 	.source = "Anderson, IEEE TPDS 1(1) 1990",
 	.flags = LOCK_SPINS,
 	.lock_size = sizeof(struct tas_lock),
-	.tunables = no_tunables,
+	.tunables = wait_tunables,
+	.init = tas_init,
 	.lock = ttas_lock,
 	.unlock = tas_unlock,
 	.trylock = tas_trylock,

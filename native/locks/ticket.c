@@ -18,6 +18,14 @@
  * Ordering: taking a ticket needs none; the wait reads now_serving with ACQUIRE, pairing with
  * the RELEASE store in unlock, so the previous holder's critical section is visible.
  *
+ * Waiting policy (wait.h), plain ticket only: a waiter parks on its own turn, not on
+ * now_serving, so a release wakes the next owner and nobody else. Turns hash to
+ * TICKET_PARK_SLOTS futex words by ticket; unlock bumps the word of the ticket it now serves
+ * and wakes its sleepers (one, unless more than TICKET_PARK_SLOTS wait: then a waiter whose
+ * turn it is not goes back to sleep). The tickets decide who owns the lock, so parking keeps
+ * the FIFO order. The proportional-backoff variants below are themselves a way of waiting
+ * (seed 004 measures it) and spin as published.
+ *
  * Proportional backoff: a waiter that knows it is k-th in line waits about k critical sections
  * before looking again, instead of hammering the shared line (each poll of now_serving is a
  * cache miss once the holder writes it). Three revisions of seed 004's thread, each a variant:
@@ -55,26 +63,75 @@
  * looks per contended acquisition (2.7 busy looks, each +3/8, balance the final -1, plus
  * that final look); +1 on every busy look would settle at 2.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <locklab/kernel.h>
 #include <locklab/lock.h>
+#include <locklab/wait.h>
+
+#define TICKET_PARK_SLOTS 16
+
+/* A futex word for the tickets that hash to it, and how many of their waiters sleep on it. */
+struct ticket_turn {
+	u32 seq;
+	u32 parked;
+};
 
 struct ticket_lock {
 	u32 next_ticket;
 	u32 now_serving;
+	struct lock_wait wait;
+	alignas(LOCKLAB_CACHELINE) struct ticket_turn turns[TICKET_PARK_SLOTS];
 };
+
+static int ticket_init(void *lockp, const struct lock_init_args *args)
+{
+	struct ticket_lock *lock = lockp;
+	lock_wait_configure(&lock->wait, args);
+	return 0;
+}
+
+/*
+ * Sleep until now_serving may be `ticket`. The turn's seq is read before the parked count
+ * goes up, so a bump between that read and the sleep makes futex_wait return at once.
+ */
+static void ticket_park(struct ticket_lock *lock, struct lock_thread *self, u32 ticket)
+{
+	struct ticket_turn *turn = &lock->turns[ticket % TICKET_PARK_SLOTS];
+	u32 seq = READ_ONCE(turn->seq);
+
+	__atomic_fetch_add(&turn->parked, 1, __ATOMIC_SEQ_CST);
+	smp_mb(); /* parked before the read of now_serving: pairs with ticket_unpark() */
+	if (READ_ONCE(lock->now_serving) != ticket) {
+		self->parks++;
+		futex_wait(&turn->seq, seq);
+	}
+	__atomic_fetch_sub(&turn->parked, 1, __ATOMIC_RELAXED);
+}
+
+static void ticket_unpark(struct ticket_lock *lock, struct lock_thread *self, u32 serving)
+{
+	struct ticket_turn *turn = &lock->turns[serving % TICKET_PARK_SLOTS];
+
+	smp_mb(); /* now_serving before the read of parked: pairs with ticket_park() */
+	if (READ_ONCE(turn->parked) != 0) {
+		__atomic_fetch_add(&turn->seq, 1, __ATOMIC_RELAXED);
+		self->wakes++;
+		futex_wake(&turn->seq, INT_MAX);
+	}
+}
 
 static void ticket_lock(void *lockp, struct lock_thread *self)
 {
 	struct ticket_lock *lock = lockp;
 	u32 ticket = __atomic_fetch_add(&lock->next_ticket, 1, __ATOMIC_RELAXED);
-	(void)self;
+	struct lock_wait_budget budget = LOCK_WAIT_BUDGET_INIT;
 
-	if (likely(smp_load_acquire(&lock->now_serving) == ticket))
-		return;
-	smp_cond_load_acquire(&lock->now_serving, VAL == ticket);
+	while (smp_load_acquire(&lock->now_serving) != ticket)
+		if (lock_wait_pause(&lock->wait, &budget))
+			ticket_park(lock, self, ticket);
 }
 
 static bool ticket_trylock(void *lockp, struct lock_thread *self)
@@ -89,9 +146,12 @@ static bool ticket_trylock(void *lockp, struct lock_thread *self)
 static void ticket_unlock(void *lockp, struct lock_thread *self)
 {
 	struct ticket_lock *lock = lockp;
-	(void)self;
 	/* Only the holder writes now_serving, so a plain read + release store suffices. */
-	smp_store_release(&lock->now_serving, READ_ONCE(lock->now_serving) + 1);
+	u32 serving = READ_ONCE(lock->now_serving) + 1;
+
+	smp_store_release(&lock->now_serving, serving);
+	if (unlikely(lock->wait.policy == LOCK_WAIT_PARK))
+		ticket_unpark(lock, self, serving);
 }
 
 /* ---- proportional backoff ------------------------------------------------------------------ */
@@ -280,15 +340,16 @@ static void ticket_backoff_unlock(void *lockp, struct lock_thread *self)
 }
 
 static const struct lock_tunable no_tunables[] = { LOCK_TUNABLES_END };
+static const struct lock_tunable wait_tunables[] = { LOCK_WAIT_TUNABLES, LOCK_TUNABLES_END };
 
 static const struct lock_tunable auto_backoff_tunables[] = {
 	{ "delay_max", 0, 0, 16000,
-	  "cap on the learned delay, in pauses per waiter ahead (0: 16000, or 16 in a VM)" },
+	  "cap on the learned delay, in pauses per waiter ahead (0: 16000, or 16 in a VM)", NULL },
 	LOCK_TUNABLES_END,
 };
 
 static const struct lock_tunable fixed_delay_tunables[] = {
-	{ "spinlock_delay", 75, 0, 100000, "pauses per waiter ahead, for every lock and CPU" },
+	{ "spinlock_delay", 75, 0, 100000, "pauses per waiter ahead, for every lock and CPU", NULL },
 	LOCK_TUNABLES_END,
 };
 
@@ -349,7 +410,8 @@ const struct lock_ops ticket_ops = {
 	.source = "Mellor-Crummey & Scott, ACM TOCS 9(1) 1991, sec. 2.2",
 	.flags = LOCK_SPINS,
 	.lock_size = sizeof(struct ticket_lock),
-	.tunables = no_tunables,
+	.tunables = wait_tunables,
+	.init = ticket_init,
 	.lock = ticket_lock,
 	.unlock = ticket_unlock,
 	.trylock = ticket_trylock,

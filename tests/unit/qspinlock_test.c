@@ -36,6 +36,9 @@ static int test_lock_is_busy(void)
 
 #include "check.h"
 
+/* The thread that hands over in the tests below: its lock spins, so it never wakes anyone. */
+static struct lock_thread unlocker;
+
 /* arch/x86/include/asm/qspinlock.h; the generic value elsewhere. */
 #if defined(__x86_64__) || defined(__i386__)
 #define EXPECTED_PENDING_LOOPS 512
@@ -243,9 +246,9 @@ static void simulate(struct simulation *s, struct qspinlock *lock, enum cna_revi
 				s->max_waited = s->waited[i];
 		/* The holder leaves the primary queue; the tail is never the holder here. */
 		if (cna == CNA_V15)
-			cna_lock_handoff(holder, next);
+			cna_lock_handoff(lock, &unlocker, holder, next);
 		else if (cna == CNA_V1)
-			cna_v1_pass_lock(lock, holder, next);
+			cna_v1_pass_lock(lock, &unlocker, holder, next);
 		else
 			smp_store_release(&next->locked, 1);
 		struct qnode *head = new_head(s, holder);
@@ -403,7 +406,7 @@ static void test_cna_clock_reads(void)
 	CHECK(H->locked == A->encoded_tail && A->next == A && H->next == B,
 	      "A is the secondary queue, B the successor");
 
-	cna_lock_handoff(H, A /* read before the sort */);
+	cna_lock_handoff(&lock, &unlocker, H, A /* read before the sort */);
 	CHECK(test_clock_reads == 1, "the hand-over reads no clock (%lu)", test_clock_reads);
 	CHECK(B->locked == A->encoded_tail && B->start_time == 5000 && B->handoffs == 1,
 	      "B inherits the secondary queue and its start");
@@ -416,7 +419,7 @@ static void test_cna_clock_reads(void)
 	CHECK(B->start_time == 5000, "appending keeps the start");
 	CHECK(B->locked == C->encoded_tail && C->next == A && A->next == C && B->next == D,
 	      "C joined the secondary queue behind A");
-	cna_lock_handoff(B, C);
+	cna_lock_handoff(&lock, &unlocker, B, C);
 	CHECK(test_clock_reads == 2 && D->locked == C->encoded_tail, "B hands over to D");
 
 	test_now = 7000; /* 2000 ns after the start: over the 1000 ns threshold */
@@ -424,7 +427,7 @@ static void test_cna_clock_reads(void)
 	cna_wait_head_or_lock(&lock, D);
 	CHECK(test_clock_reads == 3 && D->start_time == CNA_FLUSH_SECONDARY,
 	      "D finds the secondary queue too old");
-	cna_lock_handoff(D, E);
+	cna_lock_handoff(&lock, &unlocker, D, E);
 	CHECK(A->locked == CNA_NO_SECONDARY && A->next == C && C->next == E && E->locked == 0,
 	      "flush: A first, then C, then E");
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * futex.h - sleeping and waking on a 32-bit word, for the sleeping locks (private futexes:
+ * futex.h - sleeping and waking on a 32-bit word, for the sleeping locks and parked
+ * spinners (private futexes:
  * every lock lives in one process).
  */
 #ifndef LOCKLAB_FUTEX_H
@@ -20,6 +21,11 @@ static inline void futex_wait(uint32_t *word, uint32_t expected)
 static inline void futex_wake_one(uint32_t *word)
 {
 	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static inline void futex_wake(uint32_t *word, int count)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, count, NULL, NULL, 0);
 }
 
 #endif /* LOCKLAB_FUTEX_H */

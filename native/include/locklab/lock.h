@@ -22,7 +22,7 @@
 #include "arch.h"
 
 /* Bump when struct lock_ops or struct lock_thread changes; plugins are checked against it. */
-#define LOCKLAB_ABI_VERSION 2
+#define LOCKLAB_ABI_VERSION 3
 
 enum lock_flags {
 	LOCK_SPINS = 1u << 0,        /* waiters busy-wait (at least for a while) */
@@ -34,9 +34,10 @@ enum lock_flags {
 };
 
 /*
- * One tunable: `--param name=value`. Values are integers; the meaning says the unit. A
- * tunable counted in cpu_relax() pauses says "pauses" in its meaning: the engine then reports
- * its equivalent in ns on the machine that ran it (a pause costs 10x more on some cores).
+ * One tunable: `--param name=value`. Values are integers, or with `choices` the names of
+ * integers; the meaning says the unit. A tunable counted in cpu_relax() pauses says "pauses"
+ * in its meaning: the engine then reports its equivalent in ns on the machine that ran it (a
+ * pause costs 10x more on some cores).
  */
 struct lock_tunable {
 	const char *name;
@@ -44,6 +45,8 @@ struct lock_tunable {
 	long min_value;
 	long max_value;
 	const char *meaning;
+	/* NULL, or the names of the values min_value..max_value (NULL-terminated): `wait=yield` */
+	const char *const *choices;
 };
 
 /* What init() is told about the run. */
@@ -68,6 +71,9 @@ struct lock_thread {
 	int reserved;
 	/* For locks that hold per-thread state between lock() and unlock() (array slot, CLH node). */
 	void *lock_private;
+	/* Counted by the waiting policies (wait.h): futex sleeps, and wake-ups this thread sent. */
+	unsigned long parks;
+	unsigned long wakes;
 	alignas(LOCKLAB_CACHELINE) unsigned char qnode[LOCK_QNODES_PER_THREAD][LOCK_QNODE_BYTES];
 };
 
@@ -122,6 +128,6 @@ struct lock_ops {
 #define LOCKLAB_PLUGIN_SYMBOL "locklab_plugin_lock"
 
 /* Terminator for tunable tables. */
-#define LOCK_TUNABLES_END { NULL, 0, 0, 0, NULL }
+#define LOCK_TUNABLES_END { NULL, 0, 0, 0, NULL, NULL }
 
 #endif /* LOCKLAB_LOCK_H */

@@ -58,7 +58,8 @@ def register(commands: Commands) -> None:
         "--param",
         action="append",
         default=[],
-        help="NAME=VALUE for every lock with that tunable, or LOCK.NAME=VALUE " "(repeatable)",
+        help="NAME=VALUE for every lock with that tunable, or LOCK.NAME=VALUE; comma lists "
+        "and repeats add up: --param wait=spin-then-park,spin_ns=2000",
     )
     what.add_argument("--baseline", help="the lock the others are compared with (default first)")
     what.add_argument("--name", help="experiment name (default: the locks)")

@@ -201,11 +201,11 @@ class _CampaignReader:
                 raise self.fail(f"variant {index} has no 'lock'", "variant")
             params = table.get("params", {})
             if not isinstance(params, dict) or not all(
-                isinstance(v, int) and not isinstance(v, bool) for v in params.values()
+                isinstance(v, int | str) and not isinstance(v, bool) for v in params.values()
             ):
                 raise self.fail(
-                    f"variant {index}: params must be a table of integers, "
-                    "like params = {{ backoff_max = 64 }}",
+                    f"variant {index}: params must be a table of integers or names, "
+                    'like params = {{ backoff_max = 64, wait = "spin-then-park" }}',
                     "params",
                 )
             plugin = self.typed(table, "plugin", str, None)

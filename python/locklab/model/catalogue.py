@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from locklab.errors import LocklabError
+
 
 @dataclass(frozen=True)
 class Tunable:
@@ -19,6 +21,26 @@ class Tunable:
     minimum: int
     maximum: int
     meaning: str
+    choices: tuple[str, ...] = ()  # names of minimum..maximum: wait=spin-then-park
+
+    def show(self, value: int | str) -> str:
+        """A value as a user writes it: the name of a choice, or the number."""
+        if self.choices and isinstance(value, int) and self.minimum <= value <= self.maximum:
+            return self.choices[value - self.minimum]
+        return str(value)
+
+    def check(self, lock: str, value: int | str) -> None:
+        """Raise LocklabError unless `value` is a value of this tunable."""
+        if isinstance(value, str):
+            if value not in self.choices:
+                known = ", ".join(self.choices) if self.choices else "integers"
+                raise LocklabError(f"param {lock}.{self.name}: '{value}' is not one of {known}")
+            return
+        if not self.minimum <= value <= self.maximum:
+            raise LocklabError(
+                f"param {lock}.{self.name}={value} is out of range "
+                f"[{self.minimum}, {self.maximum}] ({self.meaning})"
+            )
 
 
 @dataclass(frozen=True)
@@ -63,7 +85,10 @@ class Catalogue(Mapping[str, LockInfo]):
 def lock_info(lock: dict) -> LockInfo:
     """One entry of the engine's JSON catalogue."""
     tunables = tuple(
-        Tunable(t["name"], t["default"], t["min"], t["max"], t["meaning"]) for t in lock["tunables"]
+        Tunable(
+            t["name"], t["default"], t["min"], t["max"], t["meaning"], tuple(t.get("choices", ()))
+        )
+        for t in lock["tunables"]
     )
     return LockInfo(
         lock["name"],

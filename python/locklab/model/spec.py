@@ -19,6 +19,7 @@ from locklab.model.values import (
     AXIS_DEFAULTS,
     MAX_SEED,
     PIN_MODES,
+    ParamValue,
     is_cpu_list,
     parse_int_list,
     validate_axis,
@@ -49,7 +50,7 @@ class Variant:
 
     label: str
     lock: str
-    params: tuple[tuple[str, int], ...] = ()
+    params: tuple[tuple[str, ParamValue], ...] = ()
     plugin: str | None = None
     # A kernel: lock's patch files, applied to the tree it is compiled from (plugin: the build).
     patches: tuple[str, ...] = ()
@@ -71,11 +72,7 @@ def validate_variant(variant: Variant, catalogue: Mapping[str, LockInfo]) -> Non
             raise LocklabError(
                 f"param '{name}' is not a tunable of lock '{variant.lock}' (its params: {known})"
             )
-        if not tunable.minimum <= value <= tunable.maximum:
-            raise LocklabError(
-                f"param {variant.lock}.{name}={value} is out of range "
-                f"[{tunable.minimum}, {tunable.maximum}] ({tunable.meaning})"
-            )
+        tunable.check(variant.lock, value)
 
 
 @dataclass(frozen=True, order=True)

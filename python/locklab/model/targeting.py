@@ -11,7 +11,7 @@ from typing import Any
 from locklab.errors import LocklabError
 from locklab.model.catalogue import Catalogue
 from locklab.model.spec import ExperimentSpec, Variant
-from locklab.model.values import AXES, parse_int_list, parse_param
+from locklab.model.values import AXES, ParamValue, parse_int_list, parse_param, split_params
 
 CatalogueOf = Callable[[tuple[str, ...]], Catalogue]  # the engine's locks, with these plugins
 
@@ -65,10 +65,10 @@ def spec_for_locks(
 
 def _targeted_params(
     catalogue: Catalogue, locks: list[str], param_texts: list[str]
-) -> dict[str, list[tuple[str, int]]]:
+) -> dict[str, list[tuple[str, ParamValue]]]:
     """NAME=VALUE goes to every lock run that has that tunable, LOCK.NAME=VALUE to LOCK."""
-    params: dict[str, list[tuple[str, int]]] = {name: [] for name in locks}
-    for text in param_texts:
+    params: dict[str, list[tuple[str, ParamValue]]] = {name: [] for name in locks}
+    for text in split_params(param_texts):
         scope, name, value = parse_param(text)
         targets = [scope] if scope else [lock for lock in locks if catalogue[lock].tunable(name)]
         if scope and scope not in params:

@@ -5,6 +5,7 @@ LocklabError with one line."""
 from __future__ import annotations
 
 import math
+import re
 
 from locklab.errors import LocklabError
 
@@ -90,17 +91,31 @@ def parse_int_list(axis: str, text: str) -> list[int]:
     return values
 
 
-def parse_param(text: str) -> tuple[str | None, str, int]:
-    """'name=value' or 'lock.name=value' into (lock or None, name, value)."""
+# A tunable's value: an integer, or the name of one of its choices (wait=spin-then-park).
+ParamValue = int | str
+CHOICE_NAME = re.compile(r"[a-z][a-z0-9_-]*")
+
+
+def parse_param(text: str) -> tuple[str | None, str, ParamValue]:
+    """'name=value' or 'lock.name=value' into (lock or None, name, value). A value that is not
+    an integer must look like a choice's name; whether the tunable has it is checked later,
+    against the catalogue."""
     name, equals, value = text.partition("=")
     if not equals or not name:
         raise LocklabError(f"--param: expected NAME=VALUE or LOCK.NAME=VALUE, got '{text}'")
     lock, dot, bare = name.rpartition(".")
     try:
-        number = int(value, 0)
+        parsed: ParamValue = int(value, 0)
     except ValueError:
-        raise LocklabError(f"--param {name}: '{value}' is not an integer") from None
-    return (lock if dot else None), bare, number
+        if not CHOICE_NAME.fullmatch(value):
+            raise LocklabError(f"--param {name}: '{value}' is not an integer or a name") from None
+        parsed = value
+    return (lock if dot else None), bare, parsed
+
+
+def split_params(texts: list[str]) -> list[str]:
+    """--param a=1,b=2 is --param a=1 --param b=2."""
+    return [item for text in texts for item in text.split(",") if item]
 
 
 def is_cpu_list(text: str) -> bool:

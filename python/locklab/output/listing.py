@@ -82,8 +82,12 @@ def lock_lines(lock: LockInfo) -> list[str]:
     if not lock.tunables:
         lines.append("  tunables: none")
     for tunable in lock.tunables:
-        lines.append(f"  --param {tunable.name}={tunable.default} (from {tunable.minimum} to "
-                     f"{tunable.maximum}): {tunable.meaning}")  # fmt: skip
+        if tunable.choices:
+            values = "one of " + ", ".join(tunable.choices)
+        else:
+            values = f"from {tunable.minimum} to {tunable.maximum}"
+        lines.append(f"  --param {tunable.name}={tunable.show(tunable.default)} ({values}): "
+                     f"{tunable.meaning}")  # fmt: skip
     return [printable(line) for line in lines]
 
 

@@ -156,6 +156,11 @@ class SearchRange:
         if tunable is None:
             known = ", ".join(t.name for t in info.tunables) or "none"
             raise LocklabError(f"lock '{lock}' has no param '{param}' (its params: {known})")
+        if tunable.choices:
+            raise LocklabError(
+                f"{param} is a choice ({', '.join(tunable.choices)}), not a number to tune: "
+                "compare its values as variants"
+            )
         parts = text.split(":")
         try:
             numbers = [int(part) for part in parts]
