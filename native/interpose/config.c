@@ -11,6 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <locklab/tunable.h>
+#include <locklab/wait.h>
+
 #include "interpose.h"
 
 #define LOCK(ops) extern const struct lock_ops ops;
@@ -128,6 +131,49 @@ static const struct lock_ops *load_plugin(const char *path)
 	return p;
 }
 
+/* The index of o's tunable `name`, or -1. */
+static long tunable_index(const struct lock_ops *o, const char *name)
+{
+	for (size_t i = 0; i < tunable_count(o); i++)
+		if (strcmp(o->tunables[i].name, name) == 0)
+			return (long)i;
+	return -1;
+}
+
+/*
+ * The waiting policy (wait.h) of a lock that has one: spin-then-park unless LOCKLAB_WAIT
+ * names another, because real programs run more threads than CPUs and a spinning waiter
+ * then burns the time slice its lock's owner needs. LOCKLAB_PARAMS, read after, may set it too.
+ */
+static void configure_wait(const struct lock_ops *o, long *out)
+{
+	const char *text = getenv("LOCKLAB_WAIT");
+	long i = tunable_index(o, "wait");
+	char line[512];
+
+	if (i < 0) {
+		if (text != NULL && *text != '\0') {
+			snprintf(line, sizeof(line), "LOCKLAB_WAIT: lock '%s' has no waiting policy "
+				 "(its waiters sleep, or it is not ours)", o->name);
+			fatal("%s", line);
+		}
+		return;
+	}
+	out[i] = LOCK_WAIT_PARK;
+	if (text != NULL && *text != '\0' && lock_tunable_parse(&o->tunables[i], text, &out[i])) {
+		snprintf(line, sizeof(line), "LOCKLAB_WAIT: '%s' is not spin, yield or spin-then-park",
+			 text);
+		fatal("%s", line);
+	}
+}
+
+/* The mutexes' lock's waiting policy (enum lock_wait_policy), or -1 when it has none. */
+long configured_wait_policy(void)
+{
+	long i = tunable_index(ops, "wait");
+	return mode == MODE_LAB && i >= 0 ? params[i] : -1;
+}
+
 /* `text` (from the variable `var`) as o's tunables into `out`, defaults for the rest. */
 static void parse_params(const struct lock_ops *o, long *out, const char *text, const char *var)
 {
@@ -137,6 +183,7 @@ static void parse_params(const struct lock_ops *o, long *out, const char *text, 
 		fatal("lock '%s' has too many tunables", o->name);
 	for (size_t i = 0; i < n; i++)
 		out[i] = o->tunables[i].default_value;
+	configure_wait(o, out);
 	if (text == NULL || *text == '\0')
 		return;
 	char *copy = strdup(text), *save = NULL;
@@ -147,22 +194,15 @@ static void parse_params(const struct lock_ops *o, long *out, const char *text, 
 			fatal("%s", line);
 		}
 		*eq = '\0';
-		size_t i = 0;
-		while (i < n && strcmp(o->tunables[i].name, item) != 0)
-			i++;
-		if (i == n) {
+		long i = tunable_index(o, item);
+		if (i < 0) {
 			snprintf(line, sizeof(line), "%s: the lock has no tunable '%s'", var, item);
 			fatal("%s", line);
 		}
-		char *end;
-		errno = 0;
-		long value = strtol(eq + 1, &end, 0);
-		if (errno || end == eq + 1 || *end != '\0' || value < o->tunables[i].min_value ||
-		    value > o->tunables[i].max_value) {
+		if (lock_tunable_parse(&o->tunables[i], eq + 1, &out[i]) != 0) {
 			snprintf(line, sizeof(line), "%s: bad or out-of-range value for '%s'", var, item);
 			fatal("%s", line);
 		}
-		out[i] = value;
 	}
 	free(copy);
 }

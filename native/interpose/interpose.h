@@ -12,6 +12,10 @@
  *   LOCKLAB_LOCK=name       a lock of the catalogue (locklab-bench --list) or of the plugin;
  *                           pthread_mutex (or unset) forwards every call to the C library
  *   LOCKLAB_PARAMS=n=v,...  the lock's tunables, as --param
+ *   LOCKLAB_WAIT=policy     spin, yield or spin-then-park: the waiting policy (wait.h) of a lock
+ *                           that has one. Default here spin-then-park, not the engine's spin:
+ *                           programs run more threads than CPUs. LOCKLAB_PARAMS may set `wait`
+ *                           too, and is read after.
  *   LOCKLAB_PLUGIN=path.so  an out-of-tree lock (exports locklab_plugin_lock, see lock.h)
  *   LOCKLAB_STATS=file.json per-mutex statistics written at exit ("%p": the pid), by a
  *                           process that used at least one mutex
@@ -262,6 +266,8 @@ void initialise(void);
 
 /* side_table.c */
 void slot_pool_create(unsigned int n);
+void slot_wait_counts(unsigned long *parks, unsigned long *wakes);
+long configured_wait_policy(void);
 void ctx_key_create(void);
 struct thread_ctx *thread_ctx_create(void);
 struct slot *slot_take(void);

@@ -41,6 +41,16 @@ void slot_pool_create(unsigned int n)
 	}
 }
 
+/* The waiting policy's counts (wait.h), summed over every slot the pool has. */
+void slot_wait_counts(unsigned long *parks, unsigned long *wakes)
+{
+	*parks = *wakes = 0;
+	for (unsigned int i = 0; all_slots != NULL && i < max_slots; i++) {
+		*parks += __atomic_load_n(&all_slots[i].lt.parks, __ATOMIC_RELAXED);
+		*wakes += __atomic_load_n(&all_slots[i].lt.wakes, __ATOMIC_RELAXED);
+	}
+}
+
 /*
  * A slot handed to a new thread forgets what the old one cached in queue nodes 0..2
  * (pi_futex's tid in node 0): nobody reads those once the old thread's locks are released.

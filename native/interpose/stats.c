@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <locklab/wait.h>
+
 #include "interpose.h"
 
 #define HOTTEST 10 /* mutexes listed one by one, most acquired first */
@@ -80,6 +82,19 @@ static void write_rw_stats(FILE *out, const struct rw_totals *t)
 		(unsigned long long)t->pshared);
 }
 
+/* The waiting policy, and the parks and wake-ups of every lock context (wait.h counts them). */
+static void write_wait_stats(FILE *out)
+{
+	unsigned long parks, wakes;
+	long policy = configured_wait_policy();
+	slot_wait_counts(&parks, &wakes);
+	if (policy < 0)
+		fprintf(out, "  \"waiting\": {\"policy\": null, ");
+	else
+		fprintf(out, "  \"waiting\": {\"policy\": \"%s\", ", lock_wait_policy_names[policy]);
+	fprintf(out, "\"parks\": %lu, \"wakes\": %lu},\n", parks, wakes);
+}
+
 __attribute__((destructor)) static void interpose_stats(void)
 {
 	if (!stats_wanted || __atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2)
@@ -139,6 +154,7 @@ __attribute__((destructor)) static void interpose_stats(void)
 		(unsigned long long)pass_seen, (unsigned long long)pass_acq,
 		(unsigned long long)recursive, (unsigned long long)errorcheck);
 	write_rw_stats(out, &rw);
+	write_wait_stats(out);
 	fprintf(out, "  \"lock_contexts\": %u,\n  \"hottest\": [", nslots_made);
 	for (size_t i = 0; i < n && i < HOTTEST; i++)
 		fprintf(out, "%s\n    {\"address\": \"%p\", \"kind\": \"%s\", \"acquisitions\": %llu, "

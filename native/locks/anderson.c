@@ -15,6 +15,10 @@
  * Ordering: the spin on my slot is ACQUIRE, pairing with the RELEASE that raises it. The
  * holder lowers its own flag before releasing the next one, so the lowering is ordered before
  * the slot comes round again (nslots acquisitions later, through the same release chain).
+ *
+ * Waiting policy (wait.h): a waiter parks on its own slot's flag, and the release that raises
+ * the flag wakes it, so the ring's order is kept. A new owner wakes the next slot's parked
+ * waiter early (lock_prewake), to be spinning by the release.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +74,8 @@ static void anderson_lock(void *lockp, struct lock_thread *self)
 
 	lock_wait_cond_load_acquire(&lock->wait, self, &lock->slots[slot].has_lock,
 				    &lock->slots[slot].parked, VAL != 0);
+	struct anderson_slot *next = &lock->slots[(slot + 1) & lock->slot_mask];
+	lock_prewake(&lock->wait, self, &next->has_lock, &next->parked);
 	WRITE_ONCE(lock->slots[slot].has_lock, 0); /* re-arm for the next round */
 	lock_qnode(self, LOCK_QNODE_QUEUE, struct anderson_holder)->slot = slot;
 }

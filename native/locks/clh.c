@@ -26,6 +26,7 @@
  *
  * Waiting policy (wait.h): a waiter parks on its predecessor's `locked`, and the predecessor's
  * release of that node wakes it: one waiter per node, woken by the hand-over, in FIFO order.
+ * A new owner wakes its parked successor early (lock_prewake), to be spinning by the release.
  */
 #include <stdlib.h>
 
@@ -80,6 +81,7 @@ static void clh_lock(void *lockp, struct lock_thread *self)
 	node->pred = pred;
 	/* Pairs with the release in unlock. */
 	lock_wait_cond_load_acquire(&lock->wait, self, &pred->locked, &pred->parked, VAL == 0);
+	lock_prewake(&lock->wait, self, &node->locked, &node->parked); /* our successor */
 }
 
 static void clh_unlock(void *lockp, struct lock_thread *self)

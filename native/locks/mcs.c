@@ -24,7 +24,9 @@
  * The node is the thread's queue node 0, never allocated in the hot path.
  *
  * Waiting policy (wait.h): a waiter parks on its own node's `locked`, and its predecessor's
- * hand-over store wakes it, so the queue's FIFO order is untouched. The unlocker's wait for a
+ * hand-over store wakes it, so the queue's FIFO order is untouched. A waiter that becomes
+ * the owner wakes its parked successor early (lock_prewake), so that the successor is up
+ * and spinning by the hand-over. The unlocker's wait for a
  * successor to link itself has nobody to wake it: under yield and spin-then-park it yields
  * once its budget is spent, since the successor may be preempted between xchg and link.
  */
@@ -68,6 +70,9 @@ static void mcs_lock(void *lockp, struct lock_thread *self)
 	smp_store_release(&prev->next, node); /* pairs with smp_load_acquire(&node->next) */
 	/* Pairs with the hand-over in unlock. */
 	lock_wait_cond_load_acquire(&lock->wait, self, &node->locked, &node->parked, VAL);
+	struct mcs_node *next = READ_ONCE(node->next);
+	if (next != NULL)
+		lock_prewake(&lock->wait, self, &next->locked, &next->parked);
 }
 
 static bool mcs_trylock(void *lockp, struct lock_thread *self)

@@ -58,7 +58,7 @@ static void tas_lock(void *lockp, struct lock_thread *self)
 
 	while (xchg_acquire(&lock->locked, 1) != 0)
 		if (lock_wait_pause(&lock->wait, &budget))
-			lock_park(self, &lock->locked, 1, &lock->parked);
+			lock_park(self, &budget, &lock->locked, 1, &lock->parked);
 }
 
 static void tas_unlock(void *lockp, struct lock_thread *self)
@@ -75,7 +75,7 @@ ttas_wait_free(u32 *locked, u32 *parked, const struct lock_wait *wait, struct lo
 {
 	while (READ_ONCE(*locked) != 0)
 		if (lock_wait_pause(wait, budget))
-			lock_park(self, locked, 1, parked);
+			lock_park(self, budget, locked, 1, parked);
 }
 
 static void ttas_lock(void *lockp, struct lock_thread *self)

@@ -23,7 +23,8 @@
  * TICKET_PARK_SLOTS futex words by ticket; unlock bumps the word of the ticket it now serves
  * and wakes its sleepers (one, unless more than TICKET_PARK_SLOTS wait: then a waiter whose
  * turn it is not goes back to sleep). The tickets decide who owns the lock, so parking keeps
- * the FIFO order. The proportional-backoff variants below are themselves a way of waiting
+ * the FIFO order. A new owner wakes the next ticket's sleepers early, as wait.h's
+ * lock_prewake() says why. The proportional-backoff variants below are themselves a way of waiting
  * (seed 004 measures it) and spin as published.
  *
  * Proportional backoff: a waiter that knows it is k-th in line waits about k critical sections
@@ -97,41 +98,59 @@ static int ticket_init(void *lockp, const struct lock_init_args *args)
  * Sleep until now_serving may be `ticket`. The turn's seq is read before the parked count
  * goes up, so a bump between that read and the sleep makes futex_wait return at once.
  */
-static void ticket_park(struct ticket_lock *lock, struct lock_thread *self, u32 ticket)
+static void ticket_park(struct ticket_lock *lock, struct lock_thread *self,
+			struct lock_wait_budget *budget, u32 ticket)
 {
 	struct ticket_turn *turn = &lock->turns[ticket % TICKET_PARK_SLOTS];
 	u32 seq = READ_ONCE(turn->seq);
 
+	budget->deadline_ns = 0; /* woken or not, spin again before the next sleep */
 	__atomic_fetch_add(&turn->parked, 1, __ATOMIC_SEQ_CST);
 	smp_mb(); /* parked before the read of now_serving: pairs with ticket_unpark() */
 	if (READ_ONCE(lock->now_serving) != ticket) {
-		self->parks++;
-		futex_wait(&turn->seq, seq);
+		lock_wait_count(&self->parks);
+		if (futex_wait(&turn->seq, seq) == 0)
+			return; /* woken: the waker took us off the count */
 	}
 	__atomic_fetch_sub(&turn->parked, 1, __ATOMIC_RELAXED);
 }
 
-static void ticket_unpark(struct ticket_lock *lock, struct lock_thread *self, u32 serving)
+/* Wake the sleepers of `ticket`'s turn, if any. */
+static void ticket_wake_turn(struct ticket_lock *lock, struct lock_thread *self, u32 ticket)
 {
-	struct ticket_turn *turn = &lock->turns[serving % TICKET_PARK_SLOTS];
+	struct ticket_turn *turn = &lock->turns[ticket % TICKET_PARK_SLOTS];
 
-	smp_mb(); /* now_serving before the read of parked: pairs with ticket_park() */
 	if (READ_ONCE(turn->parked) != 0) {
 		__atomic_fetch_add(&turn->seq, 1, __ATOMIC_RELAXED);
-		self->wakes++;
-		futex_wake(&turn->seq, INT_MAX);
+		lock_woke(self, &turn->parked, futex_wake(&turn->seq, INT_MAX));
 	}
+}
+
+static void ticket_unpark(struct ticket_lock *lock, struct lock_thread *self, u32 serving)
+{
+	smp_mb(); /* now_serving before the read of parked: pairs with ticket_park() */
+	ticket_wake_turn(lock, self, serving);
+}
+
+static void ticket_wait_turn(struct ticket_lock *lock, struct lock_thread *self, u32 ticket)
+{
+	struct lock_wait_budget budget = LOCK_WAIT_BUDGET_INIT;
+
+	while (smp_load_acquire(&lock->now_serving) != ticket)
+		if (lock_wait_pause(&lock->wait, &budget))
+			ticket_park(lock, self, &budget, ticket);
+	if (lock->wait.policy == LOCK_WAIT_PARK)
+		ticket_wake_turn(lock, self, ticket + 1); /* early, as wait.h's lock_prewake() */
 }
 
 static void ticket_lock(void *lockp, struct lock_thread *self)
 {
 	struct ticket_lock *lock = lockp;
 	u32 ticket = __atomic_fetch_add(&lock->next_ticket, 1, __ATOMIC_RELAXED);
-	struct lock_wait_budget budget = LOCK_WAIT_BUDGET_INIT;
 
-	while (smp_load_acquire(&lock->now_serving) != ticket)
-		if (lock_wait_pause(&lock->wait, &budget))
-			ticket_park(lock, self, ticket);
+	if (likely(smp_load_acquire(&lock->now_serving) == ticket))
+		return;
+	ticket_wait_turn(lock, self, ticket);
 }
 
 static bool ticket_trylock(void *lockp, struct lock_thread *self)

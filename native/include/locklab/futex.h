@@ -12,10 +12,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* Returns at once if *word != expected (EAGAIN); spurious wakeups are fine: callers loop. */
-static inline void futex_wait(uint32_t *word, uint32_t expected)
+/*
+ * Returns at once if *word != expected (EAGAIN); spurious wakeups are fine: callers loop.
+ * 0 when a FUTEX_WAKE woke us, -1 otherwise (EAGAIN, EINTR).
+ */
+static inline long futex_wait(uint32_t *word, uint32_t expected)
 {
-	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+	return syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
 }
 
 static inline void futex_wake_one(uint32_t *word)
@@ -23,9 +26,10 @@ static inline void futex_wake_one(uint32_t *word)
 	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
-static inline void futex_wake(uint32_t *word, int count)
+/* Returns how many waiters it woke. */
+static inline long futex_wake(uint32_t *word, int count)
 {
-	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, count, NULL, NULL, 0);
+	return syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, count, NULL, NULL, 0);
 }
 
 #endif /* LOCKLAB_FUTEX_H */

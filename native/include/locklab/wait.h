@@ -16,8 +16,13 @@
  * Parking is a handshake between the awaited word W and a count P of waiters parked on it:
  *
  *   waiter:  P += 1; smp_mb(); if W still holds the value waited out: futex_wait(W, value);
- *            P -= 1
- *   waker:   store W; smp_mb(); if P != 0: futex_wake(W)
+ *            P -= 1, unless a waker woke it
+ *   waker:   store W; smp_mb(); if P != 0: P -= futex_wake(W), the number it woke
+ *
+ * The waker takes the waiters it woke off the count itself: a woken waiter may wait a time
+ * slice for a CPU, and every release in that time would otherwise see P != 0 and make a
+ * futex_wake system call for nobody (measured: 1.2 million wake calls for 553 sleeps, tas
+ * with 8 threads on 2 CPUs).
  *
  * Either the waiter reads the new W, or the waker reads P != 0 and wakes; a wake between the
  * waiter's read and its sleep is not lost, because futex_wait compares W again in the kernel
@@ -140,30 +145,66 @@ static inline __attribute__((always_inline)) void lock_wait_pause_unwoken(const 
 		sched_yield();
 }
 
-/* The waiter's half of the handshake: sleep while *word == value. */
-static inline void lock_park(struct lock_thread *self, u32 *word, u32 value, u32 *parked)
+/* One more park or wake: a relaxed store, as statistics may read it while threads run. */
+static inline void lock_wait_count(unsigned long *counter)
 {
+	__atomic_store_n(counter, *counter + 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * The waiter's half of the handshake: sleep while *word == value. A woken waiter gets a new
+ * spin budget: it was woken because its wait is ending, or about to (lock_prewake()).
+ */
+static inline void lock_park(struct lock_thread *self, struct lock_wait_budget *budget, u32 *word,
+			     u32 value, u32 *parked)
+{
+	budget->deadline_ns = 0;
 	__atomic_fetch_add(parked, 1, __ATOMIC_SEQ_CST);
 	smp_mb(); /* P's increment before the read of W: pairs with the waker's smp_mb() */
 	if (READ_ONCE(*word) == value) {
-		self->parks++;
-		futex_wait(word, value);
+		lock_wait_count(&self->parks);
+		if (futex_wait(word, value) == 0)
+			return; /* woken: the waker took us off the count */
 	}
 	__atomic_fetch_sub(parked, 1, __ATOMIC_RELAXED);
+}
+
+/* The waker's count of what it woke: the waiters leave P, and the statistics count them. */
+static inline void lock_woke(struct lock_thread *self, u32 *parked, long woken)
+{
+	if (woken <= 0)
+		return;
+	__atomic_fetch_sub(parked, (u32)woken, __ATOMIC_RELAXED);
+	__atomic_store_n(&self->wakes, self->wakes + (unsigned long)woken, __ATOMIC_RELAXED);
 }
 
 /* The waker's half, after its store to *word; wakes up to `count` parked waiters. */
 static inline __attribute__((always_inline)) void lock_unpark(const struct lock_wait *wait,
 							      struct lock_thread *self, u32 *word,
-							      const u32 *parked, int count)
+							      u32 *parked, int count)
 {
 	if (likely(wait->policy != LOCK_WAIT_PARK))
 		return;
 	smp_mb(); /* the store to W before the read of P: pairs with lock_park() */
-	if (unlikely(READ_ONCE(*parked) != 0)) {
-		self->wakes++;
-		futex_wake(word, count);
-	}
+	if (unlikely(READ_ONCE(*parked) != 0))
+		lock_woke(self, (u32 *)parked, futex_wake(word, count));
+}
+
+/*
+ * A new owner of a FIFO lock wakes its parked successor at once, not at the hand-over: the
+ * successor's wake-up (a system call, then a wait for a CPU) overlaps the owner's critical
+ * section, and the hand-over finds it spinning. Without it, under oversubscription every
+ * hand-over waits a whole wake-up with the lock free. Best effort, so no barrier: the
+ * hand-over's lock_unpark() still wakes a successor that parked after this look.
+ */
+static inline __attribute__((always_inline)) void lock_prewake(const struct lock_wait *wait,
+							       struct lock_thread *self, u32 *word,
+							       u32 *parked)
+{
+	if (likely(wait->policy != LOCK_WAIT_PARK))
+		return;
+	if (READ_ONCE(*parked) != 0)
+		lock_woke(self, parked, futex_wake(word, 1));
 }
 
 /*
@@ -181,7 +222,7 @@ static inline __attribute__((always_inline)) void lock_unpark(const struct lock_
 			if (cond_expr)                                                         \
 				break;                                                         \
 			if (lock_wait_pause((wait), &__budget))                                \
-				lock_park((self), (u32 *)(ptr), (u32)VAL, (parked));          \
+				lock_park((self), &__budget, (u32 *)(ptr), (u32)VAL, (parked)); \
 		}                                                                              \
 		VAL;                                                                           \
 	})
