@@ -10,30 +10,112 @@
  *
  * Per-thread state: ck_mcs's context node is the thread's queue node 0; ck_clh swaps nodes
  * like our clh, so the node a thread owns is tracked in self->lock_private.
+ *
+ * Waiting policy (wait.h): ck's wait loops are its own, so the policy reaches them through
+ * the one hook they all call, ck_pr_stall(), which this file defines to ck_wait_stall()
+ * before ck's spinlock headers are read; ck's code is unchanged. Under spin the hook is
+ * ck's PAUSE. Under yield it yields once spin_ns is spent. Under spin-then-park the hook
+ * cannot see the word ck waits on, so it parks on a release generation of the lock instead:
+ * each unlock bumps it (only under this policy), and a waiter sleeps on the value it read at
+ * its previous stall, before ck's last look at the lock, so a release after that look is
+ * never slept through. The wake-up is a broadcast (every parked waiter of the lock looks
+ * again; ck's own word still decides who owns the lock, so ck's order is kept). ck_mcs's
+ * unlock waits for a successor to link, which no release ends: it yields, never parks.
  */
+#include <limits.h>
 #include <stdlib.h>
 
-#include <ck_spinlock.h>
+#include <ck_pr.h>
 
 #include <locklab/lock.h>
+#include <locklab/wait.h>
 
-static const struct lock_tunable no_tunables[] = { LOCK_TUNABLES_END };
+/* ---- waiting policy: through ck's stall hook --------------------------------------------- */
+
+/* Beside each ck lock: its policy, and the release generation that parked waiters sleep on. */
+struct ck_wait {
+	u32 generation;
+	u32 parked;
+	struct lock_wait wait;
+};
+
+/* One wait of one thread in a ck lock call, under yield or spin-then-park. */
+struct ck_waiter {
+	struct ck_wait *lock;
+	struct lock_thread *self;
+	struct lock_wait_budget budget;
+	u32 generation_seen; /* at the previous stall */
+	bool generation_valid;
+	bool may_park;
+};
+
+static __thread struct ck_waiter *ck_current_waiter;
+
+static void ck_wait_stall(void)
+{
+	struct ck_waiter *waiter = ck_current_waiter;
+
+	if (waiter == NULL) { /* wait=spin */
+		cpu_relax();
+		return;
+	}
+	if (lock_wait_pause(&waiter->lock->wait, &waiter->budget) && waiter->may_park &&
+	    waiter->generation_valid)
+		lock_park(waiter->self, &waiter->budget, &waiter->lock->generation,
+			  waiter->generation_seen, &waiter->lock->parked);
+	waiter->generation_seen = smp_load_acquire(&waiter->lock->generation);
+	waiter->generation_valid = true;
+}
+
+#define ck_pr_stall() ck_wait_stall()
+#include <ck_spinlock.h>
+
+/* Run `call` (a ck lock or unlock) with the lock's policy in force in its stalls. */
+#define CK_WAITING(cw, me, parking, call)                                                      \
+	do {                                                                                   \
+		if (likely((cw)->wait.policy == LOCK_WAIT_SPIN)) {                             \
+			call;                                                                  \
+			break;                                                                 \
+		}                                                                              \
+		struct ck_waiter waiter = { (cw), (me), LOCK_WAIT_BUDGET_INIT, 0, false,       \
+					    (parking) };                                       \
+		ck_current_waiter = &waiter;                                                   \
+		call;                                                                          \
+		ck_current_waiter = NULL;                                                      \
+	} while (0)
+
+/* After ck's unlock: under spin-then-park, a new generation, and wake who sleeps on the old. */
+static inline void ck_wait_released(struct ck_wait *cw, struct lock_thread *self)
+{
+	if (likely(cw->wait.policy != LOCK_WAIT_PARK))
+		return;
+	__atomic_fetch_add(&cw->generation, 1, __ATOMIC_RELEASE); /* after ck's release store */
+	lock_unpark(&cw->wait, self, &cw->generation, &cw->parked, INT_MAX);
+}
+
+static const struct lock_tunable wait_tunables[] = { LOCK_WAIT_TUNABLES, LOCK_TUNABLES_END };
 
 _Static_assert(sizeof(struct ck_spinlock_mcs) <= LOCK_QNODE_BYTES, "ck_mcs node fits a qnode");
 _Static_assert(sizeof(struct ck_spinlock_clh) <= LOCK_QNODE_BYTES, "ck_clh node fits a qnode");
 
 /* ---- ck_ticket ---------------------------------------------------------------------------- */
 
+struct ck_ticket_lock {
+	struct ck_spinlock_ticket ticket;
+	struct ck_wait cw;
+};
+
 static void ck_ticket_lock_op(void *lockp, struct lock_thread *self)
 {
-	(void)self;
-	ck_spinlock_ticket_lock(lockp);
+	struct ck_ticket_lock *lock = lockp;
+	CK_WAITING(&lock->cw, self, true, ck_spinlock_ticket_lock(&lock->ticket));
 }
 
 static void ck_ticket_unlock_op(void *lockp, struct lock_thread *self)
 {
-	(void)self;
-	ck_spinlock_ticket_unlock(lockp);
+	struct ck_ticket_lock *lock = lockp;
+	ck_spinlock_ticket_unlock(&lock->ticket);
+	ck_wait_released(&lock->cw, self);
 }
 
 /* ck defines a ticket trylock only for x86 (CK_F_SPINLOCK_TICKET_TRYLOCK); the engine never
@@ -41,8 +123,9 @@ static void ck_ticket_unlock_op(void *lockp, struct lock_thread *self)
 #ifdef CK_F_SPINLOCK_TICKET_TRYLOCK
 static bool ck_ticket_trylock_op(void *lockp, struct lock_thread *self)
 {
+	struct ck_ticket_lock *lock = lockp;
 	(void)self;
-	return ck_spinlock_ticket_trylock(lockp);
+	return ck_spinlock_ticket_trylock(&lock->ticket);
 }
 #define CK_TICKET_TRYLOCK(op) op
 #else
@@ -51,8 +134,9 @@ static bool ck_ticket_trylock_op(void *lockp, struct lock_thread *self)
 
 static int ck_ticket_init_op(void *lockp, const struct lock_init_args *args)
 {
-	(void)args;
-	ck_spinlock_ticket_init(lockp);
+	struct ck_ticket_lock *lock = lockp;
+	ck_spinlock_ticket_init(&lock->ticket);
+	lock_wait_configure(&lock->cw.wait, args);
 	return 0;
 }
 
@@ -63,8 +147,8 @@ const struct lock_ops ck_ticket_ops = {
 	.summary = "Concurrency Kit ticket spinlock",
 	.source = "Concurrency Kit 0.7, include/spinlock/ticket.h",
 	.flags = LOCK_SPINS | LOCK_EXTERNAL | LOCK_TSAN_OPAQUE,
-	.lock_size = sizeof(struct ck_spinlock_ticket),
-	.tunables = no_tunables,
+	.lock_size = sizeof(struct ck_ticket_lock),
+	.tunables = wait_tunables,
 	.init = ck_ticket_init_op,
 	.lock = ck_ticket_lock_op,
 	.unlock = ck_ticket_unlock_op,
@@ -86,20 +170,20 @@ const struct lock_ops ck_ticket_ops = {
 struct ck_ticket_pb {
 	struct ck_spinlock_ticket ticket;
 	unsigned int shift;
+	struct ck_wait cw;
 };
 
 static void ck_ticket_pb_lock_op(void *lockp, struct lock_thread *self)
 {
 	struct ck_ticket_pb *lock = lockp;
-	(void)self;
-	ck_spinlock_ticket_lock_pb(&lock->ticket, lock->shift);
+	CK_WAITING(&lock->cw, self, true, ck_spinlock_ticket_lock_pb(&lock->ticket, lock->shift));
 }
 
 static void ck_ticket_pb_unlock_op(void *lockp, struct lock_thread *self)
 {
 	struct ck_ticket_pb *lock = lockp;
-	(void)self;
 	ck_spinlock_ticket_unlock(&lock->ticket);
+	ck_wait_released(&lock->cw, self);
 }
 
 #ifdef CK_F_SPINLOCK_TICKET_TRYLOCK
@@ -115,11 +199,13 @@ static int ck_ticket_pb_init_op(void *lockp, const struct lock_init_args *args)
 {
 	struct ck_ticket_pb *lock = lockp;
 	ck_spinlock_ticket_init(&lock->ticket);
-	lock->shift = (unsigned int)args->params[0];
+	lock->shift = (unsigned int)args->params[2]; /* after the waiting policy's two */
+	lock_wait_configure(&lock->cw.wait, args);
 	return 0;
 }
 
 static const struct lock_tunable ck_ticket_pb_tunables[] = {
+	LOCK_WAIT_TUNABLES,
 	{ "shift", 0, 0, 16,
 	  "each poll waits (ticket - head) << shift empty loop iterations; proportional, not "
 	  "exponential: ck_backoff_eb doubles only a copy that the next poll recomputes", NULL },
@@ -143,25 +229,38 @@ const struct lock_ops ck_ticket_pb_ops = {
 
 /* ---- ck_mcs -------------------------------------------------------------------------------- */
 
+struct ck_mcs_lock {
+	struct ck_spinlock_mcs *queue;
+	struct ck_wait cw;
+};
+
 static void ck_mcs_lock_op(void *lockp, struct lock_thread *self)
 {
-	ck_spinlock_mcs_lock(lockp, lock_qnode(self, LOCK_QNODE_QUEUE, struct ck_spinlock_mcs));
+	struct ck_mcs_lock *lock = lockp;
+	struct ck_spinlock_mcs *node = lock_qnode(self, LOCK_QNODE_QUEUE, struct ck_spinlock_mcs);
+	CK_WAITING(&lock->cw, self, true, ck_spinlock_mcs_lock(&lock->queue, node));
 }
 
 static void ck_mcs_unlock_op(void *lockp, struct lock_thread *self)
 {
-	ck_spinlock_mcs_unlock(lockp, lock_qnode(self, LOCK_QNODE_QUEUE, struct ck_spinlock_mcs));
+	struct ck_mcs_lock *lock = lockp;
+	struct ck_spinlock_mcs *node = lock_qnode(self, LOCK_QNODE_QUEUE, struct ck_spinlock_mcs);
+	CK_WAITING(&lock->cw, self, false, ck_spinlock_mcs_unlock(&lock->queue, node));
+	ck_wait_released(&lock->cw, self);
 }
 
 static bool ck_mcs_trylock_op(void *lockp, struct lock_thread *self)
 {
-	return ck_spinlock_mcs_trylock(lockp, lock_qnode(self, LOCK_QNODE_QUEUE, struct ck_spinlock_mcs));
+	struct ck_mcs_lock *lock = lockp;
+	return ck_spinlock_mcs_trylock(&lock->queue,
+				       lock_qnode(self, LOCK_QNODE_QUEUE, struct ck_spinlock_mcs));
 }
 
 static int ck_mcs_init_op(void *lockp, const struct lock_init_args *args)
 {
-	(void)args;
-	ck_spinlock_mcs_init(lockp);
+	struct ck_mcs_lock *lock = lockp;
+	ck_spinlock_mcs_init(&lock->queue);
+	lock_wait_configure(&lock->cw.wait, args);
 	return 0;
 }
 
@@ -172,8 +271,8 @@ const struct lock_ops ck_mcs_ops = {
 	.summary = "Concurrency Kit MCS queue spinlock",
 	.source = "Concurrency Kit 0.7, include/spinlock/mcs.h",
 	.flags = LOCK_SPINS | LOCK_EXTERNAL | LOCK_TSAN_OPAQUE,
-	.lock_size = sizeof(struct ck_spinlock_mcs *),
-	.tunables = no_tunables,
+	.lock_size = sizeof(struct ck_mcs_lock),
+	.tunables = wait_tunables,
 	.init = ck_mcs_init_op,
 	.lock = ck_mcs_lock_op,
 	.unlock = ck_mcs_unlock_op,
@@ -185,12 +284,13 @@ const struct lock_ops ck_mcs_ops = {
 struct ck_clh_lock {
 	struct ck_spinlock_clh *queue;
 	struct ck_spinlock_clh *initial_unowned; /* for destroy() only */
+	struct ck_wait cw;
 };
 
 static int ck_clh_init_op(void *lockp, const struct lock_init_args *args)
 {
 	struct ck_clh_lock *lock = lockp;
-	(void)args;
+	lock_wait_configure(&lock->cw.wait, args);
 	lock->initial_unowned = calloc(1, sizeof(*lock->initial_unowned));
 	if (lock->initial_unowned == NULL)
 		return -12; /* -ENOMEM */
@@ -209,14 +309,15 @@ static void ck_clh_lock_op(void *lockp, struct lock_thread *self)
 	struct ck_clh_lock *lock = lockp;
 	if (self->lock_private == NULL)
 		self->lock_private = lock_qnode(self, LOCK_QNODE_QUEUE, struct ck_spinlock_clh);
-	ck_spinlock_clh_lock(&lock->queue, self->lock_private);
+	CK_WAITING(&lock->cw, self, true, ck_spinlock_clh_lock(&lock->queue, self->lock_private));
 }
 
 static void ck_clh_unlock_op(void *lockp, struct lock_thread *self)
 {
-	(void)lockp;
+	struct ck_clh_lock *lock = lockp;
 	/* ck_spinlock_clh_unlock replaces the thread's node with its predecessor's. */
 	ck_spinlock_clh_unlock((struct ck_spinlock_clh **)&self->lock_private);
+	ck_wait_released(&lock->cw, self);
 }
 
 const struct lock_ops ck_clh_ops = {
@@ -227,7 +328,7 @@ const struct lock_ops ck_clh_ops = {
 	.source = "Concurrency Kit 0.7, include/spinlock/clh.h",
 	.flags = LOCK_SPINS | LOCK_EXTERNAL | LOCK_TSAN_OPAQUE,
 	.lock_size = sizeof(struct ck_clh_lock),
-	.tunables = no_tunables,
+	.tunables = wait_tunables,
 	.init = ck_clh_init_op,
 	.destroy = ck_clh_destroy_op,
 	.lock = ck_clh_lock_op,
@@ -236,28 +337,36 @@ const struct lock_ops ck_clh_ops = {
 
 /* ---- ck_fas -------------------------------------------------------------------------------- */
 
+struct ck_fas_lock {
+	struct ck_spinlock_fas fas;
+	struct ck_wait cw;
+};
+
 static void ck_fas_lock_op(void *lockp, struct lock_thread *self)
 {
-	(void)self;
-	ck_spinlock_fas_lock(lockp);
+	struct ck_fas_lock *lock = lockp;
+	CK_WAITING(&lock->cw, self, true, ck_spinlock_fas_lock(&lock->fas));
 }
 
 static void ck_fas_unlock_op(void *lockp, struct lock_thread *self)
 {
-	(void)self;
-	ck_spinlock_fas_unlock(lockp);
+	struct ck_fas_lock *lock = lockp;
+	ck_spinlock_fas_unlock(&lock->fas);
+	ck_wait_released(&lock->cw, self);
 }
 
 static bool ck_fas_trylock_op(void *lockp, struct lock_thread *self)
 {
+	struct ck_fas_lock *lock = lockp;
 	(void)self;
-	return ck_spinlock_fas_trylock(lockp);
+	return ck_spinlock_fas_trylock(&lock->fas);
 }
 
 static int ck_fas_init_op(void *lockp, const struct lock_init_args *args)
 {
-	(void)args;
-	ck_spinlock_fas_init(lockp);
+	struct ck_fas_lock *lock = lockp;
+	ck_spinlock_fas_init(&lock->fas);
+	lock_wait_configure(&lock->cw.wait, args);
 	return 0;
 }
 
@@ -268,8 +377,8 @@ const struct lock_ops ck_fas_ops = {
 	.summary = "Concurrency Kit fetch-and-store (test-and-set) spinlock",
 	.source = "Concurrency Kit 0.7, include/spinlock/fas.h",
 	.flags = LOCK_SPINS | LOCK_EXTERNAL | LOCK_TSAN_OPAQUE,
-	.lock_size = sizeof(struct ck_spinlock_fas),
-	.tunables = no_tunables,
+	.lock_size = sizeof(struct ck_fas_lock),
+	.tunables = wait_tunables,
 	.init = ck_fas_init_op,
 	.lock = ck_fas_lock_op,
 	.unlock = ck_fas_unlock_op,
