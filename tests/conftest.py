@@ -6,6 +6,7 @@ fail but never hang. Nothing here asserts on time or throughput.
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -156,3 +157,44 @@ def store(tmp_path):
     store = Store(tmp_path / "store")
     yield store
     store.close()
+
+
+# ---- programs under liblocklab-interpose.so ---------------------------------------------------
+
+PRELOADED_TIMEOUT_S = 150
+
+
+def interpose_path(variant: str) -> Path:
+    path = BUILD / variant / "liblocklab-interpose.so"
+    if not path.exists():
+        pytest.fail(f"{path} is missing: run 'make build-all' (make test does)")
+    return path
+
+
+def run_preloaded(
+    cmd: list[str], variant: str, env_extra: dict, timeout: float = PRELOADED_TIMEOUT_S
+) -> tuple[str, int | None, str]:
+    """Run cmd under the interposer: ("ok"|"failed"|"hung", returncode, output).
+
+    The program runs in its own process group, which is killed on timeout: a program that
+    hangs under a lock is a failed run with one line saying so, and the suite goes on.
+    """
+    env = dict(os.environ)
+    env.update(env_extra)
+    env["LD_PRELOAD"] = str(interpose_path(variant))
+    env["TSAN_OPTIONS"] = "halt_on_error=1 exitcode=66 second_deadlock_stack=1"
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return "hung", None, f"hung: killed after {timeout:.0f} s\n{out}"
+    return ("ok" if proc.returncode == 0 else "failed"), proc.returncode, out

@@ -13,18 +13,14 @@ print "ok" under them.
 """
 
 import json
-import os
 import shutil
-import signal
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import BUILD, list_locks, plugin_path
+from conftest import BUILD, list_locks, plugin_path, run_preloaded
 
 LOCKS = list_locks()
 TORTURE_ARGS = ["--threads", "2", "--iterations", "2000"]
-RUN_TIMEOUT_S = 150
 # Seed 000's stock rtmutex has the data race the seed's patches fix (see test_torture.py).
 RACY_BY_DESIGN = {"rtmutex", "rtmutex_k0", "rtmutex_k1"}
 TSAN_SKIPS = {
@@ -32,42 +28,6 @@ TSAN_SKIPS = {
     # variables from the interposer past them confuses TSAN's model of the mutex.
     "pthread_mutex": "passthrough: TSAN's own interceptors cover the C library's mutex",
 }
-
-
-def interpose_path(variant: str) -> Path:
-    path = BUILD / variant / "liblocklab-interpose.so"
-    if not path.exists():
-        pytest.fail(f"{path} is missing: run 'make build-all' (make test does)")
-    return path
-
-
-def run_preloaded(
-    cmd: list[str], variant: str, env_extra: dict, timeout: float = RUN_TIMEOUT_S
-) -> tuple[str, int | None, str]:
-    """Run cmd under the interposer: ("ok"|"failed"|"hung", returncode, output).
-
-    The program runs in its own process group, which is killed on timeout: a program that
-    hangs under a lock is a failed run with one line saying so, and the suite goes on.
-    """
-    env = dict(os.environ)
-    env.update(env_extra)
-    env["LD_PRELOAD"] = str(interpose_path(variant))
-    env["TSAN_OPTIONS"] = "halt_on_error=1 exitcode=66 second_deadlock_stack=1"
-    proc = subprocess.Popen(
-        cmd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        return "hung", None, f"hung: killed after {timeout:.0f} s\n{out}"
-    return ("ok" if proc.returncode == 0 else "failed"), proc.returncode, out
 
 
 def torture_cases() -> list:

@@ -21,9 +21,8 @@ from contextlib import contextmanager
 from typing import ClassVar
 
 import pytest
-from conftest import BUILD, ROOT, bench_path, plugin_path
+from conftest import BUILD, ROOT, bench_path, interpose_path, plugin_path
 from locklab.cli.main import main
-from test_interpose import interpose_path
 
 LOAD = BUILD / "opt" / "memcached-load"
 RUN_TIMEOUT_S = 60

@@ -313,6 +313,6 @@ def test_backoff_variants_name_their_revision():
 def test_ck_ticket_pb_describes_what_ck_does():
     """ck_backoff_eb doubles a local copy that the next poll recomputes: no doubling persists."""
     tunables = {lock["name"]: lock for lock in list_locks()}["ck_ticket_pb"]["tunables"]
-    (shift,) = [t for t in tunables if t["name"] == "shift"]
+    (shift,) = (t for t in tunables if t["name"] == "shift")
     assert "doubled by ck_backoff_eb while waiting" not in shift["meaning"]
     assert "not exponential" in shift["meaning"]
