@@ -109,7 +109,8 @@ def oversubscribed_note(
         f"oversubscribed: {where} {_unit(axis, where)} on {cpus} CPUs, more threads than CPUs: a "
         "spinning waiter burns the CPU a preempted holder needs, and a FIFO lock (ticket, mcs, "
         "clh, qspinlock) stalls whenever the next waiter in line is preempted, for a scheduler "
-        "tick; such points measure the scheduler as much as the lock"
+        "tick; such points measure the scheduler as much as the lock (a spinning lock's "
+        "--param wait=spin-then-park sleeps instead)"
     )
     if collapsed:
         note += f". Collapsed there: {', '.join(collapsed)}"
