@@ -173,6 +173,7 @@ bench: deps build venv $(BARE_LOOPS)
 	$(VENV)/bin/python bench/interpose_overhead.py
 	$(VENV)/bin/python bench/from_source.py
 	$(VENV)/bin/python bench/calibration.py
+	$(VENV)/bin/python bench/waiting.py
 
 clean:
 	rm -rf $(BUILD)

@@ -157,3 +157,10 @@ def test_engine_policy_names_and_errors(tmp_path):
         bad = run_engine(["--lock", "mcs", "--param", param], "opt", tmp_path, json_out=False)
         assert bad.returncode == 2
         assert len(bad.stderr.strip().splitlines()) == 1 and expected in bad.stderr
+
+
+def test_interposition_policy_is_the_mutexes_when_rwlocks_sleep():
+    """LOCKLAB_WAIT names the mutexes' policy; the rwlocks' lock (rwsem) has none and sleeps."""
+    env = {"LOCKLAB_LOCK": "mcs", "LOCKLAB_WAIT": "yield", "LOCKLAB_RWLOCK": "rwsem"}
+    verdict, code, out = run_preloaded(torture_args("opt", "yield", 2), "opt", env)
+    assert verdict == "ok", out

@@ -144,15 +144,17 @@ static long tunable_index(const struct lock_ops *o, const char *name)
  * The waiting policy (wait.h) of a lock that has one: spin-then-park unless LOCKLAB_WAIT
  * names another, because real programs run more threads than CPUs and a spinning waiter
  * then burns the time slice its lock's owner needs. LOCKLAB_PARAMS, read after, may set it too.
+ * LOCKLAB_WAIT names the mutexes' policy: a lock without one there is an error, while the
+ * rwlocks' lock (LOCKLAB_RWLOCK) may be one that sleeps.
  */
-static void configure_wait(const struct lock_ops *o, long *out)
+static void configure_wait(const struct lock_ops *o, long *out, bool for_mutexes)
 {
 	const char *text = getenv("LOCKLAB_WAIT");
 	long i = tunable_index(o, "wait");
 	char line[512];
 
 	if (i < 0) {
-		if (text != NULL && *text != '\0') {
+		if (for_mutexes && text != NULL && *text != '\0') {
 			snprintf(line, sizeof(line), "LOCKLAB_WAIT: lock '%s' has no waiting policy "
 				 "(its waiters sleep, or it is not ours)", o->name);
 			fatal("%s", line);
@@ -183,7 +185,7 @@ static void parse_params(const struct lock_ops *o, long *out, const char *text, 
 		fatal("lock '%s' has too many tunables", o->name);
 	for (size_t i = 0; i < n; i++)
 		out[i] = o->tunables[i].default_value;
-	configure_wait(o, out);
+	configure_wait(o, out, strcmp(var, "LOCKLAB_PARAMS") == 0);
 	if (text == NULL || *text == '\0')
 		return;
 	char *copy = strdup(text), *save = NULL;
