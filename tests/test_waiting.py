@@ -24,6 +24,7 @@ ITERATIONS = {("opt", "spin"): 20, ("tsan", "spin"): 20, ("opt", None): 2000, ("
 # Loose: the benchmark, not this test, holds the 5x goal (a shared CI machine is noisy).
 PARK_BOUND_TIMES_GLIBC, PARK_BOUND_SLACK_S = 10, 10.0
 FIFO_LOCKS = ("ticket", "mcs", "clh", "anderson")
+FIFO_BEYOND_SHARE = 0.005
 
 
 def waiting_locks(variant: str) -> list[dict]:
@@ -115,22 +116,20 @@ def test_bad_interposition_policy_is_one_line(env, expected):
 @pytest.mark.parametrize("policy", ["yield", "spin-then-park"])
 @pytest.mark.parametrize("lock", FIFO_LOCKS)
 def test_fifo_order_is_kept_while_waiters_park(lock, policy, tmp_path):
-    """Every acquisition sampled: under a FIFO lock nobody is overtaken by more than the other
-    threads, ahead of it in the queue. (A preemption between reading the count and queueing
-    can add overtakes that are not the lock's: the best of two runs counts.) tas, which
-    promises no order, goes far past it on the same machine."""
+    """Every acquisition sampled, 2 threads per CPU: under a FIFO lock a waiter is overtaken
+    by at most the other writers, queued ahead of it. Only a preemption between reading the
+    count and queueing, or a re-queue in that window, adds more: measured here at most 0.025%
+    of the samples for ticket, mcs, clh and anderson, against 0.2% to 15% for ttas and 1% to
+    13% for tas, which promise no order. The bar is 0.5%."""
     threads = 2 * CORES
     args = ["--lock", lock, "--param", f"wait={policy}", "--nwriters", str(threads)]
     args += ["--ops", "20000", "--duration", "2", "--latency-every", "1", "--watchdog", "20"]
-    worst = []
-    for _ in range(2):
-        run = run_engine(args, "opt", tmp_path)
-        assert run.returncode == 0, run.stderr
-        assert run.result["violations"]["total"] == 0
-        worst.append(run.result["overtaken"]["max"])
-        if worst[-1] <= threads - 1:
-            return
-    pytest.fail(f"{lock} wait={policy}: overtaken by {worst} with {threads} threads")
+    run = run_engine(args, "opt", tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.result["violations"]["total"] == 0
+    overtaken = run.result["overtaken"]
+    share = overtaken["beyond_other_writers"] / overtaken["samples"]
+    assert share <= FIFO_BEYOND_SHARE, f"{lock} wait={policy}: {overtaken}"
 
 
 @pytest.mark.parametrize("variant", ["opt", "tsan"])

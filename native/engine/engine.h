@@ -268,6 +268,7 @@ struct worker {
 	uint64_t overtaken_max;      /* sampled: most acquisitions by others during one wait */
 	uint64_t overtaken_sum;
 	uint64_t overtaken_samples;
+	uint64_t overtaken_beyond;   /* sampled waits overtaken by more than the other writers */
 	uint64_t violations_readers;
 	uint64_t violations_read_data;
 	uint64_t remote_cost_paid; /* --numa-remote-ns: hand-overs from another node that paid */

@@ -162,13 +162,13 @@ struct handoff_summary {
 	uint64_t total, same_node, reacquisitions;
 	uint64_t parks, wakes; /* the waiting policy's futex sleeps and wake-ups (wait.h) */
 	bool nodes_known; /* every writer pinned, so its node is known */
-	uint64_t overtaken_samples, overtaken_sum, overtaken_max;
+	uint64_t overtaken_samples, overtaken_sum, overtaken_max, overtaken_beyond;
 	uint64_t remote_cost_paid; /* --numa-remote-ns */
 };
 
 static struct handoff_summary handoffs_of(const struct run_state *run)
 {
-	struct handoff_summary h = { 0, 0, 0, 0, 0, true, 0, 0, 0, remote_cost_paid_of(run) };
+	struct handoff_summary h = { 0, 0, 0, 0, 0, true, 0, 0, 0, 0, remote_cost_paid_of(run) };
 	for (unsigned int i = 0; i < run->nthreads; i++) {
 		const struct worker *w = run->workers[i];
 		h.parks += w->ctx.parks;
@@ -181,6 +181,7 @@ static struct handoff_summary handoffs_of(const struct run_state *run)
 		h.nodes_known &= w->ctx.numa_node >= 0;
 		h.overtaken_samples += w->overtaken_samples;
 		h.overtaken_sum += w->overtaken_sum;
+		h.overtaken_beyond += w->overtaken_beyond;
 		if (w->overtaken_max > h.overtaken_max)
 			h.overtaken_max = w->overtaken_max;
 	}
@@ -213,6 +214,7 @@ static void json_handoffs(struct json_writer *j, const struct handoff_summary *h
 	json_uint(j, "samples", h->overtaken_samples);
 	json_uint(j, "max", h->overtaken_max);
 	json_double(j, "mean", (double)h->overtaken_sum / (double)h->overtaken_samples);
+	json_uint(j, "beyond_other_writers", h->overtaken_beyond);
 	json_end_object(j);
 }
 

@@ -207,6 +207,9 @@ void worker_record_sample(struct worker *w)
 	w->overtaken_sum += overtaken;
 	if (overtaken > w->overtaken_max)
 		w->overtaken_max = overtaken;
+	/* A FIFO lock lets at most the other writers, queued ahead, in first. */
+	if (overtaken >= w->run->config->nwriters)
+		w->overtaken_beyond++;
 }
 
 void worker_note_violations(struct worker *w, unsigned int owner, unsigned int readers)
