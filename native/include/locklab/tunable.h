@@ -20,7 +20,7 @@ static inline const char *lock_tunable_choice(const struct lock_tunable *t, long
 	return t->choices[value - t->min_value];
 }
 
-/* `text` as a value of t into *value: 0, or -EINVAL (not a value) or -ERANGE (outside t's range). */
+/* `text` as a value of t into *value: 0, -EINVAL (not a value) or -ERANGE (outside t's range). */
 static inline int lock_tunable_parse(const struct lock_tunable *t, const char *text, long *value)
 {
 	for (long v = t->min_value; t->choices != NULL && v <= t->max_value; v++) {

@@ -51,11 +51,13 @@ enum lock_wait_policy {
 	LOCK_WAIT_PARK,
 };
 
-static const char *const lock_wait_policy_names[] __attribute__((unused)) = { "spin", "yield", "spin-then-park", NULL };
+static const char *const lock_wait_policy_names[] __attribute__((unused)) = {
+	"spin", "yield", "spin-then-park", NULL,
+};
 
 #define LOCK_WAIT_SPIN_NS_DEFAULT 2000
 
-/* The two tunables, first in the lock's table, so wait_configure() finds them at 0 and 1. */
+/* The two tunables, first in the lock's table, so lock_wait_configure() finds them at 0, 1. */
 #define LOCK_WAIT_TUNABLES                                                                     \
 	{ "wait", LOCK_WAIT_SPIN, LOCK_WAIT_SPIN, LOCK_WAIT_PARK,                              \
 	  "waiting policy: spin, yield (sched_yield after spin_ns) or spin-then-park (futex "  \
@@ -135,8 +137,8 @@ static inline __attribute__((always_inline)) bool lock_wait_pause(const struct l
  * yield and spin-then-park yield once the budget is spent, since the thread awaited may be
  * preempted on this CPU.
  */
-static inline __attribute__((always_inline)) void lock_wait_pause_unwoken(const struct lock_wait *wait,
-									  struct lock_wait_budget *budget)
+static inline __attribute__((always_inline)) void
+lock_wait_pause_unwoken(const struct lock_wait *wait, struct lock_wait_budget *budget)
 {
 	cpu_relax();
 	if (likely(wait->policy == LOCK_WAIT_SPIN))
