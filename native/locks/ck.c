@@ -12,9 +12,10 @@
  * like our clh, so the node a thread owns is tracked in self->lock_private.
  *
  * Waiting policy (wait.h): ck's wait loops are its own, so the policy reaches them through
- * the one hook they all call, ck_pr_stall(), which this file defines to ck_wait_stall()
- * before ck's spinlock headers are read; ck's code is unchanged. Under spin the hook is
- * ck's PAUSE. Under yield it yields once spin_ns is spent. Under spin-then-park the hook
+ * the one hook they all call, ck_pr_stall(), which this file defines before ck's spinlock
+ * headers are read; ck's code is unchanged. Under spin the hook is a PAUSE after one test of
+ * a thread-local pointer (initial-exec TLS: no call). Under yield it yields once spin_ns is
+ * spent. Under spin-then-park the hook
  * cannot see the word ck waits on, so it parks on a release generation of the lock instead:
  * each unlock bumps it (only under this policy), and a waiter sleeps on the value it read at
  * its previous stall, before ck's last look at the lock, so a release after that look is
@@ -49,25 +50,30 @@ struct ck_waiter {
 	bool may_park;
 };
 
-static __thread struct ck_waiter *ck_current_waiter;
+static __thread struct ck_waiter *ck_current_waiter __attribute__((tls_model("initial-exec")));
 
-static void ck_wait_stall(void)
+/* A stall under yield or spin-then-park. */
+static __attribute__((noinline)) void ck_wait_stall(struct ck_waiter *waiter)
 {
-	struct ck_waiter *waiter = ck_current_waiter;
-
-	if (waiter == NULL) { /* wait=spin */
-		cpu_relax();
+	if (!waiter->may_park) { /* ck_mcs's unlock, awaiting a link that no release ends */
+		lock_wait_pause_unwoken(&waiter->lock->wait, &waiter->budget);
 		return;
 	}
-	if (lock_wait_pause(&waiter->lock->wait, &waiter->budget) && waiter->may_park &&
-	    waiter->generation_valid)
+	if (lock_wait_pause(&waiter->lock->wait, &waiter->budget) && waiter->generation_valid)
 		lock_park(waiter->self, &waiter->budget, &waiter->lock->generation,
 			  waiter->generation_seen, &waiter->lock->parked);
 	waiter->generation_seen = smp_load_acquire(&waiter->lock->generation);
 	waiter->generation_valid = true;
 }
 
-#define ck_pr_stall() ck_wait_stall()
+#define ck_pr_stall()                                                                          \
+	do {                                                                                   \
+		struct ck_waiter *stalling = ck_current_waiter;                                \
+		if (likely(stalling == NULL))                                                  \
+			cpu_relax(); /* wait=spin: ck's own PAUSE */                           \
+		else                                                                           \
+			ck_wait_stall(stalling);                                               \
+	} while (0)
 #include <ck_spinlock.h>
 
 /* Run `call` (a ck lock or unlock) with the lock's policy in force in its stalls. */
@@ -79,9 +85,10 @@ static void ck_wait_stall(void)
 		}                                                                              \
 		struct ck_waiter waiter = { (cw), (me), LOCK_WAIT_BUDGET_INIT, 0, false,       \
 					    (parking) };                                       \
+		struct ck_waiter *outer = ck_current_waiter; /* a signal handler's, nested */  \
 		ck_current_waiter = &waiter;                                                   \
 		call;                                                                          \
-		ck_current_waiter = NULL;                                                      \
+		ck_current_waiter = outer;                                                     \
 	} while (0)
 
 /* After ck's unlock: under spin-then-park, a new generation, and wake who sleeps on the old. */
@@ -245,6 +252,10 @@ static void ck_mcs_unlock_op(void *lockp, struct lock_thread *self)
 {
 	struct ck_mcs_lock *lock = lockp;
 	struct ck_spinlock_mcs *node = lock_qnode(self, LOCK_QNODE_QUEUE, struct ck_spinlock_mcs);
+	if (likely(lock->cw.wait.policy == LOCK_WAIT_SPIN)) { /* one test of the policy */
+		ck_spinlock_mcs_unlock(&lock->queue, node);
+		return;
+	}
 	CK_WAITING(&lock->cw, self, false, ck_spinlock_mcs_unlock(&lock->queue, node));
 	ck_wait_released(&lock->cw, self);
 }

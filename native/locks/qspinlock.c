@@ -324,8 +324,9 @@ static void cna_wait_head_or_lock(struct qspinlock *lock, struct qnode *node)
 	if (secondary <= CNA_NO_SECONDARY && cna_probably(node, lock->shuffle_bits))
 		return;
 	if (node->start_time == 0 || !cna_threshold_reached(lock, node)) {
+		struct lock_wait_budget budget = LOCK_WAIT_BUDGET_INIT;
 		while (cna_lock_is_busy(lock) && !cna_order_queue(node))
-			cpu_relax();
+			lock_wait_pause_unwoken(&lock->wait, &budget); /* a preempted owner: yield */
 	} else {
 		node->start_time = CNA_FLUSH_SECONDARY;
 	}

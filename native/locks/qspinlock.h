@@ -12,8 +12,9 @@
  * Waiting policy: qspinlock.c also defines QSPINLOCK_WAIT_POLICY, which gives its locks a
  * `struct lock_wait` (wait.h) and the parked counts. A queued waiter parks on its node's
  * `locked` and the hand-over wakes it; the pending waiter and the queue head park on the lock
- * word and unlock wakes them, as do the two other stores that can end their wait (a pending
- * bit given back). The paravirt qspinlock (qspinlock_paravirt.h: pv_wait_node, pv_kick_node,
+ * word and unlock wakes them, as does the one other store that can end their wait (a pending
+ * bit given back). The new owner's wait for its successor to link, which no store ends,
+ * yields under yield and spin-then-park instead (q_wait_link), as MCS's does. The paravirt qspinlock (qspinlock_paravirt.h: pv_wait_node, pv_kick_node,
  * pv_wait_head_or_lock) is the kernel's own form of this for preempted vCPUs; ours is simpler
  * (no _Q_SLOW_VAL hash, a count beside the word instead). raw_spinlock.h's wait_lock spins,
  * as the kernel's does with preemption off.
@@ -316,12 +317,22 @@ static inline void set_locked(struct qspinlock *lock)
 		smp_store_release(&(next)->locked, (val));                                     \
 		lock_unpark(&(lock)->wait, self, &(next)->locked, &(next)->parked, 1);          \
 	} while (0)
+/* The owner's wait for its successor to link itself. */
+#define q_wait_link(lock, node)                                                                \
+	({                                                                                     \
+		struct lock_wait_budget __link_budget = LOCK_WAIT_BUDGET_INIT;                 \
+		struct qnode *__next;                                                          \
+		while ((__next = smp_load_acquire(&(node)->next)) == NULL)                      \
+			lock_wait_pause_unwoken(&(lock)->wait, &__link_budget);                \
+		__next;                                                                        \
+	})
 #else
 #define q_wait_node(lock, self, node) smp_cond_load_acquire(&(node)->locked, VAL)
 #define q_wait_word(lock, self, mask) ((u32)smp_cond_load_acquire(&(lock)->val.counter,        \
 									  !(VAL & (int)(mask))))
 #define q_word_changed(lock, self) ((void)0)
 #define q_hand_over(lock, self, next, val) smp_store_release(&(next)->locked, (val))
+#define q_wait_link(lock, node) smp_cond_load_acquire(&(node)->next, VAL != NULL)
 #endif
 
 /* ---- CNA: which revision the slow path is specialised for ------------------------------------ */
@@ -437,7 +448,7 @@ queue:
 	/* *,*,0 -> *,*,1: take the lock, then make the next waiter the head. */
 	set_locked(lock);
 	if (!next)
-		next = smp_cond_load_acquire(&node->next, VAL != NULL);
+		next = q_wait_link(lock, node);
 	if (cna == CNA_V15)
 		cna_lock_handoff(lock, self, node, next);
 	else if (cna == CNA_V1)

@@ -80,6 +80,11 @@ struct ticket_turn {
 	u32 parked;
 };
 
+/*
+ * The backoff variants below embed this lock and share its unlock, but have no `wait`
+ * tunable: their policy stays LOCK_WAIT_SPIN, the zero of the lock memory the engine and the
+ * interposition library hand to init.
+ */
 struct ticket_lock {
 	u32 next_ticket;
 	u32 now_serving;
@@ -105,7 +110,7 @@ static void ticket_park(struct ticket_lock *lock, struct lock_thread *self,
 	u32 seq = READ_ONCE(turn->seq);
 
 	budget->deadline_ns = 0; /* woken or not, spin again before the next sleep */
-	__atomic_fetch_add(&turn->parked, 1, __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&turn->parked, 1, __ATOMIC_RELAXED);
 	smp_mb(); /* parked before the read of now_serving: pairs with ticket_unpark() */
 	if (READ_ONCE(lock->now_serving) != ticket) {
 		lock_wait_count(&self->parks);

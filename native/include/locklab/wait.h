@@ -28,9 +28,12 @@
  * waiter's read and its sleep is not lost, because futex_wait compares W again in the kernel
  * under the futex's own lock. Each lock says in its file which word its waiters park on, so a
  * parked waiter is woken by the store that ends its wait (a hand-over, a turn, a release),
- * never by polling, and the lock's order is the order it had. Only spin-then-park pays the
- * waker's smp_mb(); under spin an unlock gains one predictable branch on `struct lock_wait`,
- * which sits in a cache line of its own that no thread writes after init.
+ * never by polling, and the lock's order is the order it had. (Two exceptions, each said
+ * where it is: tickets that share a turn's futex word wake together and the wrong ones sleep
+ * again, and the ck locks, whose words we cannot see, wake all sleepers at each release.)
+ * Only spin-then-park pays the waker's smp_mb(); under spin an unlock gains one predictable
+ * branch on `struct lock_wait`, which sits in a cache line of its own that no thread writes
+ * after init.
  *
  * The spin budget is measured on CLOCK_MONOTONIC, read once per WAIT_CLOCK_POLLS pauses: a
  * pause costs from 10 to 140 cycles depending on the core, so a count of pauses is no bound.
@@ -161,7 +164,7 @@ static inline void lock_park(struct lock_thread *self, struct lock_wait_budget *
 			     u32 value, u32 *parked)
 {
 	budget->deadline_ns = 0;
-	__atomic_fetch_add(parked, 1, __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(parked, 1, __ATOMIC_RELAXED);
 	smp_mb(); /* P's increment before the read of W: pairs with the waker's smp_mb() */
 	if (READ_ONCE(*word) == value) {
 		lock_wait_count(&self->parks);
