@@ -38,6 +38,7 @@ from locklab.kernel.build_inputs import (
     apply_patch,
     check_config,
     check_patches,
+    debug_options,
     parse_fragment,
     patch_failure,
     patched_files,
@@ -51,7 +52,7 @@ DEFAULT_SOURCE = BUILD / "src-6.1"
 CCACHE_DIR = BUILD / "ccache"
 IMAGES = BUILD / "images"
 # Bumped whenever the way a kernel is configured or built changes, so old images are not reused.
-RECIPE = "locklab-kernel-build-1"
+RECIPE = "locklab-kernel-build-2"
 
 _MAKE_STEP = re.compile(r"^\s+([A-Z][A-Z0-9_]*)\s+(\S+)")
 
@@ -65,6 +66,7 @@ class Built:
     version: str  # `make kernelversion`
     patches: list[dict[str, str]] = field(default_factory=list)  # name, sha256
     config_sha256: str = ""
+    debug: list[str] = field(default_factory=list)  # the kernel's checkers built in (--debug)
     cached: bool = False
     seconds: float = 0.0
 
@@ -151,10 +153,12 @@ class _Lock:
         self.handle.close()
 
 
-def _work_tree(source: Path, source_key: str) -> Path:
+def _work_tree(source: Path, source_key: str, debug: list[str]) -> Path:
     """A hard-linked copy of `source` to build in (cheap; sources are never written there:
-    files to patch are replaced by private copies first)."""
-    work = BUILD / f"work-{source_key[:16]}"
+    files to patch are replaced by private copies first). One per set of checkers: a checker
+    changes every object, so kernels with and without it do not share a tree's objects."""
+    flavour = "".join(f"-{name}" for name in sorted(debug))
+    work = BUILD / f"work-{source_key[:16]}{flavour}"
     if (work / "Makefile").exists():
         return work
     _progress(f"linking a work tree for {source} at {work}")
@@ -282,6 +286,7 @@ def build(
     patches: dict[str, list[Path]],
     source_dir: Path | None = None,
     config_fragment: Path | None = None,
+    debug: list[str] | None = None,
 ) -> dict[str, Built]:
     """One image per label (a label with no patches is the stock kernel). Every input is
     checked first, every patch dry-run against the source: any problem is one LocklabError
@@ -290,7 +295,8 @@ def build(
     for label in patches:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", label):
             raise LocklabError(f"kernel label {label!r}: use letters, digits and _ . + -")
-    options = dict(BASE_OPTIONS)
+    debug = sorted(set(debug or []))
+    options = {**BASE_OPTIONS, **debug_options(debug)}
     if config_fragment is not None:
         if not config_fragment.is_file():
             raise LocklabError(f"config fragment {config_fragment}: no such file")
@@ -315,7 +321,7 @@ def build(
         key = plans[label]
         cached = _cached(key, label)
         if cached is None:
-            cached = _build_one(label, key, source, source_key, origin, files, options)
+            cached = _build_one(label, key, source, source_key, origin, files, options, debug)
         results[label] = cached
     return results
 
@@ -331,9 +337,9 @@ def _cached(key: str, label: str) -> Built | None:
 
 
 def _build_one(label: str, key: str, source: Path, source_key: str, origin: str,
-               files: list[Path], options: dict[str, str]) -> Built:  # fmt: skip
+               files: list[Path], options: dict[str, str], debug: list[str]) -> Built:  # fmt: skip
     start = time.monotonic()
-    work = _work_tree(source, source_key)
+    work = _work_tree(source, source_key, debug)
     target = IMAGES / key
     target.mkdir(parents=True, exist_ok=True)
     log = target / "build.log"
@@ -360,7 +366,7 @@ def _build_one(label: str, key: str, source: Path, source_key: str, origin: str,
     built = Built(
         label=label, image=target / "bzImage", key=key, source=origin, version=version,
         patches=[{"name": f.name, "sha256": _sha256(f.read_bytes())} for f in files],
-        config_sha256=_sha256(config), seconds=round(time.monotonic() - start, 1),
+        config_sha256=_sha256(config), debug=debug, seconds=round(time.monotonic() - start, 1),
     )  # fmt: skip
     record = built.provenance()
     for transient in ("label", "image", "cached"):

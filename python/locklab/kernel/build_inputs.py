@@ -10,6 +10,73 @@ from pathlib import Path
 
 from locklab.errors import LocklabError
 
+# What a guest needs to run the host's programs from its root filesystem, shared read-only
+# over virtio-9p (kernel/guest.py), and what ordinary programs expect of a kernel.
+PROGRAM_OPTIONS: dict[str, str] = {
+    "PCI": "y",  # virtio-9p-pci
+    "VIRTIO_MENU": "y",
+    "VIRTIO_PCI": "y",
+    "NET": "y",  # 9P's transport layer lives under net/9p
+    "INET": "y",  # 9P_FS depends on it
+    "NET_9P": "y",
+    "NET_9P_VIRTIO": "y",
+    "9P_FS": "y",
+    "UNIX": "y",  # socketpair(): hackbench, glibc
+    "MULTIUSER": "y",  # setuid() and friends
+    "FUTEX": "y",  # every pthread program; FUTEX_PI (rt_mutex) follows from RT_MUTEXES
+    "POSIX_TIMERS": "y",  # clock_nanosleep(): cyclictest
+    "HIGH_RES_TIMERS": "y",
+    "EPOLL": "y",
+    "SIGNALFD": "y",
+    "TIMERFD": "y",
+    "EVENTFD": "y",
+    "SHMEM": "y",
+    "TMPFS": "y",  # the guest's writable /tmp and /run
+    "DEVTMPFS": "y",
+    "SYSFS": "y",
+    "PROC_SYSCTL": "y",  # /proc/sys/vm/compact_memory (the seed-001 load)
+    "ADVISE_SYSCALLS": "y",  # madvise()
+    "MEMBARRIER": "y",
+    "RSEQ": "y",  # glibc registers one per thread
+    "FILE_LOCKING": "y",
+    "SYSVIPC": "y",
+    "COMPACTION": "y",  # page migration walks anon_vma under its read lock (seed 001)
+    "MIGRATION": "y",
+    "MAGIC_SYSRQ": "y",  # /proc/sysrq-trigger: task dumps of a hung guest, and the crash test
+}
+# The kernel's own checkers, `--debug NAME[,NAME]`: each combination is a build of its own.
+DEBUG_OPTIONS: dict[str, dict[str, str]] = {
+    # KCSAN's defaults (report a race only when the value changed; plain aligned writes of a
+    # word taken as atomic) are what the kernel's own CI runs with.
+    "kcsan": {"KCSAN": "y", "KCSAN_REPORT_ONCE_IN_MS": "3000"},
+    "lockdep": {"PROVE_LOCKING": "y", "DEBUG_LOCKDEP": "n"},
+    # KASAN needs SLUB (tinyconfig picks SLOB).
+    "kasan": {"SLOB": "n", "SLUB": "y", "KASAN": "y", "KASAN_GENERIC": "y", "KASAN_INLINE": "y"},
+}
+# Combinations the kernel's Kconfig refuses (KCSAN depends on !KASAN).
+DEBUG_EXCLUSIVE = (frozenset({"kcsan", "kasan"}),)
+
+
+def debug_options(names: list[str]) -> dict[str, str]:
+    """The config options of `--debug kcsan,lockdep`: unknown names and combinations the kernel
+    cannot build are one line."""
+    for name in names:
+        if name not in DEBUG_OPTIONS:
+            raise LocklabError(
+                f"--debug: unknown checker {name!r} (known: {', '.join(DEBUG_OPTIONS)})"
+            )
+    for exclusive in DEBUG_EXCLUSIVE:
+        if exclusive <= set(names):
+            raise LocklabError(
+                f"--debug: {' and '.join(sorted(exclusive))} cannot be built together "
+                "(the kernel's Kconfig: KCSAN depends on !KASAN)"
+            )
+    options: dict[str, str] = {}
+    for name in names:
+        options.update(DEBUG_OPTIONS[name])
+    return options
+
+
 # Options, in the order they are applied after `make tinyconfig`, and why each is there.
 BASE_OPTIONS: dict[str, str] = {
     "64BIT": "y",  # qemu-system-x86_64 guests; tinyconfig alone would build i386
@@ -36,6 +103,9 @@ BASE_OPTIONS: dict[str, str] = {
     "PROC_FS": "y",
     # The seed measured distribution kernels, built for speed; tinyconfig builds for size.
     "CC_OPTIMIZE_FOR_PERFORMANCE": "y",
+    # Reports name functions, not addresses (KCSAN's "data-race in A / B", lockdep, oopses).
+    "KALLSYMS": "y",
+    **PROGRAM_OPTIONS,
 }
 # What a locklab guest cannot do without: a fragment may change anything else.
 NEEDED = ("64BIT", "LOCK_TORTURE_TEST", "RT_MUTEXES", "TTY", "SERIAL_8250", "SERIAL_8250_CONSOLE",

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from locklab.errors import LocklabError
+from locklab.kernel.findings import is_finding_line
 from locklab.kernel.initramfs import static_initramfs
 from locklab.kernel.params import TORTURE_TYPES_6_1
 from locklab.kernel.vcpu_pin import PinnedVcpu, QemuGone, Qmp, pin_vcpus
@@ -37,6 +38,23 @@ KERNEL_STARTED = b"Linux version"  # the kernel's first console line
 TORTURE_TYPES = TORTURE_TYPES_6_1
 # QEMU's x86 "pc" machine takes at most 255 vCPUs without an interrupt-remapping IOMMU.
 MAX_GUEST_CPUS = 255
+
+
+@dataclass(frozen=True)
+class GuestShare:
+    """A guest that runs the host's programs (guest.py): the host folder shared read-only as
+    its root over virtio-9p, and a second serial port written to `output`."""
+
+    root: str
+    output: Path
+    memory_mb: int = 1024
+
+    def qemu_args(self) -> list[str]:
+        return [
+            "-virtfs", f"local,path={self.root},mount_tag=hostroot,security_model=none,"
+            "readonly=on,multidevs=remap",
+            "-serial", "mon:stdio", "-serial", f"file:{self.output}",
+        ]  # fmt: skip
 
 
 @dataclass
@@ -68,18 +86,22 @@ CONSOLE_FAILURES = (
 )
 END_OF_TEST = "End of test: SUCCESS"
 POWER_DOWN = "reboot: Power down"  # kernel_power_off(); a guest without ACPI then halts
+HALTED = "reboot: System halted"  # kernel_halt(): busybox's poweroff -f, without ACPI
 
 
 def console_verdict(console: str) -> str | None:
     """What a built-in locktorture's console says so far: None while it runs, "end-of-test"
-    once it ended well, else the failure (with the line that shows it)."""
+    once it ended well, else the failure (with the line that shows it). A checker's report
+    (KCSAN, KASAN: findings.py) is a finding of the run, not a failure."""
     for marker, what in CONSOLE_FAILURES:
         at = console.find(marker)
-        if at >= 0:
+        while at >= 0:
             start = console.rfind("\n", 0, at) + 1
             end = console.find("\n", at)
             line = console[start : end if end >= 0 else None].strip()
-            return f"{what}: {line[:160]}"
+            if not is_finding_line(line):
+                return f"{what}: {line[:160]}"
+            at = console.find(marker, at + len(marker))
     if END_OF_TEST in console:
         return "end-of-test"
     return None
@@ -144,6 +166,7 @@ def build_modules(version: str) -> Path:
 def _qemu(
     image: Path, initrd: Path, accel: str, cpus: int, timeout_s: float,
     append: str = "", watch: bool = False, stall_s: float = 0.0, pin: list[int] | None = None,
+    guest: GuestShare | None = None,
 ) -> Boot:  # fmt: skip
     """Boot and return the console. Under KVM a boot that shows no sign of the kernel starting,
     or a QEMU that exits without it (nested KVM aborts on some hosts and hangs on others),
@@ -156,14 +179,20 @@ def _qemu(
 
     With `pin`, QEMU starts paused with a QMP socket, vCPU i is pinned to host CPU pin[i]
     (vcpu_pin), and the guest is continued only once every pin is checked; emulation then
-    runs one thread per vCPU (multi-threaded TCG), as KVM does."""
+    runs one thread per vCPU (multi-threaded TCG), as KVM does.
+
+    With `guest`, the host's root is shared and the run ends when the guest's init powers
+    off (or at a failure, or at `timeout_s`), as a Boot with outcome "poweroff"."""
+    memory = str(guest.memory_mb) if guest else "512"
     command = [
-        "qemu-system-x86_64", "-accel", accel, "-smp", str(cpus), "-m", "512",
+        "qemu-system-x86_64", "-accel", accel, "-smp", str(cpus), "-m", memory,
         "-kernel", str(image), "-initrd", str(initrd), "-nographic", "-no-reboot",
         "-append", f"console=ttyS0 edd=off panic=-1 loglevel=6 {append}".strip(),
     ]  # fmt: skip
     if accel == "kvm":
         command[3:3] = ["-cpu", "host"]
+    if guest is not None:
+        command += guest.qemu_args()
     qmp_dir = Path(tempfile.mkdtemp(prefix="locklab-qmp-")) if pin else None
     if qmp_dir is not None:
         if accel == "tcg":
@@ -178,7 +207,7 @@ def _qemu(
         raise LocklabError(f"cannot start qemu-system-x86_64: {error.strerror}") from None
     try:
         pinned = _pin_paused(proc, qmp_dir / "qmp.sock", pin) if qmp_dir and pin else []
-        booted = _follow(proc, image, accel, timeout_s, watch, stall_s)
+        booted = _follow(proc, image, accel, timeout_s, watch, stall_s, guest is not None)
         booted.pinned = pinned
         return booted
     finally:
@@ -206,7 +235,7 @@ def _pin_paused(proc: subprocess.Popen, socket_path: Path, cpus: list[int]) -> l
 
 def _follow(
     proc: subprocess.Popen, image: Path, accel: str, timeout_s: float, watch: bool,
-    stall_s: float,
+    stall_s: float, until_power_down: bool = False,
 ) -> Boot:  # fmt: skip
     """Read a running QEMU's console until it ends (see _qemu)."""
     os.set_blocking(proc.stdout.fileno(), False)  # type: ignore[union-attr]
@@ -232,6 +261,8 @@ def _follow(
             # A moment for the lines after the verdict (the oops' trace, the last stats).
             if verdict is not None and (now - verdict_at > 3.0 or POWER_DOWN in text):
                 return Boot(text, accel, outcome=verdict)
+            if until_power_down and (POWER_DOWN in text or HALTED in text):
+                return Boot(text, accel, outcome="poweroff")
             if stall_s and now - last_output > stall_s:
                 outcome = f"hang: no console output for {stall_s:.0f} s"
                 return Boot(text, accel, outcome=outcome)
@@ -248,6 +279,8 @@ def _follow(
         return Boot(text, accel, f"QEMU exited with status {proc.returncode} under KVM ({last})")
     if watch:
         verdict = console_verdict(text)
+        if until_power_down and verdict is None and (POWER_DOWN in text or HALTED in text):
+            return Boot(text, accel, outcome="poweroff")
         exited = f"QEMU exited ({proc.returncode}) before the end of test"
         return Boot(text, accel, outcome=verdict or exited)
     return Boot(text, accel)
@@ -260,16 +293,17 @@ def kvm_device_usable() -> bool:
 def boot(
     image: Path, initrd: Path, cpus: int, seconds: float, accel: str = "auto",
     append: str = "", watch: bool = False, limit_s: float | None = None, stall_s: float = 0.0,
-    pin: list[int] | None = None,
+    pin: list[int] | None = None, guest: GuestShare | None = None,
 ) -> Boot:  # fmt: skip
     """Boot under KVM when asked and it works, else under emulation; the Boot says which, and
     why KVM was left when it was tried. `append`, `watch`, `limit_s` and `stall_s` are for a
-    kernel with locktorture built in; `pin` pins vCPU i to host CPU pin[i] (see _qemu)."""
+    kernel with locktorture built in; `pin` pins vCPU i to host CPU pin[i] (see _qemu);
+    `guest` shares the host's root for a program (guest.py)."""
     if shutil.which("qemu-system-x86_64") is None:
         raise LocklabError("qemu-system-x86_64 is missing: install qemu-system-x86")
     # Emulation is slow: booting alone takes tens of seconds.
     timeout = limit_s if limit_s is not None else seconds * 20 + 300
-    extra = {"append": append, "watch": watch, "stall_s": stall_s, "pin": pin}
+    extra = {"append": append, "watch": watch, "stall_s": stall_s, "pin": pin, "guest": guest}
     fallback = None
     if accel in ("auto", "kvm"):
         if not kvm_device_usable():
