@@ -13,7 +13,12 @@ from dataclasses import replace
 
 from locklab.analysis import disturbance, stats
 from locklab.analysis.model import Analysis, Cell, Column, Section, Settings
-from locklab.analysis.titles import experiment_line, machine_lines, variant_lines
+from locklab.analysis.titles import (
+    experiment_line,
+    finding_lines,
+    machine_lines,
+    variant_lines,
+)
 from locklab.analysis.verdicts import disturbed_line, oversubscribed_note, verdict
 from locklab.errors import LocklabError
 from locklab.model.spec import ExperimentSpec, Point, threads_at
@@ -53,7 +58,9 @@ def analyse_experiment(experiment: Experiment, runs: list[Run], settings: Settin
         disturbance.summary_line(runs),
         *variant_lines(spec),
     ]
-    return _analyse(title, spec, columns, settings, spec.baseline)
+    analysis = _analyse(title, spec, columns, settings, spec.baseline)
+    analysis.footer = finding_lines(spec, runs)
+    return analysis
 
 
 def analyse_comparison(

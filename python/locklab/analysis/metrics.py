@@ -16,6 +16,8 @@ VOLUNTARY_SWITCHES = ("context_switches", "voluntary_per_1000_acquisitions")
 SAME_NODE_FRACTION = ("handoffs", "same_node_fraction")
 JAIN_INDEX = ("fairness", "write", "jain_index")
 CPU_MS = ("cpu", "ms_per_1000_acquisitions")
+# A program in a booted kernel: the guest's context switches (/proc/stat ctxt) per operation.
+GUEST_SWITCHES_PER_OP = ("guest", "context_switches_per_op")
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,10 @@ METRICS: dict[str, Metric] = {
         Metric(
             "ctxsw", "voluntary switches/1k ops", "more switches", "fewer switches", False,
             from_result(*VOLUNTARY_SWITCHES),
+        ),
+        Metric(
+            "ctxsw-op", "guest context switches/1k ops", "more switches", "fewer switches",
+            False, from_result(*GUEST_SWITCHES_PER_OP, scale=1000.0),
         ),
         Metric(
             "p50", "write wait p50 us", "longer p50 wait", "shorter p50 wait", False,

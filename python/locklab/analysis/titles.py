@@ -7,6 +7,7 @@ import json
 import statistics
 from pathlib import Path
 
+from locklab.kernel.findings import from_records, summary
 from locklab.model.spec import ExperimentSpec
 from locklab.store import Experiment, Run
 
@@ -55,8 +56,22 @@ def _origin(plugin: str) -> str:
         return plugin
 
 
+def _kernel_origin(image: str) -> str:
+    """A built kernel, from the provenance.json beside its image: version, patches, checkers."""
+    try:
+        data = json.loads(Path(image).with_name("provenance.json").read_text())
+        patches = " + ".join(p["name"] for p in data["patches"]) or "no patch"
+        debug = f", checkers {'+'.join(data['debug'])}" if data.get("debug") else ""
+        return f"Linux {data['version']} + {patches} (config {data['config_sha256'][:12]}{debug})"
+    except (OSError, ValueError, KeyError, TypeError):
+        return image
+
+
 def variant_lines(spec: ExperimentSpec) -> list[str]:
     """What each column label runs, where the label alone does not say it."""
+    if spec.source == "guest":
+        kernels = "; ".join(f"{v.label} = {_kernel_origin(v.plugin or '')}" for v in spec.variants)
+        return [f"kernels: {kernels}"]
     described = [
         f"{v.label} = {v.describe()}" + (f" from {_origin(v.plugin)}" if v.plugin else "")
         for v in spec.variants
@@ -80,6 +95,17 @@ def experiment_line(experiment: Experiment) -> str:
         return (
             f'experiment #{experiment.id} "{experiment.name}": kernel locktorture logs, '
             f"up to {spec.repeat} runs per cell, throughput after the dropped warm-up reports"
+        )
+    if spec.source == "guest":
+        how = (
+            f"({spec.program_work} work) / wall time in the guest"
+            if spec.program_metric == "time"
+            else f"its output /{spec.program_metric}/"
+        )
+        return (
+            f'experiment #{experiment.id} "{experiment.name}": {" ".join(spec.program)} inside '
+            f"each kernel (QEMU, {spec.guest_cpus} vCPUs, the host's root over 9p), "
+            f"{spec.repeat} runs per cell, throughput from {how}; nwriters = {{threads}}"
         )
     if spec.source == "program":
         how = (
@@ -142,3 +168,19 @@ def _pause_fact(values: list[float]) -> str:
     if f"{low:.1f}" != f"{high:.1f}":
         fact += f" ({low:.1f}-{high:.1f} over {len(values)} runs)"
     return fact
+
+
+def finding_lines(spec: ExperimentSpec, runs: list[Run]) -> list[str]:
+    """The kernel's checkers' findings (KCSAN, lockdep, KASAN, WARNING), per kernel, under the
+    table: "k0: 3 KCSAN data-race: a vs b (in 2 of 5 runs)". Only for runs that kept them."""
+    lines: list[str] = []
+    for variant in spec.variants:
+        mine = [r for r in runs if r.config_key.label == variant.label and r.result]
+        kept = [r for r in mine if "kernel_findings" in (r.result or {})]
+        found = [(r, from_records((r.result or {})["kernel_findings"])) for r in kept]
+        with_any = [f for _, f in found if f]
+        if with_any:
+            every = [finding for f in with_any for finding in f]
+            lines.append(f"{variant.label}: {summary(every)} (in {len(with_any)} of "
+                         f"{len(kept)} runs)")  # fmt: skip
+    return ["Kernel checkers' findings:", *lines] if lines else []

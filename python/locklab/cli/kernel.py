@@ -16,6 +16,7 @@ from locklab.cli.common import (
     settings,
     statistics_options,
 )
+from locklab.cli.guest import cmd_kernel_exec, debug_list, guest_program_options
 from locklab.errors import LocklabError
 from locklab.kernel.sweep import LocktortureSweep
 from locklab.model.spec import default
@@ -95,6 +96,12 @@ def register(commands: Commands) -> None:
         "--param", action="append", default=[], metavar="NAME=VALUE",
         help="--patch: any other locktorture parameter of that kernel (stutter=0, ...)",
     )  # fmt: skip
+    kernel.add_argument(
+        "--debug", metavar="CHECKERS", default="",
+        help="--patch: build with the kernel's checkers, comma-separated: kcsan, lockdep, "
+        "kasan (each set a cached build of its own); their reports are listed under the table",
+    )  # fmt: skip
+    guest_program_options(kernel)
     statistics_options(kernel)
     kernel.set_defaults(handler=cmd_kernel)  # fmt: skip
 
@@ -111,6 +118,12 @@ def register(commands: Commands) -> None:
         "--config", type=Path, metavar="FRAGMENT",
         help="config lines (CONFIG_X=y, # CONFIG_X is not set) over locklab's guest options",
     )  # fmt: skip
+    build.add_argument(
+        "--debug",
+        metavar="CHECKERS",
+        default="",
+        help="the kernel's checkers: kcsan, lockdep, kasan, comma-separated",
+    )
     build.set_defaults(handler=cmd_kernel_build)
 
 
@@ -138,11 +151,17 @@ def cmd_import_locktorture(args: argparse.Namespace) -> int:
 
 def cmd_kernel(args: argparse.Namespace) -> int:
     chosen = settings(args)
+    if args.exec is not None:
+        return cmd_kernel_exec(args, chosen)
+    if args.threads or args.metric_regex:
+        raise LocklabError("--threads and --metric-regex: only with --exec")
     sweep = LocktortureSweep(
         args.type, args.nwriters, args.repeat, args.duration, args.stat_interval,
         args.warmup_reports, args.cpus, args.accel, args.pin_cpus or "",
     )  # fmt: skip
     sweep.check(host=args.host)
+    if args.debug and not args.patch:
+        raise LocklabError("--debug: only for kernels built here (--patch)")
     if args.param and not args.patch:
         raise LocklabError("--param: only for kernels built with locktorture in (--patch)")
     if args.host:
@@ -150,7 +169,8 @@ def cmd_kernel(args: argparse.Namespace) -> int:
     elif args.patch:
         if args.kernel:
             raise LocklabError("kernel: give --kernel IMAGE,... or --patch LABEL=..., not both")
-        targets = sweep.built_targets(args.patch, args.source, args.config, args.param)
+        targets = sweep.built_targets(args.patch, args.source, args.config, args.param,
+                                      debug_list(args.debug))  # fmt: skip
         machine, name = sweep.qemu_machine, "kernel"
     else:
         targets, machine, name = (
@@ -182,7 +202,8 @@ def cmd_kernel_build(args: argparse.Namespace) -> int:
         if label in patches:
             raise LocklabError(f"--patch: label {label!r} given twice")
         patches[label] = files
-    for label, built in build.build(patches, args.source, args.config).items():
+    built_kernels = build.build(patches, args.source, args.config, debug_list(args.debug))
+    for label, built in built_kernels.items():
         how = "cached" if built.cached else f"built in {built.seconds:.0f} s"
         names = ", ".join(patch["name"] for patch in built.patches) or "none (stock)"
         print(f"{printable(label)}: {built.image} (Linux {built.version}, {how}; patches: "

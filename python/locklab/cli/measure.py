@@ -123,8 +123,9 @@ class KernelPlan:
 
     def build(self) -> None:
         self.targets = self.sweep.built_targets(
-            self.patches, self.campaign.source, self.campaign.config, self.params
-        )
+            self.patches, self.campaign.source, self.campaign.config, self.params,
+            self.campaign.debug,
+        )  # fmt: skip
 
     def run(self, store: Store) -> tuple[Experiment, Path]:
         """Boot every run into the store: the experiment and the folder of its consoles."""

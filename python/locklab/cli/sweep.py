@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from locklab import provenance
 from locklab.analysis.cells import Settings, analyse_experiment
+from locklab.analysis.model import Analysis
 from locklab.cli import figures
 from locklab.cli.common import (
     Commands,
@@ -37,7 +39,7 @@ from locklab.printable import file_stem, printable
 from locklab.run import adaptive
 from locklab.run.engine import Engine
 from locklab.run.source_plugin import built_plugins
-from locklab.store import Store
+from locklab.store import Experiment, Run, Store
 
 
 def _spec(name: str) -> object:
@@ -275,22 +277,52 @@ def _print_plan(path: Path, spec: ExperimentSpec) -> None:
 
 def _kernel_campaign(args: argparse.Namespace, chosen: Settings, campaign: KernelCampaign) -> int:
     """A kind = "kernel" campaign: `locklab kernel --patch ...` over the file's kernels, with
-    --repeat and --duration overriding the file as for any campaign."""
+    --repeat and --duration overriding the file as for any campaign; then its [program], if it
+    has one, inside the same kernels (`locklab kernel --exec`), as an experiment of its own."""
+    from locklab.cli.guest import GuestPlan
+
     if args.repeat is not None:
         campaign.repeat = args.repeat
     if args.duration is not None:
         campaign.duration = args.duration
     plan = KernelPlan(campaign)
+    guest = None
+    if campaign.program is not None:
+        program = campaign.program
+        guest = GuestPlan(
+            program, campaign.kernels, campaign.source, campaign.config, campaign.debug,
+            args.repeat or program.repeat or campaign.repeat, getattr(args, "seed", 0),
+            campaign.cpus, campaign.accel, campaign.pin_cpus,
+        )  # fmt: skip
     if args.dry_run:
-        print(f"{args.file}: {plan.line()}")
+        if campaign.locktorture:
+            print(f"{args.file}: {plan.line()}")
+        if guest is not None:
+            print(f"{args.file}: {plan_line(guest.spec(campaign.name, ''))}")
         return 0
-    plan.build()
     store = Store(Path(args.store))
-    experiment, logs = plan.run(store)
-    runs = store.runs(experiment)
-    analysis = analyse_experiment(experiment, runs, chosen)
-    listing.print_analysis(analysis, args.plain)
-    print(f"console logs: {logs}")
+    shown: list[tuple[Experiment, list[Run], Analysis]] = []
+    status = 0
+    if campaign.locktorture:
+        plan.build()
+        experiment, logs = plan.run(store)
+        runs = store.runs(experiment)
+        analysis = analyse_experiment(experiment, runs, chosen)
+        listing.print_analysis(analysis, args.plain)
+        print(f"console logs: {logs}")
+        shown.append((experiment, runs, analysis))
+        status = plan.failures()
+    if guest is not None:
+        name = f"{campaign.name}-program" if campaign.locktorture else campaign.name
+        program_status, measured = guest.measure(args, chosen, store, name, campaign.baseline)
+        status = max(status, program_status)
+        if measured is not None:
+            experiment, runs, analysis = measured
+            shown.append(measured)
+            # Seeds 001 and 003 read context switches beside throughput.
+            switches = analyse_experiment(experiment, runs, replace(chosen, metric="ctxsw-op"))
+            listing.print_analysis(switches, args.plain)
+            shown.append((experiment, runs, switches))
     page = args.report or store.path.parent / f"{file_stem(campaign.name)}.html"
-    figures.write_report([(experiment, runs, analysis)], chosen, page)
-    return plan.failures()
+    figures.write_report(shown, chosen, page)
+    return status

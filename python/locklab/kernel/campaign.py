@@ -21,9 +21,22 @@ from locklab.kernel.sweep import LocktortureSweep
 
 TOP_KEYS = {"name", "kind", "baseline", "source", "config", "torture_type", "repeat", "duration",
             "stat_interval", "warmup_reports", "cpus", "accel", "params", "sweep", "kernel",
-            "full", "pin_cpus"}  # fmt: skip
+            "full", "pin_cpus", "debug", "locktorture", "program"}  # fmt: skip
 FULL_KEYS = {"repeat", "duration", "stat_interval", "warmup_reports", "cpus", "accel", "params",
-             "sweep", "pin_cpus"}  # fmt: skip
+             "sweep", "pin_cpus", "program"}  # fmt: skip
+PROGRAM_KEYS = {"command", "threads", "metric_regex", "work", "timeout", "repeat"}
+
+
+@dataclass
+class GuestProgram:
+    """A [program] table: a program run inside each kernel (`locklab kernel --exec`)."""
+
+    command: str  # a shell command line; {threads} takes each value of `threads`
+    threads: list[int] = field(default_factory=lambda: [1])
+    metric_regex: str | None = None  # else throughput = work / wall time
+    work: str = "1"
+    timeout: float = 600.0
+    repeat: int | None = None  # default: the campaign's
 
 
 @dataclass
@@ -44,6 +57,9 @@ class KernelCampaign:
     accel: str = "auto"
     pin_cpus: str = ""  # host CPUs, one per vCPU, like "0-95" (default: no pinning)
     params: dict[str, str] = field(default_factory=dict)
+    debug: list[str] = field(default_factory=list)  # the kernel's checkers (--debug)
+    locktorture: bool = True  # false: the [program] alone
+    program: GuestProgram | None = None
 
 
 def load(path: Path, full: bool = False) -> KernelCampaign:
@@ -101,6 +117,12 @@ def from_data(path: Path, data: dict, full: bool = False) -> KernelCampaign:
         accel=str(data.get("accel", "auto")), pin_cpus=data.get("pin_cpus", ""),
         params={key: str(value) for key, value in data.get("params", {}).items()},
     )  # fmt: skip
+    campaign.debug = _debug(path, data.get("debug", []))
+    campaign.locktorture = data.get("locktorture", True) is not False
+    if "program" in data:
+        campaign.program = _program(path, data["program"])
+    elif not campaign.locktorture:
+        raise LocklabError(f"{path}: locktorture = false needs a [program] to run instead")
     if campaign.baseline is not None and campaign.baseline not in kernels:
         raise LocklabError(f"{path}: baseline '{campaign.baseline}' is not a [[kernel]] label")
     if not 1 <= campaign.repeat <= 1000:
@@ -141,3 +163,40 @@ def sweep_of(campaign: KernelCampaign) -> tuple[LocktortureSweep, list[str], lis
     ]
     params = [f"{name}={value}" for name, value in campaign.params.items()]
     return sweep, patches, params
+
+
+def _debug(path: Path, names: object) -> list[str]:
+    from locklab.kernel.build_inputs import debug_options
+
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise LocklabError(f'{path}: debug must be a list of checkers, like ["kcsan"]')
+    try:
+        debug_options(names)
+    except LocklabError as error:
+        raise LocklabError(f"{path}: {error}") from None
+    return names
+
+
+def _program(path: Path, table: object) -> GuestProgram:
+    if not isinstance(table, dict):
+        raise LocklabError(f"{path}: [program] must be a table")
+    bad = sorted(set(table) - PROGRAM_KEYS)
+    if bad:
+        raise LocklabError(f"{path}: program: unknown key '{bad[0]}' "
+                           f"(known: {', '.join(sorted(PROGRAM_KEYS))})")  # fmt: skip
+    command = table.get("command")
+    if not isinstance(command, str) or not command.strip():
+        raise LocklabError(f"{path}: program: command must be a command line in quotes")
+    threads = table.get("threads", [1])
+    if not threads or not all(isinstance(n, int) and n >= 1 for n in threads):
+        raise LocklabError(f"{path}: program: threads must be a list of positive integers")
+    repeat = table.get("repeat")
+    if repeat is not None and not (isinstance(repeat, int) and 1 <= repeat <= 1000):
+        raise LocklabError(f"{path}: program: repeat must be from 1 to 1000")
+    try:
+        timeout = float(table.get("timeout", 600))
+    except (TypeError, ValueError):
+        raise LocklabError(f"{path}: program: timeout must be a number of seconds") from None
+    metric = table.get("metric_regex")
+    return GuestProgram(command, list(threads), str(metric) if metric else None,
+                        str(table.get("work", "1")), timeout, repeat)  # fmt: skip

@@ -13,7 +13,7 @@ from pathlib import Path
 from rich.console import Console
 
 from locklab.errors import LocklabError
-from locklab.kernel import initramfs, locktorture, qemu
+from locklab.kernel import findings, initramfs, locktorture, qemu
 from locklab.kernel.vcpu_pin import PinnedVcpu, parse_pin_cpus, pinning_line
 from locklab.model.values import parse_int_list, validate_axis, validate_seconds
 from locklab.printable import printable
@@ -123,7 +123,7 @@ class LocktortureSweep:
 
     def built_targets(
         self, patch_options: list[str], source: Path | None, config: Path | None,
-        param_options: list[str],
+        param_options: list[str], debug: list[str] | None = None,
     ) -> list[Target]:  # fmt: skip
         """Kernels built from a source tree with each label's patches (cached), locktorture
         built in: its parameters go on the command line, and the console says how it ended."""
@@ -137,7 +137,7 @@ class LocktortureSweep:
                 raise LocklabError(f"--patch: label {label!r} given twice")
             patches[label] = files
         pins = self.vcpu_pins()
-        built = build.build(patches, source, config)
+        built = build.build(patches, source, config, debug)
         self.provenance = {label: b.provenance() for label, b in built.items()}
 
         def boot(image: Path) -> Callable[[dict[str, str]], str]:
@@ -215,8 +215,12 @@ class LocktortureSweep:
         for stored in imported.runs:
             if isinstance(stored.machine, dict):
                 stored.machine["check"] = check
+            log = (stored.result or {}).get("log")
+            if stored.result is not None and log and Path(str(log)).is_file():
+                found = findings.findings(Path(str(log)).read_text(errors="replace"))
+                stored.result["kernel_findings"] = findings.as_records(found)
             # a kernel that broke is a failed run, whatever it printed
-            outcome = self.failed_runs.get(str((stored.result or {}).get("log")))
+            outcome = self.failed_runs.get(str(log))
             if outcome:
                 stored.status, stored.exit_code = "error", 1
                 stored.throughput_ops_per_s, stored.error = None, f"kernel: {outcome}"

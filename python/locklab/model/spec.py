@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 from locklab.errors import LocklabError
@@ -42,6 +43,11 @@ def threads_at(point: Point) -> int:
     """The threads a point runs: its writers and readers."""
     axes = dict(point)
     return axes.get("nwriters", 0) + axes.get("nreaders", 0)
+
+
+# One run in a booted kernel (source "guest"), for estimates: a small kernel's boot and
+# power-off under emulation take 2 to 5 s on 2 cores, with checkers built in 10 to 20 s.
+GUEST_RUN_ESTIMATE_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -170,6 +176,13 @@ class ExperimentSpec:
     program_metric: str = "time"
     program_work: str = "1"
     program_timeout_s: float = 600.0
+    # source "guest": the program runs inside each variant's kernel (its plugin: the image),
+    # booted in QEMU with this many vCPUs, this accelerator, vCPUs pinned to these host CPUs
+    # ("": not pinned); each run's console is kept in guest_logs.
+    guest_cpus: int = 2
+    guest_accel: str = "auto"
+    guest_pin: str = ""
+    guest_logs: str = ""
     # The tree kernel: locks are compiled from (a campaign's `source`; "": Debian's 6.1).
     kernel_tree: str = ""
     # False: --no-checks, the bare loop's section alone (no owner word, no hand-over test).
@@ -248,6 +261,8 @@ class ExperimentSpec:
 
     def expected_run_s(self) -> float:
         """Rough wall time of one run, for the progress bar's ETA."""
+        if self.source == "guest":  # a guest's boot and power-off under emulation, mostly
+            return GUEST_RUN_ESTIMATE_S
         return self.warmup_s + self.duration_s + 0.1
 
     def engine_args(self, config: Configuration, repeat: int) -> list[str]:
@@ -334,7 +349,11 @@ class ExperimentSpec:
             raise LocklabError(f"variant label '{duplicates[0]}' is used twice")
         for variant in self.variants:
             validate_label(variant.label)
-            validate_variant(variant, catalogue)
+            if self.source == "guest":
+                if not variant.plugin or not Path(variant.plugin).is_file():
+                    raise LocklabError(f"kernel {variant.label}: no image at {variant.plugin}")
+            else:
+                validate_variant(variant, catalogue)
         if self.baseline not in labels:
             raise LocklabError(
                 f"baseline '{self.baseline}' is not one of the locks: {', '.join(labels)}"

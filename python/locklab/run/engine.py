@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from locklab.errors import LocklabError
 from locklab.model.catalogue import Catalogue, lock_info
+from locklab.run.guest_program import run_in_guest
 from locklab.run.lifetime import die_with_locklab
 from locklab.run.outcome import EngineOutcome
 from locklab.run.program import run_program
@@ -83,6 +84,9 @@ class Engine:
         names a plugin must take its lock from it, not from the built-in locks."""
         # Each plugin is listed alone: several may bring a lock of one name (kernel:rtmutex,
         # built with different patches).
+        if spec.source == "guest":  # kernels, not locks: their images are checked
+            spec.validate(Catalogue([]))
+            return
         locks = {name: info for name, info in self.catalogue().items()}
         for plugin in spec.plugins():
             locks.update(self.catalogue((plugin,)).items())
@@ -120,6 +124,8 @@ class Engine:
     def measure(self, spec: ExperimentSpec, config: Configuration, repeat: int) -> EngineOutcome:
         """One run of `spec`'s configuration: the engine, or the spec's program under the
         interposed lock (run/program.py)."""
+        if spec.source == "guest":
+            return run_in_guest(spec, config, repeat)
         if spec.program:
             return run_program(spec, config, repeat)
         return self.run(spec.engine_args(config, repeat), spec.run_timeout_s())

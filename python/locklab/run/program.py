@@ -66,8 +66,9 @@ def work_of(expression: str, threads: int) -> int:
     return value
 
 
-def check_program(spec: ExperimentSpec) -> None:
-    """Everything about the program that can be checked before it runs."""
+def check_program(spec: ExperimentSpec, interposed: bool = True) -> None:
+    """Everything about the program that can be checked before it runs (`interposed`: under
+    LD_PRELOAD, which needs the interposition library)."""
     if not spec.program:
         raise LocklabError("exec: give the program after --, like: -- kccachetest wicked 1000")
     if spec.program_metric != "time":
@@ -85,10 +86,13 @@ def check_program(spec: ExperimentSpec) -> None:
         raise LocklabError("--threads: the program's arguments have no {threads} to vary")
     if not (spec.program_timeout_s > 0):
         raise LocklabError(f"--timeout must be above 0 (got {spec.program_timeout_s})")
-    find_interpose()
+    if interposed:
+        find_interpose()
 
 
-def _throughput(spec: ExperimentSpec, output: str, wall_s: float, threads: int) -> float | None:
+def program_throughput(
+    spec: ExperimentSpec, output: str, wall_s: float, threads: int
+) -> float | None:
     if spec.program_metric == "time":
         return work_of(spec.program_work, threads) / wall_s if wall_s > 0 else None
     found = re.findall(spec.program_metric, output, re.MULTILINE)
@@ -99,6 +103,15 @@ def _throughput(spec: ExperimentSpec, output: str, wall_s: float, threads: int) 
         return float(last)
     except ValueError:
         return None
+
+
+def work_done(
+    spec: ExperimentSpec, throughput: float | None, wall_s: float, threads: int
+) -> float | None:
+    """The operations a run did: its --work, or its rate times its wall time."""
+    if spec.program_metric == "time":
+        return float(work_of(spec.program_work, threads))
+    return throughput * wall_s if throughput is not None and wall_s > 0 else None
 
 
 def run_program(spec: ExperimentSpec, config: Configuration, repeat: int) -> EngineOutcome:
@@ -136,7 +149,7 @@ def run_program(spec: ExperimentSpec, config: Configuration, repeat: int) -> Eng
         wall_s = time.monotonic() - start
         stats = [json.loads(p.read_text()) for p in Path(scratch).glob("stats-*.json")]
     code = proc.returncode
-    throughput = _throughput(spec, output, wall_s, threads)
+    throughput = program_throughput(spec, output, wall_s, threads)
     name = Path(argv[0]).name
     if timed_out:
         status, error = "timeout", f"{name} did not finish in {spec.run_timeout_s():g} s"

@@ -1,0 +1,154 @@
+"""`locklab kernel --patch ... --exec 'PROGRAM ARGS'`: a program inside each built kernel, with
+the options of `locklab exec` ({threads}, --metric-regex, --work, --timeout, repeats), its runs
+interleaved, stored and resumable like any sweep (run/guest_program.py)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from pathlib import Path
+
+from locklab import provenance
+from locklab.analysis.cells import Settings
+from locklab.analysis.model import Analysis
+from locklab.cli.common import host, number
+from locklab.cli.measure import execute
+from locklab.errors import LocklabError
+from locklab.kernel import build, build_inputs, qemu
+from locklab.kernel.campaign import GuestProgram
+from locklab.kernel.vcpu_pin import parse_pin_cpus
+from locklab.model.spec import ExperimentSpec, Variant, default
+from locklab.model.values import parse_int_list, validate_axis
+from locklab.run.engine import Engine, find_engine
+from locklab.run.guest_program import GUEST_LOCK
+from locklab.run.program import check_program
+from locklab.store import Experiment, Run, Store
+
+
+def _spec(name: str) -> object:
+    return default(ExperimentSpec, name)
+
+
+def guest_program_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("a program inside each built kernel (--patch ... --exec)")
+    group.add_argument(
+        "--exec", metavar="'PROGRAM ARGS'",
+        help="run this installed program inside each kernel (the host's root, read-only) "
+        "instead of locktorture; {threads} in ARGS takes each --threads value",
+    )  # fmt: skip
+    group.add_argument("--threads", help="--exec: values of {threads}, like 1,2,4 (the rows)")
+    how = group.add_mutually_exclusive_group()
+    how.add_argument(
+        "--metric-regex",
+        metavar="RE",
+        help="--exec: throughput = the number the last match's first group captures",
+    )
+    how.add_argument(
+        "--work", default=_spec("program_work"),
+        help="--exec: throughput = this much work (like '{threads}*1000') over the program's "
+        "wall time in the guest (default: runs per second)",
+    )  # fmt: skip
+    group.add_argument(
+        "--timeout", type=number, default=_spec("program_timeout_s"),
+        help=f"--exec: seconds the program may take (default {_spec('program_timeout_s')}), "
+        f"plus {qemu_boot_allowance():.0f} s for the guest to boot",
+    )  # fmt: skip
+    group.add_argument("--seed", type=int, default=_spec("seed"), help="seed of the run order")
+
+
+def qemu_boot_allowance() -> float:
+    from locklab.kernel.guest import BOOT_ALLOWANCE_S
+
+    return BOOT_ALLOWANCE_S
+
+
+def debug_list(text: str) -> list[str]:
+    """--debug kcsan,lockdep: checked (build_inputs.debug_options)."""
+    names = [name for name in text.split(",") if name]
+    build_inputs.debug_options(names)
+    return names
+
+
+def cmd_kernel_exec(args: argparse.Namespace, chosen: Settings) -> int:
+    if not args.patch:
+        raise LocklabError("--exec: give the kernels to build and boot with --patch LABEL[=FILES]")
+    if args.kernel or args.host:
+        raise LocklabError("--exec runs in kernels built here (--patch), not --kernel or --host")
+    if args.param:
+        raise LocklabError("--param is locktorture's; --exec runs a program instead")
+    patches: dict[str, list[Path]] = {}
+    for text in args.patch:
+        label, files = build_inputs.parse_patch_option(text)
+        if label in patches:
+            raise LocklabError(f"--patch: label {label!r} given twice")
+        patches[label] = files
+    threads = parse_int_list("threads", args.threads or "1")
+    program = GuestProgram(args.exec, threads, args.metric_regex, args.work, args.timeout)
+    plan = GuestPlan(
+        program, patches, args.source, args.config, debug_list(args.debug), args.repeat,
+        args.seed, args.cpus, args.accel, args.pin_cpus or "",
+    )  # fmt: skip
+    store = Store(Path(args.store))
+    name = args.name or f"{Path(plan.argv[0]).name if plan.argv else 'program'}-in-kernel"
+    status, _ = plan.measure(args, chosen, store, name)
+    return status
+
+
+class GuestPlan:
+    """A program to run inside each of some kernels: checked at once, built and measured by
+    measure() (for `locklab kernel --exec` and kernel campaigns with a [program])."""
+
+    def __init__(
+        self, program: GuestProgram, patches: dict[str, list[Path]], source: Path | None,
+        config: Path | None, debug: list[str], repeat: int, seed: int, cpus: int, accel: str,
+        pin: str,
+    ) -> None:  # fmt: skip
+        if not 1 <= cpus <= qemu.MAX_GUEST_CPUS:
+            raise LocklabError(f"--cpus must be from 1 to {qemu.MAX_GUEST_CPUS} (got {cpus})")
+        if pin:
+            parse_pin_cpus(pin, cpus)
+        try:
+            self.argv = shlex.split(program.command)
+        except ValueError as error:
+            raise LocklabError(f"--exec: {error}") from None
+        validate_axis("nwriters", program.threads)
+        build_inputs.debug_options(debug)
+        self.program, self.patches, self.source, self.config = program, patches, source, config
+        self.debug, self.repeat, self.seed = debug, repeat, seed
+        self.cpus, self.accel, self.pin = cpus, accel, pin
+        check_program(self.spec("check", ""), interposed=False)
+
+    def spec(self, name: str, logs: str) -> ExperimentSpec:
+        program = self.program
+        return ExperimentSpec(
+            name=name, variants=[Variant(label, GUEST_LOCK) for label in self.patches],
+            sweep={"nwriters": program.threads}, repeat=self.repeat, seed=self.seed,
+            source="guest", program=self.argv, program_metric=program.metric_regex or "time",
+            program_work=program.work, program_timeout_s=program.timeout, duration_s=1.0,
+            warmup_s=0.0, guest_cpus=self.cpus, guest_accel=self.accel, guest_pin=self.pin,
+            guest_logs=logs,
+        )  # fmt: skip
+
+    def measure(
+        self, args: argparse.Namespace, chosen: Settings, store: Store, name: str,
+        baseline: str | None = None,
+    ) -> tuple[int, tuple[Experiment, list[Run], Analysis] | None]:  # fmt: skip
+        """Build the kernels (cached), run the program in each, print the table: the exit
+        status, and what the table came from (None when interrupted)."""
+        spec = self.spec(name, str(store.path.parent / "kernel-logs" / name))
+        built = build.build(self.patches, self.source, self.config, self.debug)
+        spec.variants = [
+            Variant(label, GUEST_LOCK, patches=tuple(str(p) for p in self.patches[label]),
+                    plugin=str(built[label].image))
+            for label in self.patches
+        ]  # fmt: skip
+        if baseline:
+            spec.baseline = baseline
+        engine = Engine(find_engine(None))
+        engine.check(spec)
+        experiment = store.create_experiment(spec, host(), provenance.version(),
+                                             provenance.commit())  # fmt: skip
+        hint = f"locklab run --store {store.path} --resume {experiment.id}"
+        status, shown = execute(args, chosen, engine, store, experiment, hint)
+        print(f"console logs: {spec.guest_logs}")
+        return status, None if shown is None else (experiment, *shown)
