@@ -38,7 +38,7 @@ INTERPOSE_VARIANTS := opt tsan
 # Shared objects loaded with --plugin: the documented example and the test suite's locks.
 # Load generators of the real-program workloads (native/workloads/), run by campaigns as the
 # program beside the server they drive (campaigns/memcached.toml).
-WORKLOAD_PROGRAMS := $(BUILD)/opt/memcached-load
+WORKLOAD_PROGRAMS := $(BUILD)/opt/memcached-load $(BUILD)/opt/pi-futex-load $(BUILD)/opt/anon-vma-load
 PLUGIN_SRC := examples/plugin/example_ticket.c $(wildcard tests/plugins/*.c)
 vpath %.c examples/plugin tests/plugins
 
@@ -84,6 +84,15 @@ interpose_of = $(BUILD)/$(1)/liblocklab-interpose.so $(BUILD)/$(1)/interpose-tor
 build: $(BUILD)/opt/locklab-bench $(call plugins_of,opt) $(call interpose_of,opt) $(WORKLOAD_PROGRAMS)
 
 $(BUILD)/opt/memcached-load: native/workloads/memcached_load.c Makefile
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS_opt) -o $@ $<
+
+# The seeds' kernel workloads, run inside booted kernels (locklab kernel --exec).
+$(BUILD)/opt/pi-futex-load: native/workloads/pi_futex_load.c Makefile
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS_opt) -o $@ $<
+
+$(BUILD)/opt/anon-vma-load: native/workloads/anon_vma_load.c Makefile
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS_opt) -o $@ $<
 
