@@ -131,7 +131,7 @@ def test_config_fragment_syntax_is_one_line(tmp_path):
 
 
 def test_config_check_names_the_missing_option():
-    final = build_inputs.parse_fragment("CONFIG_64BIT=y\n")
+    final = build_inputs.parse_fragment("CONFIG_64BIT=y\nCONFIG_SMP=y\nCONFIG_ACPI=y\n")
     with pytest.raises(LocklabError) as error:
         build_inputs.check_config(final, {})
     assert "CONFIG_LOCK_TORTURE_TEST is not set" in one_line(error)

@@ -18,6 +18,9 @@ JAIN_INDEX = ("fairness", "write", "jain_index")
 CPU_MS = ("cpu", "ms_per_1000_acquisitions")
 # A program in a booted kernel: the guest's context switches (/proc/stat ctxt) per operation.
 GUEST_SWITCHES_PER_OP = ("guest", "context_switches_per_op")
+# cyclictest's histogram in a guest program's output (seed 003's latency).
+CYCLICTEST_MAX_US = ("guest", "cyclictest", "max_us")
+CYCLICTEST_P99_US = ("guest", "cyclictest", "p99_us")
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,14 @@ METRICS: dict[str, Metric] = {
         Metric(
             "ctxsw-op", "guest context switches/1k ops", "more switches", "fewer switches",
             False, from_result(*GUEST_SWITCHES_PER_OP, scale=1000.0),
+        ),
+        Metric(
+            "rt-max", "cyclictest max latency us", "longer max latency", "shorter max latency",
+            False, from_result(*CYCLICTEST_MAX_US),
+        ),
+        Metric(
+            "rt-p99", "cyclictest p99 latency us", "longer p99 latency", "shorter p99 latency",
+            False, from_result(*CYCLICTEST_P99_US),
         ),
         Metric(
             "p50", "write wait p50 us", "longer p50 wait", "shorter p50 wait", False,

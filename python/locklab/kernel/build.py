@@ -80,33 +80,51 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def unpack_default_source() -> Path:
-    """Debian's linux-source-6.1, unpacked once (into a temporary folder, then renamed, so an
-    interrupted unpack is never taken for a tree)."""
-    if (DEFAULT_SOURCE / "Makefile").exists():
-        return DEFAULT_SOURCE
-    if not SOURCE_TARBALL.exists():
-        raise LocklabError(f"{SOURCE_TARBALL} is missing: install linux-source-6.1")
-    _progress(f"unpacking {SOURCE_TARBALL} into {DEFAULT_SOURCE}")
-    partial = DEFAULT_SOURCE.with_name(DEFAULT_SOURCE.name + ".partial")
+def debian_source(version: str) -> tuple[Path, Path]:
+    """Debian's linux-source-VERSION: its tarball, and where locklab unpacks it."""
+    return Path(f"/usr/src/linux-source-{version}.tar.xz"), BUILD / f"src-{version}"
+
+
+def unpack_debian_source(version: str = "6.1") -> Path:
+    """Debian's linux-source-VERSION, unpacked once (into a temporary folder, then renamed, so
+    an interrupted unpack is never taken for a tree)."""
+    tarball, tree = debian_source(version)
+    if (tree / "Makefile").exists():
+        return tree
+    if not tarball.exists():
+        raise LocklabError(f"{tarball} is missing: install linux-source-{version}")
+    _progress(f"unpacking {tarball} into {tree}")
+    partial = tree.with_name(tree.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
-    proc = subprocess.run(["tar", "-xJf", str(SOURCE_TARBALL), "-C", str(partial)],
+    proc = subprocess.run(["tar", "-xJf", str(tarball), "-C", str(partial)],
                           capture_output=True, text=True, check=False)  # fmt: skip
     if proc.returncode != 0:
-        raise LocklabError(f"unpacking {SOURCE_TARBALL} failed: {proc.stderr.strip()[:200]}")
-    (top,) = list(partial.iterdir())  # linux-source-6.1/
-    top.rename(DEFAULT_SOURCE)
+        raise LocklabError(f"unpacking {tarball} failed: {proc.stderr.strip()[:200]}")
+    (top,) = list(partial.iterdir())  # linux-source-VERSION/
+    top.rename(tree)
     partial.rmdir()
-    return DEFAULT_SOURCE
+    return tree
+
+
+def unpack_default_source() -> Path:
+    return unpack_debian_source("6.1")
+
+
+def debian_version(source_dir: Path) -> str | None:
+    """The VERSION of a `--source linux-source-VERSION` that names a Debian package, not a
+    folder (a campaign's `source = "linux-source-6.12"`), else None."""
+    match = re.fullmatch(r"linux-source-(\d+\.\d+)", source_dir.name)
+    return match.group(1) if match and not source_dir.is_dir() else None
 
 
 def source_identity(source: Path) -> str:
     """A hash that changes when the tree's content does: the tarball's for the default tree,
     HEAD plus uncommitted changes for a git checkout, else every file's path, size and mtime."""
-    if source == DEFAULT_SOURCE:
-        stat = SOURCE_TARBALL.stat()
-        return _sha256(f"{SOURCE_TARBALL}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    if source.parent == BUILD and source.name.startswith("src-"):  # a Debian tarball's
+        tarball, _ = debian_source(source.name.removeprefix("src-"))
+        stat = tarball.stat()
+        return _sha256(f"{tarball}:{stat.st_size}:{stat.st_mtime_ns}".encode())
     if (source / ".git").exists():
         git = ["git", "-C", str(source)]
         head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, check=False)
@@ -301,10 +319,12 @@ def build(
         if not config_fragment.is_file():
             raise LocklabError(f"config fragment {config_fragment}: no such file")
         options.update(parse_fragment(config_fragment.read_text(), str(config_fragment)))
-    if source_dir is None:
-        source = unpack_default_source()
-        origin = f"{SOURCE_TARBALL} (Debian linux-source-6.1)"
+    version = "6.1" if source_dir is None else debian_version(source_dir)
+    if version is not None:
+        source = unpack_debian_source(version)
+        origin = f"{debian_source(version)[0]} (Debian linux-source-{version})"
     else:
+        assert source_dir is not None
         source = source_dir.resolve()
         if not (source / "Makefile").is_file() or not (source / "kernel" / "locking").is_dir():
             raise LocklabError(f"--source {source_dir}: not a kernel source tree")

@@ -81,6 +81,9 @@ def debug_options(names: list[str]) -> dict[str, str]:
 BASE_OPTIONS: dict[str, str] = {
     "64BIT": "y",  # qemu-system-x86_64 guests; tinyconfig alone would build i386
     "SMP": "y",  # LOCK01..07
+    # QEMU lists the vCPUs in ACPI's MADT; SeaBIOS's MP table names the boot CPU alone, so
+    # without ACPI a guest of any -smp brings up one CPU.
+    "ACPI": "y",
     "NR_CPUS": "256",  # room for the seed's 95 writers on as many vCPUs
     "HOTPLUG_CPU": "y",  # LOCK01..07 (and onoff_interval needs it)
     "PREEMPT": "y",  # LOCK01..07: PREEMPT=y, PREEMPT_NONE/VOLUNTARY=n
@@ -108,8 +111,9 @@ BASE_OPTIONS: dict[str, str] = {
     **PROGRAM_OPTIONS,
 }
 # What a locklab guest cannot do without: a fragment may change anything else.
-NEEDED = ("64BIT", "LOCK_TORTURE_TEST", "RT_MUTEXES", "TTY", "SERIAL_8250", "SERIAL_8250_CONSOLE",
-          "PRINTK", "BLK_DEV_INITRD", "RD_GZIP", "BINFMT_ELF", "BINFMT_SCRIPT")  # fmt: skip
+NEEDED = ("64BIT", "SMP", "ACPI", "LOCK_TORTURE_TEST", "RT_MUTEXES", "TTY", "SERIAL_8250",
+          "SERIAL_8250_CONSOLE", "PRINTK", "BLK_DEV_INITRD", "RD_GZIP", "BINFMT_ELF",
+          "BINFMT_SCRIPT")  # fmt: skip
 _FRAGMENT_LINE = re.compile(r"^(?:CONFIG_(\w+)=(\S.*)|# CONFIG_(\w+) is not set)$")
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from locklab.errors import LocklabError
 from locklab.kernel import qemu
 from locklab.kernel.findings import Finding, findings
-from locklab.kernel.initramfs import BUSYBOX, _busybox_initramfs
+from locklab.kernel.initramfs import BUSYBOX, CPUS_MARKER, _busybox_initramfs
 
 BEGIN = "LOCKLAB-EXEC-BEGIN"
 END = "LOCKLAB-EXEC-END"
@@ -61,6 +61,7 @@ $B cp /command /root/tmp/.locklab-command
 ctxt() {{ while read key value rest; do [ "$key" = ctxt ] && echo "$value"; done < /proc/stat; }}
 c0=$(ctxt)
 read u0 idle < /proc/uptime
+echo "{cpus_marker} $($B nproc)"
 echo "{begin} ctxt=$c0 uptime=$u0"
 PATH={path} HOME=/tmp LC_ALL=C.UTF-8 $B timeout -s KILL {limit} $B chroot /root /bin/sh -c \\
     'cd /tmp && . ./.locklab-command' > /dev/ttyS1 2>&1 < /dev/null
@@ -151,7 +152,7 @@ def run_program(
         raise LocklabError(f"{BUSYBOX} is missing: install busybox-static")
     limit = max(1, math.ceil(timeout_s))
     init = _INIT.format(begin=BEGIN, end=END, mount_failed=MOUNT_FAILED, path=SEARCH_PATH,
-                        limit=limit)  # fmt: skip
+                        limit=limit, cpus_marker=CPUS_MARKER)  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="locklab-guest-", dir=scratch) as folder:
         where = Path(folder)
         initrd = _busybox_initramfs(
@@ -168,6 +169,8 @@ def run_program(
                    limit_s=limit)  # fmt: skip
     if booted.failed:
         run.outcome = booted.outcome
+    elif missing := qemu.missing_cpus(booted.console, cpus):
+        run.outcome = missing
     read_markers(run)
     run.found = findings(run.console)
     return run

@@ -9,6 +9,8 @@ from pathlib import Path
 from locklab.errors import LocklabError
 
 BUSYBOX = Path("/bin/busybox")
+# The init's report of the CPUs the guest brought up (qemu.run_builtin checks it).
+CPUS_MARKER = "LOCKLAB-CPUS"
 
 
 def _cpio_newc(entries: list[tuple[str, int, bytes]]) -> bytes:
@@ -77,6 +79,7 @@ def static_initramfs(path: Path) -> Path:
     init = (
         "#!/bin/busybox sh\n"
         "/bin/busybox mount -t proc proc /proc\n"
+        f'echo "{CPUS_MARKER} $(/bin/busybox nproc)"\n'
         "while :; do /bin/busybox sleep 3600; done\n"
     )
     return _busybox_initramfs(init, [], path, compresslevel=6)

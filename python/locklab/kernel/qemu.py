@@ -21,7 +21,7 @@ from pathlib import Path
 
 from locklab.errors import LocklabError
 from locklab.kernel.findings import is_finding_line
-from locklab.kernel.initramfs import static_initramfs
+from locklab.kernel.initramfs import CPUS_MARKER, static_initramfs
 from locklab.kernel.params import TORTURE_TYPES_6_1
 from locklab.kernel.vcpu_pin import PinnedVcpu, QemuGone, Qmp, pin_vcpus
 from locklab.run.lifetime import die_with_locklab
@@ -178,14 +178,17 @@ def _qemu(
     limit; each of these is a Boot with its outcome, never an exception, and QEMU is killed.
 
     With `pin`, QEMU starts paused with a QMP socket, vCPU i is pinned to host CPU pin[i]
-    (vcpu_pin), and the guest is continued only once every pin is checked; emulation then
-    runs one thread per vCPU (multi-threaded TCG), as KVM does.
+    (vcpu_pin), and the guest is continued only once every pin is checked.
 
     With `guest`, the host's root is shared and the run ends when the guest's init powers
     off (or at a failure, or at `timeout_s`), as a Boot with outcome "poweroff"."""
     memory = str(guest.memory_mb) if guest else "512"
+    # Emulation runs one host thread per vCPU (multi-threaded TCG), so the guest's CPUs run
+    # at the same time, as they do under KVM: round-robin TCG would never let two vCPUs race
+    # (KCSAN's watchpoints, which wait for a racing access, would see none).
     command = [
-        "qemu-system-x86_64", "-accel", accel, "-smp", str(cpus), "-m", memory,
+        "qemu-system-x86_64", "-accel", "tcg,thread=multi" if accel == "tcg" else accel,
+        "-smp", str(cpus), "-m", memory,
         "-kernel", str(image), "-initrd", str(initrd), "-nographic", "-no-reboot",
         "-append", f"console=ttyS0 edd=off panic=-1 loglevel=6 {append}".strip(),
     ]  # fmt: skip
@@ -195,8 +198,6 @@ def _qemu(
         command += guest.qemu_args()
     qmp_dir = Path(tempfile.mkdtemp(prefix="locklab-qmp-")) if pin else None
     if qmp_dir is not None:
-        if accel == "tcg":
-            command[2] = "tcg,thread=multi"
         command += ["-S", "-qmp", f"unix:{qmp_dir / 'qmp.sock'},server=on,wait=off"]
     try:
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -335,8 +336,21 @@ def run_builtin(
     limit = limit_s if limit_s is not None else seconds * 3 + 120
     stall = max(30.0, 4.0 * stat) if stat > 0 else 0.0
     initrd = static_initramfs(BUILD / "static-init.cpio.gz")
-    return boot(image, initrd, cpus, seconds, accel, append=command_line(params), watch=True,
-                limit_s=limit, stall_s=stall, pin=pin)  # fmt: skip
+    booted = boot(image, initrd, cpus, seconds, accel, append=command_line(params), watch=True,
+                  limit_s=limit, stall_s=stall, pin=pin)  # fmt: skip
+    missing = missing_cpus(booted.console, cpus)
+    if missing and not booted.failed:
+        booted.outcome = missing
+    return booted
+
+
+def missing_cpus(console: str, cpus: int) -> str | None:
+    """Why a guest that brought up fewer CPUs than asked is a failed run (its init says how
+    many it has), or None."""
+    found = re.search(rf"{CPUS_MARKER} (\d+)", console)
+    if found and int(found.group(1)) != cpus:
+        return f"the guest brought up {found.group(1)} of {cpus} CPUs"
+    return None
 
 
 def run_on_host(params: dict[str, str], seconds: float, cpus: list[int]) -> str:

@@ -12,7 +12,7 @@ import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from locklab.kernel import findings
+from locklab.kernel import cyclictest, findings
 from locklab.kernel.guest import command_line, run_program
 from locklab.kernel.vcpu_pin import parse_pin_cpus
 from locklab.run.outcome import EXIT_OK, EngineOutcome
@@ -85,6 +85,7 @@ def run_in_guest(spec: ExperimentSpec, config: Configuration, repeat: int) -> En
             "context_switches_per_op": (
                 switches / operations if switches is not None and operations else None
             ),
+            "cyclictest": cyclictest.latency(ran.output),
         },  # fmt: skip
         "kernel_findings": findings.as_records(ran.found),
         "machine": machine,
