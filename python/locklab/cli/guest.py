@@ -89,7 +89,7 @@ def cmd_kernel_exec(args: argparse.Namespace, chosen: Settings) -> int:
         args.seed, args.cpus, args.accel, args.pin_cpus or "",
     )  # fmt: skip
     store = Store(Path(args.store))
-    name = args.name or f"{Path(plan.argv[0]).name if plan.argv else 'program'}-in-kernel"
+    name = args.name or f"{Path(plan.first_word).name}-in-kernel"
     status, _ = plan.measure(args, chosen, store, name)
     return status
 
@@ -108,9 +108,12 @@ class GuestPlan:
         if pin:
             parse_pin_cpus(pin, cpus)
         try:
-            self.argv = shlex.split(program.command)
+            words = shlex.split(program.command)
         except ValueError as error:
             raise LocklabError(f"--exec: {error}") from None
+        if not words:
+            raise LocklabError("--exec: give a command line, like 'pi-futex-load {threads} 1000'")
+        self.first_word = words[0]
         validate_axis("nwriters", program.threads)
         build_inputs.debug_options(debug)
         self.program, self.patches, self.source, self.config = program, patches, source, config
@@ -123,9 +126,10 @@ class GuestPlan:
         return ExperimentSpec(
             name=name, variants=[Variant(label, GUEST_LOCK) for label in self.patches],
             sweep={"nwriters": program.threads}, repeat=self.repeat, seed=self.seed,
-            source="guest", program=self.argv, program_metric=program.metric_regex or "time",
-            program_work=program.work, program_timeout_s=program.timeout, duration_s=1.0,
-            warmup_s=0.0, guest_cpus=self.cpus, guest_accel=self.accel, guest_pin=self.pin,
+            source="guest", program=[program.command],
+            program_metric=program.metric_regex or "time", program_work=program.work,
+            program_timeout_s=program.timeout, duration_s=1.0, warmup_s=0.0,
+            guest_cpus=self.cpus, guest_accel=self.accel, guest_pin=self.pin,
             guest_logs=logs,
         )  # fmt: skip
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 import re
-import shlex
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +40,10 @@ GUEST_MEMORY_MB = 1024
 # locklab's kernels have locktorture built in, started at boot: with no writer it stops at
 # once ("must run at least one locking thread") and leaves the CPUs to the program.
 QUIET_LOCKTORTURE = "locktorture.nwriters_stress=0"
-SEARCH_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# The host's usual path, then build/opt, where locklab's own load generators are.
+SEARCH_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:" + str(
+    Path(__file__).resolve().parents[3] / "build" / "opt"
+)
 
 _INIT = """#!/bin/busybox sh
 B=/bin/busybox
@@ -174,8 +176,3 @@ def run_program(
     read_markers(run)
     run.found = findings(run.console)
     return run
-
-
-def command_line(argv: list[str]) -> str:
-    """A command given as words, as one shell line."""
-    return " ".join(shlex.quote(word) for word in argv)

@@ -8,15 +8,16 @@ kept; the sweep goes on."""
 from __future__ import annotations
 
 import os
+import shlex
 import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from locklab.kernel import cyclictest, findings
-from locklab.kernel.guest import command_line, run_program
+from locklab.kernel.guest import run_program
 from locklab.kernel.vcpu_pin import parse_pin_cpus
 from locklab.run.outcome import EXIT_OK, EngineOutcome
-from locklab.run.program import TAIL_CHARS, argv_for, program_throughput, work_done
+from locklab.run.program import TAIL_CHARS, program_throughput, work_done
 
 if TYPE_CHECKING:
     from locklab.model.spec import Configuration, ExperimentSpec
@@ -40,19 +41,20 @@ def guest_machine(accel: str, fallback: str | None) -> str:
 
 def run_in_guest(spec: ExperimentSpec, config: Configuration, repeat: int) -> EngineOutcome:
     threads = config.axis("nwriters")
-    argv = argv_for(spec, threads)
+    # One shell command line, as given: pipes, & and ; are the guest shell's to run.
+    command = spec.program[0].replace("{threads}", str(threads))
     variant = config.variant
     image = Path(variant.plugin or "")
     pin = parse_pin_cpus(spec.guest_pin, spec.guest_cpus) if spec.guest_pin else None
     logs = consoles_folder(spec)
     logs.mkdir(parents=True, exist_ok=True)
-    ran = run_program(image, command_line(argv), spec.guest_cpus, spec.program_timeout_s,
+    ran = run_program(image, command, spec.guest_cpus, spec.program_timeout_s,
                       spec.guest_accel, pin=pin, scratch=logs)  # fmt: skip
     console = logs / f"{variant.label}-n{threads}-r{repeat + 1}.log"
     console.write_text(ran.console)
     wall_s = ran.wall_s or 0.0
     throughput = None if ran.failed else program_throughput(spec, ran.output, wall_s, threads)
-    name = Path(argv[0]).name
+    name = Path((shlex.split(command) or ["program"])[0]).name
     if ran.failed:
         last = (ran.output.strip().splitlines() or [""])[-1][:160]
         status = "error"
@@ -70,7 +72,7 @@ def run_in_guest(spec: ExperimentSpec, config: Configuration, repeat: int) -> En
         "status": status,
         "error": error,
         "source": "guest",
-        "program": argv,
+        "program": [command],
         "lock": variant.label,
         "throughput_ops_per_s": throughput if status == "ok" else None,
         "window_s": wall_s,
@@ -91,4 +93,4 @@ def run_in_guest(spec: ExperimentSpec, config: Configuration, repeat: int) -> En
         "machine": machine,
     }
     exit_code = EXIT_OK if status == "ok" else 1
-    return EngineOutcome([f"kernel {variant.label}", *argv], exit_code, result, "", wall_s)
+    return EngineOutcome([f"kernel {variant.label}", command], exit_code, result, "", wall_s)
