@@ -42,7 +42,7 @@ WORKLOAD_PROGRAMS := $(BUILD)/opt/memcached-load $(BUILD)/opt/pi-futex-load $(BU
 PLUGIN_SRC := examples/plugin/example_ticket.c $(wildcard tests/plugins/*.c)
 vpath %.c examples/plugin tests/plugins
 
-.PHONY: all build build-all arm64 deps venv demo test test-c test-python lint bench bench-loops clean
+.PHONY: all build build-all arm64 deps venv demo test test-slow test-c test-python lint bench bench-loops clean
 
 all: build
 
@@ -142,6 +142,11 @@ test: deps build-all venv
 	$(VENV)/bin/ruff check python tests bench
 	$(VENV)/bin/ruff format --check python tests bench
 	$(VENV)/bin/python -m pytest -q tests
+
+# What CI cannot afford: Linux 6.12 built with PREEMPT_RT and booted (seed 003).
+test-slow: deps build-all venv
+	scripts/install-deps.sh --slow
+	$(VENV)/bin/python -m pytest -q -m slow tests
 
 # P1's bare loops (bench/engine_overhead.py): each lock's own source in a loop of nothing else
 # (inline_), the same with the engine's checks (checked_) or with one read of the section's line

@@ -22,12 +22,16 @@
 #                     generator (build/opt/memcached-load --spawn) starts its own instance on a
 #                     free loopback port; the package's system service is not used, so when this
 #                     script installs the package on a systemd machine it stops and disables it
+#   rt-tests          cyclictest and hackbench, run inside the seed-003 kernels
+#   --slow: linux-source-6.12   `make test-slow` and campaigns/seed-003-kernel.toml: Linux 6.12,
+#                     the first with PREEMPT_RT in mainline (a 150 MB package CI does not need)
 set -euo pipefail
 
 packages=(gcc make libc6-dev libck-dev python3-venv chromium chromium-driver
     qemu-system-x86 busybox-static linux-source-6.1 linux-headers-amd64
     gcc-aarch64-linux-gnu libc6-dev-arm64-cross binutils-aarch64-linux-gnu qemu-user-static
-    ccache flex bison bc libelf-dev xz-utils patch kyotocabinet-utils memcached)
+    ccache flex bison bc libelf-dev xz-utils patch kyotocabinet-utils memcached rt-tests)
+[[ "${1:-}" == --slow ]] && packages+=(linux-source-6.12)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \

@@ -253,3 +253,23 @@ def test_cyclictest_histogram_gives_max_and_p99_over_every_thread():
     # 198 bucketed samples + 1 overflow: the 99th percentile is the 198th, in bucket 3.
     assert figures == {"max_us": 7.0, "p99_us": 3.0, "samples": 199.0}
     assert cyclictest.latency("no histogram here\n") is None
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)
+def test_seed_003_builds_preempt_rt_6_12_and_measures_latency_and_throughput(tmp_path):
+    """`make test-slow`: Linux 6.12 with PREEMPT_RT, stock and never spinning, under cyclictest
+    and hackbench (about 5 minutes to build on 2 cores, 1.5 minutes to run)."""
+    boot_tools()
+    missing = [tool for tool in ("cyclictest", "hackbench") if shutil.which(tool) is None]
+    if missing or not kernel_build.debian_source("6.12")[0].exists():
+        pytest.skip("seed 003 needs rt-tests and linux-source-6.12 (scripts/install-deps.sh)")
+    proc = locklab(tmp_path, "campaign", str(ROOT / "campaigns" / "seed-003-kernel.toml"),
+                   "--repeat", "2", timeout=2300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # One table: throughput, context switches and latency, against the kernel that never spins.
+    for header in ("throughput adaptive (ops/s)", "ctxsw-op adaptive (guest context switches",
+                   "rt-p99 adaptive (cyclictest p99 latency us)",
+                   "rt-max adaptive (cyclictest max latency us)"):  # fmt: skip
+        assert header in proc.stdout, proc.stdout[-3000:]
+    assert "Linux 6.12" in proc.stdout and "qemu-" in proc.stdout

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from locklab import provenance
-from locklab.analysis.cells import Settings
+from locklab.analysis.cells import Settings, analyse_experiment
 from locklab.analysis.model import Analysis
+from locklab.analysis.places import combine
 from locklab.cli.common import host, number
 from locklab.cli.measure import execute
 from locklab.errors import LocklabError
@@ -19,6 +21,7 @@ from locklab.kernel.campaign import GuestProgram
 from locklab.kernel.vcpu_pin import parse_pin_cpus
 from locklab.model.spec import ExperimentSpec, Variant, default
 from locklab.model.values import parse_int_list, validate_axis
+from locklab.output import listing
 from locklab.run.engine import Engine, find_engine
 from locklab.run.guest_program import GUEST_LOCK
 from locklab.run.program import check_program
@@ -136,9 +139,9 @@ class GuestPlan:
     def measure(
         self, args: argparse.Namespace, chosen: Settings, store: Store, name: str,
         baseline: str | None = None,
-    ) -> tuple[int, tuple[Experiment, list[Run], Analysis] | None]:  # fmt: skip
-        """Build the kernels (cached), run the program in each, print the table: the exit
-        status, and what the table came from (None when interrupted)."""
+    ) -> tuple[int, GuestTables | None]:  # fmt: skip
+        """Build the kernels (cached), run the program in each, print one table of its
+        figures (guest_tables): the exit status, and the tables (None when interrupted)."""
         spec = self.spec(name, str(store.path.parent / "kernel-logs" / name))
         built = build.build(self.patches, self.source, self.config, self.debug)
         spec.variants = [
@@ -153,6 +156,35 @@ class GuestPlan:
         experiment = store.create_experiment(spec, host(), provenance.version(),
                                              provenance.commit())  # fmt: skip
         hint = f"locklab run --store {store.path} --resume {experiment.id}"
-        status, shown = execute(args, chosen, engine, store, experiment, hint)
+        status, shown = execute(args, chosen, engine, store, experiment, hint, print_table=False)
+        if shown is None:
+            return status, None
+        tables = guest_tables(experiment, shown[0], chosen)
+        listing.print_analysis(tables.combined, args.plain)
         print(f"console logs: {spec.guest_logs}")
-        return status, None if shown is None else (experiment, *shown)
+        return status, tables
+
+
+@dataclass
+class GuestTables:
+    """A program's runs in kernels: one analysis per figure, and all of them in one table."""
+
+    experiment: Experiment
+    runs: list[Run]
+    analyses: list[Analysis]
+    combined: Analysis
+
+
+def guest_tables(experiment: Experiment, runs: list[Run], chosen: Settings) -> GuestTables:
+    """Throughput (or the metric asked for) and the guest's context switches per operation,
+    and cyclictest's p99 and max latency when the program printed its histogram, side by side
+    in one table (seeds 001 and 003 read them together), each column group in its unit."""
+    latency = any((r.result or {}).get("guest", {}).get("cyclictest") for r in runs)
+    metrics = [chosen.metric, "ctxsw-op", *(("rt-p99", "rt-max") if latency else ())]
+    metrics = list(dict.fromkeys(metrics))
+    analyses = [analyse_experiment(experiment, runs, replace(chosen, metric=m)) for m in metrics]
+    combined = combine(list(zip(metrics, analyses, strict=True)))
+    combined.title = analyses[0].title  # one experiment: its lines once, not per figure
+    combined.baseline_name = analyses[0].baseline_name
+    combined.footer = analyses[0].footer  # the checkers' findings
+    return GuestTables(experiment, runs, analyses, combined)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 from locklab import provenance
@@ -302,6 +301,7 @@ def _kernel_campaign(args: argparse.Namespace, chosen: Settings, campaign: Kerne
         return 0
     store = Store(Path(args.store))
     shown: list[tuple[Experiment, list[Run], Analysis]] = []
+    combined: Analysis | None = None
     status = 0
     if campaign.locktorture:
         plan.build()
@@ -314,18 +314,11 @@ def _kernel_campaign(args: argparse.Namespace, chosen: Settings, campaign: Kerne
         status = plan.failures()
     if guest is not None:
         name = f"{campaign.name}-program" if campaign.locktorture else campaign.name
-        program_status, measured = guest.measure(args, chosen, store, name, campaign.baseline)
+        program_status, tables = guest.measure(args, chosen, store, name, campaign.baseline)
         status = max(status, program_status)
-        if measured is not None:
-            experiment, runs, analysis = measured
-            shown.append(measured)
-            # Seeds 001 and 003 read context switches beside throughput, and seed 003
-            # cyclictest's latency when the program printed its histogram.
-            latency = any((r.result or {}).get("guest", {}).get("cyclictest") for r in runs)
-            for metric in ("ctxsw-op", *(("rt-p99", "rt-max") if latency else ())):
-                table = analyse_experiment(experiment, runs, replace(chosen, metric=metric))
-                listing.print_analysis(table, args.plain)
-                shown.append((experiment, runs, table))
+        if tables is not None:
+            shown += [(tables.experiment, tables.runs, a) for a in tables.analyses]
+            combined = tables.combined
     page = args.report or store.path.parent / f"{file_stem(campaign.name)}.html"
-    figures.write_report(shown, chosen, page)
+    figures.write_report(shown, chosen, page, combined)
     return status

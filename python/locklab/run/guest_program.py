@@ -66,7 +66,7 @@ def run_in_guest(spec: ExperimentSpec, config: Configuration, repeat: int) -> En
     switches = ran.context_switches
     operations = work_done(spec, throughput, wall_s, threads)
     machine = {"hostname": socket.gethostname(), "arch": os.uname().machine,
-               "cpus_online": spec.guest_cpus, "kernel": variant.label,
+               "cpus_online": spec.guest_cpus,
                "source": guest_machine(ran.accel, ran.fallback)}  # fmt: skip
     result = {
         "status": status,
