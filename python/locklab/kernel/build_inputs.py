@@ -106,8 +106,11 @@ BASE_OPTIONS: dict[str, str] = {
     "PROC_FS": "y",
     # The seed measured distribution kernels, built for speed; tinyconfig builds for size.
     "CC_OPTIMIZE_FOR_PERFORMANCE": "y",
-    # Reports name functions, not addresses (KCSAN's "data-race in A / B", lockdep, oopses).
+    # Reports name functions, not addresses (KCSAN's "data-race in A / B", lockdep, oopses),
+    # and their call chains are the real ones: tinyconfig's guess unwinder lists every text
+    # address left on the stack.
     "KALLSYMS": "y",
+    "UNWINDER_ORC": "y",
     **PROGRAM_OPTIONS,
 }
 # What a locklab guest cannot do without: a fragment may change anything else.
