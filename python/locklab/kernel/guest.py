@@ -40,10 +40,10 @@ GUEST_MEMORY_MB = 1024
 # locklab's kernels have locktorture built in, started at boot: with no writer it stops at
 # once ("must run at least one locking thread") and leaves the CPUs to the program.
 QUIET_LOCKTORTURE = "locktorture.nwriters_stress=0"
-# The host's usual path, then build/opt, where locklab's own load generators are.
-SEARCH_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:" + str(
-    Path(__file__).resolve().parents[3] / "build" / "opt"
-)
+# locklab's own load generators (build/opt), shared apart and mounted at /run/locklab: the
+# repository may sit under /tmp or /run, which the guest mounts afresh.
+TOOLS = Path(__file__).resolve().parents[3] / "build" / "opt"
+SEARCH_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/run/locklab"
 
 _INIT = """#!/bin/busybox sh
 B=/bin/busybox
@@ -59,6 +59,8 @@ $B mount -t sysfs sys /root/sys
 $B mount -t devtmpfs dev /root/dev
 $B mount -t tmpfs tmp /root/tmp
 $B mount -t tmpfs run /root/run
+$B mkdir /root/run/locklab
+$B mount -t 9p -o trans=virtio,version=9p2000.L,ro locklabtools /root/run/locklab 2>/dev/null
 $B cp /command /root/tmp/.locklab-command
 ctxt() {{ while read key value rest; do [ "$key" = ctxt ] && echo "$value"; done < /proc/stat; }}
 c0=$(ctxt)
@@ -164,7 +166,7 @@ def run_program(
         booted = qemu.boot(
             image, initrd, cpus, timeout_s, accel, append=QUIET_LOCKTORTURE, watch=True,
             limit_s=timeout_s + BOOT_ALLOWANCE_S, pin=pin,
-            guest=qemu.GuestShare(root="/", output=output, memory_mb=GUEST_MEMORY_MB),
+            guest=qemu.GuestShare("/", output, GUEST_MEMORY_MB, TOOLS),
         )  # fmt: skip
         text = output.read_bytes().decode(errors="replace") if output.exists() else ""
     run = GuestRun(booted.console, text.replace("\r\n", "\n"), booted.accel, booted.fallback,

@@ -48,13 +48,18 @@ class GuestShare:
     root: str
     output: Path
     memory_mb: int = 1024
+    tools: Path | None = None  # shared too, as `locklabtools` (the guest's /run is its own)
 
     def qemu_args(self) -> list[str]:
-        return [
-            "-virtfs", f"local,path={self.root},mount_tag=hostroot,security_model=none,"
-            "readonly=on,multidevs=remap",
-            "-serial", "mon:stdio", "-serial", f"file:{self.output}",
+        shares = [("hostroot", self.root)]
+        if self.tools is not None and self.tools.is_dir():
+            shares.append(("locklabtools", str(self.tools)))
+        args = [
+            arg for tag, path in shares for arg in (
+                "-virtfs", f"local,path={path},mount_tag={tag},security_model=none,"
+                "readonly=on,multidevs=remap")
         ]  # fmt: skip
+        return [*args, "-serial", "mon:stdio", "-serial", f"file:{self.output}"]
 
 
 @dataclass
