@@ -88,11 +88,11 @@ $(BUILD)/opt/memcached-load: native/workloads/memcached_load.c Makefile
 	$(CC) $(BASE_CFLAGS) $(CFLAGS_opt) -o $@ $<
 
 # The seeds' kernel workloads, run inside booted kernels (locklab kernel --exec).
-$(BUILD)/opt/pi-futex-load: native/workloads/pi_futex_load.c Makefile
+$(BUILD)/opt/pi-futex-load: native/workloads/pi_futex_load.c native/workloads/load_args.h Makefile
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS_opt) -o $@ $<
 
-$(BUILD)/opt/anon-vma-load: native/workloads/anon_vma_load.c Makefile
+$(BUILD)/opt/anon-vma-load: native/workloads/anon_vma_load.c native/workloads/load_args.h Makefile
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS_opt) -o $@ $<
 

@@ -18,6 +18,8 @@
  * Prints "ops/s: X" (forks over the wall time) and "ok"; a child that fails, or any error,
  * is one line "anon-vma-load: error: ..." and exit status 1 (usage: 2).
  */
+#define LOAD_NAME "anon-vma-load"
+#include "load_args.h"
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -38,25 +40,6 @@ static unsigned long pages_per_thread = 16;
 static size_t page_size;
 static unsigned char *mapping;
 static int pageout_unsupported; /* EINVAL once: a kernel without MADV_PAGEOUT */
-
-static void fail(const char *what, int error)
-{
-	fprintf(stderr, "anon-vma-load: error: %s: %s\n", what, strerror(error));
-	exit(1);
-}
-
-static unsigned long parse_count(const char *text, const char *name, unsigned long max)
-{
-	char *end;
-	errno = 0;
-	unsigned long value = strtoul(text, &end, 10);
-	if (errno || *end || end == text || value < 1 || value > max) {
-		fprintf(stderr, "anon-vma-load: error: %s must be from 1 to %lu (got '%s')\n", name,
-			max, text);
-		exit(2);
-	}
-	return value;
-}
 
 static void touch(unsigned char *pages, unsigned char value)
 {

@@ -14,6 +14,8 @@
  * acquisitions over the wall time) and "ok"; a lost update, or any error, is one line
  * "pi-futex-load: error: ..." and exit status 1 (usage: 2).
  */
+#define LOAD_NAME "pi-futex-load"
+#include "load_args.h"
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -27,25 +29,6 @@ static pthread_mutex_t pi_mutex;
 static unsigned long long shared_counter;
 static unsigned long ops_per_thread;
 static unsigned long hold_iterations = 100;
-
-static void fail(const char *what, int error)
-{
-	fprintf(stderr, "pi-futex-load: error: %s: %s\n", what, strerror(error));
-	exit(1);
-}
-
-static unsigned long parse_count(const char *text, const char *name, unsigned long max)
-{
-	char *end;
-	errno = 0;
-	unsigned long value = strtoul(text, &end, 10);
-	if (errno || *end || end == text || value < 1 || value > max) {
-		fprintf(stderr, "pi-futex-load: error: %s must be from 1 to %lu (got '%s')\n", name,
-			max, text);
-		exit(2);
-	}
-	return value;
-}
 
 static void *contend(void *unused)
 {
