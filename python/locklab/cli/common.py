@@ -17,7 +17,7 @@ from locklab.analysis.stats import TESTS
 from locklab.errors import LocklabError
 from locklab.kernel.build import ROOT
 from locklab.kernel.from_source import BUILDS, build_source_locks, is_source_lock
-from locklab.model.spec import ExperimentSpec
+from locklab.model.spec import ExperimentSpec, default
 from locklab.run.engine import Engine, find_engine
 
 DEFAULT_STORE = "locklab-results"
@@ -204,6 +204,34 @@ def patch_option(parser: argparse._ActionsContainer, help_text: str) -> None:
     """--patch LABEL=FILE[,FILE...], repeatable: one kernel (or kernel: lock) per label."""
     parser.add_argument(
         "--patch", action="append", default=[], metavar="LABEL=FILE[,FILE...]", help=help_text
+    )
+
+
+def program_figure_options(
+    parser: argparse._ActionsContainer, prefix: str = "", timeout_note: str = ""
+) -> None:
+    """How a program's run is read and bounded (locklab exec, locklab kernel --exec):
+    --metric-regex or --work, and --timeout. `prefix` starts each help text (the option it
+    goes with); `timeout_note` ends --timeout's."""
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument(
+        "--metric-regex",
+        metavar="RE",
+        help=f"{prefix}throughput = the number the last match's first group captures (a rate)",
+    )
+    how.add_argument(
+        "--work",
+        default=default(ExperimentSpec, "program_work"),
+        help=f"{prefix}throughput = this much work (a product like '{{threads}}*400000') over "
+        "the program's wall time (the default: runs per second)",
+    )
+    timeout = default(ExperimentSpec, "program_timeout_s")
+    parser.add_argument(
+        "--timeout",
+        type=number,
+        default=timeout,
+        help=f"{prefix}seconds a run may take before it is killed (default {timeout})"
+        + timeout_note,
     )
 
 

@@ -12,7 +12,7 @@ from locklab.cli.common import (
     chosen_engine,
     engine_option,
     host,
-    number,
+    program_figure_options,
     repeat_count,
     settings,
     source_options,
@@ -51,24 +51,7 @@ def register(commands: Commands) -> None:
     run.add_argument("--threads", help="values of {threads} in the program's arguments: 1,2,4")
     run.add_argument("--repeat", type=repeat_count, default=_spec("repeat"), help="runs per cell")
     run.add_argument("--seed", type=int, default=_spec("seed"), help="seed of the run order")
-    how = run.add_mutually_exclusive_group()
-    how.add_argument(
-        "--metric-regex",
-        metavar="RE",
-        help="throughput = the number the last match's first group captures (a rate)",
-    )
-    how.add_argument(
-        "--work",
-        default=_spec("program_work"),
-        help="throughput = this much work (a product like '{threads}*400000') over the "
-        "program's wall time (the default: runs per second)",
-    )
-    run.add_argument(
-        "--timeout",
-        type=number,
-        default=_spec("program_timeout_s"),
-        help=f"seconds a run may take before it is killed (default {_spec('program_timeout_s')})",
-    )
+    program_figure_options(run)
     run.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
     run.set_defaults(handler=cmd_exec)
 

@@ -13,11 +13,12 @@ from locklab import provenance
 from locklab.analysis.cells import Settings, analyse_experiment
 from locklab.analysis.model import Analysis
 from locklab.analysis.places import combine
-from locklab.cli.common import host, number
+from locklab.cli.common import host, program_figure_options
 from locklab.cli.measure import execute
 from locklab.errors import LocklabError
 from locklab.kernel import build, build_inputs, qemu
 from locklab.kernel.campaign import GuestProgram
+from locklab.kernel.guest import BOOT_ALLOWANCE_S
 from locklab.kernel.vcpu_pin import parse_pin_cpus
 from locklab.model.spec import ExperimentSpec, Variant, default
 from locklab.model.values import parse_int_list, validate_axis
@@ -40,29 +41,8 @@ def guest_program_options(parser: argparse.ArgumentParser) -> None:
         "instead of locktorture; {threads} in ARGS takes each --threads value",
     )  # fmt: skip
     group.add_argument("--threads", help="--exec: values of {threads}, like 1,2,4 (the rows)")
-    how = group.add_mutually_exclusive_group()
-    how.add_argument(
-        "--metric-regex",
-        metavar="RE",
-        help="--exec: throughput = the number the last match's first group captures",
-    )
-    how.add_argument(
-        "--work", default=_spec("program_work"),
-        help="--exec: throughput = this much work (like '{threads}*1000') over the program's "
-        "wall time in the guest (default: runs per second)",
-    )  # fmt: skip
-    group.add_argument(
-        "--timeout", type=number, default=_spec("program_timeout_s"),
-        help=f"--exec: seconds the program may take (default {_spec('program_timeout_s')}), "
-        f"plus {qemu_boot_allowance():.0f} s for the guest to boot",
-    )  # fmt: skip
+    program_figure_options(group, "--exec: ", f", plus {BOOT_ALLOWANCE_S:.0f} s to boot")
     group.add_argument("--seed", type=int, default=_spec("seed"), help="seed of the run order")
-
-
-def qemu_boot_allowance() -> float:
-    from locklab.kernel.guest import BOOT_ALLOWANCE_S
-
-    return BOOT_ALLOWANCE_S
 
 
 def debug_list(text: str) -> list[str]:
@@ -79,12 +59,7 @@ def cmd_kernel_exec(args: argparse.Namespace, chosen: Settings) -> int:
         raise LocklabError("--exec runs in kernels built here (--patch), not --kernel or --host")
     if args.param:
         raise LocklabError("--param is locktorture's; --exec runs a program instead")
-    patches: dict[str, list[Path]] = {}
-    for text in args.patch:
-        label, files = build_inputs.parse_patch_option(text)
-        if label in patches:
-            raise LocklabError(f"--patch: label {label!r} given twice")
-        patches[label] = files
+    patches = build_inputs.parse_patch_options(args.patch)
     threads = parse_int_list("threads", args.threads or "1")
     program = GuestProgram(args.exec, threads, args.metric_regex, args.work, args.timeout)
     plan = GuestPlan(
@@ -118,7 +93,6 @@ class GuestPlan:
             raise LocklabError("--exec: give a command line, like 'pi-futex-load {threads} 1000'")
         self.first_word = words[0]
         validate_axis("nwriters", program.threads)
-        build_inputs.debug_options(debug)
         self.program, self.patches, self.source, self.config = program, patches, source, config
         self.debug, self.repeat, self.seed = debug, repeat, seed
         self.cpus, self.accel, self.pin = cpus, accel, pin

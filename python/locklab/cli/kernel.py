@@ -196,12 +196,7 @@ def cmd_kernel(args: argparse.Namespace) -> int:
 def cmd_kernel_build(args: argparse.Namespace) -> int:
     from locklab.kernel import build, build_inputs
 
-    patches: dict[str, list[Path]] = {}
-    for text in args.patch or ["stock"]:
-        label, files = build_inputs.parse_patch_option(text)
-        if label in patches:
-            raise LocklabError(f"--patch: label {label!r} given twice")
-        patches[label] = files
+    patches = build_inputs.parse_patch_options(args.patch or ["stock"])
     built_kernels = build.build(patches, args.source, args.config, debug_list(args.debug))
     for label, built in built_kernels.items():
         how = "cached" if built.cached else f"built in {built.seconds:.0f} s"

@@ -207,6 +207,18 @@ def check_patches(tree: Path, patches: list[Path]) -> None:
             raise LocklabError(patch_failure(patch, proc.stdout + proc.stderr))
 
 
+def parse_patch_options(texts: list[str]) -> dict[str, list[Path]]:
+    """Repeated --patch options: each label's patch files, in order; a label given twice is
+    one line."""
+    patches: dict[str, list[Path]] = {}
+    for text in texts:
+        label, files = parse_patch_option(text)
+        if label in patches:
+            raise LocklabError(f"--patch: label {label!r} given twice")
+        patches[label] = files
+    return patches
+
+
 def parse_patch_option(text: str) -> tuple[str, list[Path]]:
     """`LABEL=FILE[,FILE...]` or `LABEL` (the stock kernel)."""
     label, equals, files = text.partition("=")

@@ -31,7 +31,7 @@ from locklab.kernel.build import (
 from locklab.kernel.build_inputs import (
     apply_patch,
     check_patches,
-    parse_patch_option,
+    parse_patch_options,
     patch_failure,
     patched_files,
 )
@@ -249,12 +249,7 @@ def build_source_locks(
     labelled "stock"), in `build`; every name and patch checked before anything is built."""
     for name in names:
         check_name(name)
-    patches: dict[str, list[Path]] = {}
-    for text in patch_texts or ["stock"]:
-        label, files = parse_patch_option(text)
-        if label in patches:
-            raise LocklabError(f"--patch: label {label!r} given twice")
-        patches[label] = files
+    patches = parse_patch_options(patch_texts or ["stock"])
     return {
         name: [build_source_lock(name, label, files, build, engine, source_dir)
                for label, files in patches.items()]

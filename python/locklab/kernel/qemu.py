@@ -292,6 +292,15 @@ def _follow(
     return Boot(text, accel)
 
 
+def accelerator_line(accels: set[str], fallbacks: set[str]) -> str:
+    """What ran the guests, as machine lines say it: emulation is said so, with why KVM was
+    left when it was tried."""
+    if accels == {"kvm"}:
+        return "qemu-kvm"
+    why = f"; KVM fell back: {'; '.join(sorted(fallbacks))}" if fallbacks else ""
+    return f"qemu-tcg (emulated: timing not representative{why})"
+
+
 def kvm_device_usable() -> bool:
     return os.access("/dev/kvm", os.R_OK | os.W_OK)
 

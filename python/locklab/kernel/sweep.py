@@ -130,12 +130,7 @@ class LocktortureSweep:
         from locklab.kernel import build, build_inputs, params
 
         extra = params.check(dict(_name_value(text) for text in param_options))
-        patches: dict[str, list[Path]] = {}
-        for text in patch_options:
-            label, files = build_inputs.parse_patch_option(text)
-            if label in patches:
-                raise LocklabError(f"--patch: label {label!r} given twice")
-            patches[label] = files
+        patches = build_inputs.parse_patch_options(patch_options)
         pins = self.vcpu_pins()
         built = build.build(patches, source, config, debug)
         self.provenance = {label: b.provenance() for label, b in built.items()}
@@ -165,13 +160,8 @@ class LocktortureSweep:
     def qemu_machine(self) -> str:
         """The machine line of QEMU runs: emulation is said so, with why KVM was left, and
         whether the vCPUs were pinned (to which CPUs, checked in /proc)."""
-        pinning = pinning_line(self.pinned)
-        if self.accels == {"kvm"}:
-            return f"qemu-kvm; {pinning}"
-        line = "qemu-tcg (emulated: timing not representative"
-        if self.fallbacks:
-            line += "; KVM fell back: " + "; ".join(sorted(self.fallbacks))
-        return f"{line}); {pinning}"
+        accelerator = qemu.accelerator_line(self.accels, self.fallbacks)
+        return f"{accelerator}; {pinning_line(self.pinned)}"
 
     def run(
         self, store: Store, name: str, targets: list[Target], machine: Callable[[], str]

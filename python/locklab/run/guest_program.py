@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from locklab.kernel import cyclictest, findings
 from locklab.kernel.guest import run_program
+from locklab.kernel.qemu import accelerator_line
 from locklab.kernel.vcpu_pin import parse_pin_cpus
 from locklab.run.outcome import EXIT_OK, EngineOutcome
 from locklab.run.program import TAIL_CHARS, program_throughput, work_done
@@ -24,19 +25,6 @@ if TYPE_CHECKING:
 
 # A guest kernel's variants name this instead of a lock; their plugin is the kernel image.
 GUEST_LOCK = "kernel"
-EMULATED = "emulated: timing not representative"
-
-
-def consoles_folder(spec: ExperimentSpec) -> Path:
-    return Path(spec.guest_logs)
-
-
-def guest_machine(accel: str, fallback: str | None) -> str:
-    """What ran the guests, as the machine line says it."""
-    if accel == "kvm":
-        return "qemu-kvm"
-    why = f"; KVM fell back: {fallback}" if fallback else ""
-    return f"qemu-tcg ({EMULATED}{why})"
 
 
 def run_in_guest(spec: ExperimentSpec, config: Configuration, repeat: int) -> EngineOutcome:
@@ -46,7 +34,7 @@ def run_in_guest(spec: ExperimentSpec, config: Configuration, repeat: int) -> En
     variant = config.variant
     image = Path(variant.plugin or "")
     pin = parse_pin_cpus(spec.guest_pin, spec.guest_cpus) if spec.guest_pin else None
-    logs = consoles_folder(spec)
+    logs = Path(spec.guest_logs)
     logs.mkdir(parents=True, exist_ok=True)
     ran = run_program(image, command, spec.guest_cpus, spec.program_timeout_s,
                       spec.guest_accel, pin=pin, scratch=logs)  # fmt: skip
@@ -67,7 +55,8 @@ def run_in_guest(spec: ExperimentSpec, config: Configuration, repeat: int) -> En
     operations = work_done(spec, throughput, wall_s, threads)
     machine = {"hostname": socket.gethostname(), "arch": os.uname().machine,
                "cpus_online": spec.guest_cpus,
-               "source": guest_machine(ran.accel, ran.fallback)}  # fmt: skip
+               "source": accelerator_line({ran.accel},
+                                          {ran.fallback} if ran.fallback else set())}  # fmt: skip
     result = {
         "status": status,
         "error": error,
