@@ -96,27 +96,21 @@ def experiment_line(experiment: Experiment) -> str:
             f'experiment #{experiment.id} "{experiment.name}": kernel locktorture logs, '
             f"up to {spec.repeat} runs per cell, throughput after the dropped warm-up reports"
         )
-    if spec.source == "guest":
-        how = (
-            f"({spec.program_work} work) / wall time in the guest"
-            if spec.program_metric == "time"
-            else f"its output /{spec.program_metric}/"
-        )
-        return (
-            f'experiment #{experiment.id} "{experiment.name}": {" ".join(spec.program)} inside '
-            f"each kernel (QEMU, {spec.guest_cpus} vCPUs, the host's root over 9p), "
-            f"{spec.repeat} runs per cell, throughput from {how}; nwriters = {{threads}}"
-        )
-    if spec.source == "program":
+    if spec.source in ("guest", "program"):
         how = (
             f"({spec.program_work} work) / wall time"
+            + (" in the guest" if spec.source == "guest" else "")
             if spec.program_metric == "time"
             else f"its output /{spec.program_metric}/"
         )
+        where = (
+            f"inside each kernel (QEMU, {spec.guest_cpus} vCPUs, the host's root over 9p)"
+            if spec.source == "guest"
+            else "under each lock (LD_PRELOAD)"
+        )
         return (
-            f'experiment #{experiment.id} "{experiment.name}": {" ".join(spec.program)} under '
-            f"each lock (LD_PRELOAD), {spec.repeat} runs per cell, throughput from {how}; "
-            "nwriters = {threads}"
+            f'experiment #{experiment.id} "{experiment.name}": {" ".join(spec.program)} {where}, '
+            f"{spec.repeat} runs per cell, throughput from {how}; nwriters = {{threads}}"
         )
     return (
         f'experiment #{experiment.id} "{experiment.name}": {_repeats(spec)} runs per cell, '
@@ -175,12 +169,14 @@ def finding_lines(spec: ExperimentSpec, runs: list[Run]) -> list[str]:
     table: "k0: 3 KCSAN data-race: a vs b (in 2 of 5 runs)". Only for runs that kept them."""
     lines: list[str] = []
     for variant in spec.variants:
-        mine = [r for r in runs if r.config_key.label == variant.label and r.result]
-        kept = [r for r in mine if "kernel_findings" in (r.result or {})]
-        found = [(r, from_records((r.result or {})["kernel_findings"])) for r in kept]
-        with_any = [f for _, f in found if f]
+        kept = [
+            from_records(r.result["kernel_findings"])
+            for r in runs
+            if r.config_key.label == variant.label and "kernel_findings" in (r.result or {})
+        ]
+        with_any = [found for found in kept if found]
         if with_any:
-            every = [finding for f in with_any for finding in f]
+            every = [finding for found in with_any for finding in found]
             lines.append(f"{variant.label}: {summary(every)} (in {len(with_any)} of "
                          f"{len(kept)} runs)")  # fmt: skip
     return ["Kernel checkers' findings:", *lines] if lines else []

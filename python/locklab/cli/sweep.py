@@ -290,7 +290,7 @@ def _kernel_campaign(args: argparse.Namespace, chosen: Settings, campaign: Kerne
         program = campaign.program
         guest = GuestPlan(
             program, campaign.kernels, campaign.source, campaign.config, campaign.debug,
-            args.repeat or program.repeat or campaign.repeat, getattr(args, "seed", 0),
+            args.repeat or program.repeat or campaign.repeat, _spec("seed"),
             campaign.cpus, campaign.accel, campaign.pin_cpus,
         )  # fmt: skip
     if args.dry_run:
