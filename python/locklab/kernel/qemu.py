@@ -91,7 +91,6 @@ CONSOLE_FAILURES = (
 )
 END_OF_TEST = "End of test: SUCCESS"
 POWER_DOWN = "reboot: Power down"  # kernel_power_off(); a guest without ACPI then halts
-HALTED = "reboot: System halted"  # kernel_halt(): busybox's poweroff -f, without ACPI
 
 
 def console_verdict(console: str) -> str | None:
@@ -215,6 +214,9 @@ def _qemu(
         pinned = _pin_paused(proc, qmp_dir / "qmp.sock", pin) if qmp_dir and pin else []
         booted = _follow(proc, image, accel, timeout_s, watch, stall_s, guest is not None)
         booted.pinned = pinned
+        missing = missing_cpus(booted.console, cpus)
+        if missing and not booted.failed:
+            booted.outcome = missing
         return booted
     finally:
         if proc.poll() is None:
@@ -267,7 +269,7 @@ def _follow(
             # A moment for the lines after the verdict (the oops' trace, the last stats).
             if verdict is not None and (now - verdict_at > 3.0 or POWER_DOWN in text):
                 return Boot(text, accel, outcome=verdict)
-            if until_power_down and (POWER_DOWN in text or HALTED in text):
+            if until_power_down and POWER_DOWN in text:
                 return Boot(text, accel, outcome="poweroff")
             if stall_s and now - last_output > stall_s:
                 outcome = f"hang: no console output for {stall_s:.0f} s"
@@ -285,7 +287,7 @@ def _follow(
         return Boot(text, accel, f"QEMU exited with status {proc.returncode} under KVM ({last})")
     if watch:
         verdict = console_verdict(text)
-        if until_power_down and verdict is None and (POWER_DOWN in text or HALTED in text):
+        if until_power_down and verdict is None and POWER_DOWN in text:
             return Boot(text, accel, outcome="poweroff")
         exited = f"QEMU exited ({proc.returncode}) before the end of test"
         return Boot(text, accel, outcome=verdict or exited)
@@ -350,17 +352,13 @@ def run_builtin(
     limit = limit_s if limit_s is not None else seconds * 3 + 120
     stall = max(30.0, 4.0 * stat) if stat > 0 else 0.0
     initrd = static_initramfs(BUILD / "static-init.cpio.gz")
-    booted = boot(image, initrd, cpus, seconds, accel, append=command_line(params), watch=True,
-                  limit_s=limit, stall_s=stall, pin=pin)  # fmt: skip
-    missing = missing_cpus(booted.console, cpus)
-    if missing and not booted.failed:
-        booted.outcome = missing
-    return booted
+    return boot(image, initrd, cpus, seconds, accel, append=command_line(params), watch=True,
+                limit_s=limit, stall_s=stall, pin=pin)  # fmt: skip
 
 
 def missing_cpus(console: str, cpus: int) -> str | None:
     """Why a guest that brought up fewer CPUs than asked is a failed run (its init says how
-    many it has), or None."""
+    many it has; every boot is checked, in _qemu), or None."""
     found = re.search(rf"{CPUS_MARKER} (\d+)", console)
     if found and int(found.group(1)) != cpus:
         return f"the guest brought up {found.group(1)} of {cpus} CPUs"
