@@ -17,7 +17,9 @@ from pathlib import Path
 from locklab.errors import LocklabError
 from locklab.kernel import params as kernel_params
 from locklab.kernel import qemu as kernel
+from locklab.kernel.build_inputs import debug_options
 from locklab.kernel.sweep import LocktortureSweep
+from locklab.model.spec import ExperimentSpec, default
 
 TOP_KEYS = {"name", "kind", "baseline", "source", "config", "torture_type", "repeat", "duration",
             "stat_interval", "warmup_reports", "cpus", "accel", "params", "sweep", "kernel",
@@ -25,6 +27,9 @@ TOP_KEYS = {"name", "kind", "baseline", "source", "config", "torture_type", "rep
 FULL_KEYS = {"repeat", "duration", "stat_interval", "warmup_reports", "cpus", "accel", "params",
              "sweep", "pin_cpus", "program"}  # fmt: skip
 PROGRAM_KEYS = {"command", "threads", "metric_regex", "work", "timeout", "repeat"}
+# A [program]'s defaults are `locklab exec`'s.
+PROGRAM_WORK: str = default(ExperimentSpec, "program_work")
+PROGRAM_TIMEOUT_S: float = default(ExperimentSpec, "program_timeout_s")
 
 
 @dataclass
@@ -34,8 +39,8 @@ class GuestProgram:
     command: str  # a shell command line; {threads} takes each value of `threads`
     threads: list[int] = field(default_factory=lambda: [1])
     metric_regex: str | None = None  # else throughput = work / wall time
-    work: str = "1"
-    timeout: float = 600.0
+    work: str = PROGRAM_WORK
+    timeout: float = PROGRAM_TIMEOUT_S
     repeat: int | None = None  # default: the campaign's
 
 
@@ -166,8 +171,6 @@ def sweep_of(campaign: KernelCampaign) -> tuple[LocktortureSweep, list[str], lis
 
 
 def _debug(path: Path, names: object) -> list[str]:
-    from locklab.kernel.build_inputs import debug_options
-
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise LocklabError(f'{path}: debug must be a list of checkers, like ["kcsan"]')
     try:
@@ -194,9 +197,9 @@ def _program(path: Path, table: object) -> GuestProgram:
     if repeat is not None and not (isinstance(repeat, int) and 1 <= repeat <= 1000):
         raise LocklabError(f"{path}: program: repeat must be from 1 to 1000")
     try:
-        timeout = float(table.get("timeout", 600))
+        timeout = float(table.get("timeout", PROGRAM_TIMEOUT_S))
     except (TypeError, ValueError):
         raise LocklabError(f"{path}: program: timeout must be a number of seconds") from None
     metric = table.get("metric_regex")
     return GuestProgram(command, list(threads), str(metric) if metric else None,
-                        str(table.get("work", "1")), timeout, repeat)  # fmt: skip
+                        str(table.get("work", PROGRAM_WORK)), timeout, repeat)  # fmt: skip
