@@ -45,6 +45,15 @@ def guest_program_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--seed", type=int, default=_spec("seed"), help="seed of the run order")
 
 
+def debug_option(parser: argparse.ArgumentParser, prefix: str = "") -> None:
+    """--debug, on `kernel` and `kernel build` (read with debug_list)."""
+    parser.add_argument(
+        "--debug", metavar="CHECKERS", default="",
+        help=f"{prefix}build with the kernel's checkers, comma-separated: kcsan, lockdep, kasan "
+        "(each set a cached build of its own); their reports are listed under the table",
+    )  # fmt: skip
+
+
 def debug_list(text: str) -> list[str]:
     """--debug kcsan,lockdep: checked (build_inputs.debug_options)."""
     names = [name for name in text.split(",") if name]

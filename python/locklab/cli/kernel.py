@@ -16,7 +16,7 @@ from locklab.cli.common import (
     settings,
     statistics_options,
 )
-from locklab.cli.guest import cmd_kernel_exec, debug_list, guest_program_options
+from locklab.cli.guest import cmd_kernel_exec, debug_list, debug_option, guest_program_options
 from locklab.errors import LocklabError
 from locklab.kernel.sweep import LocktortureSweep
 from locklab.model.spec import default
@@ -96,11 +96,7 @@ def register(commands: Commands) -> None:
         "--param", action="append", default=[], metavar="NAME=VALUE",
         help="--patch: any other locktorture parameter of that kernel (stutter=0, ...)",
     )  # fmt: skip
-    kernel.add_argument(
-        "--debug", metavar="CHECKERS", default="",
-        help="--patch: build with the kernel's checkers, comma-separated: kcsan, lockdep, "
-        "kasan (each set a cached build of its own); their reports are listed under the table",
-    )  # fmt: skip
+    debug_option(kernel, "--patch: ")
     guest_program_options(kernel)
     statistics_options(kernel)
     kernel.set_defaults(handler=cmd_kernel)  # fmt: skip
@@ -118,12 +114,7 @@ def register(commands: Commands) -> None:
         "--config", type=Path, metavar="FRAGMENT",
         help="config lines (CONFIG_X=y, # CONFIG_X is not set) over locklab's guest options",
     )  # fmt: skip
-    build.add_argument(
-        "--debug",
-        metavar="CHECKERS",
-        default="",
-        help="the kernel's checkers: kcsan, lockdep, kasan, comma-separated",
-    )
+    debug_option(build)
     build.set_defaults(handler=cmd_kernel_build)
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from locklab.errors import LocklabError
 from locklab.kernel import qemu
 from locklab.kernel.findings import Finding, findings
-from locklab.kernel.initramfs import BUSYBOX, CPUS_MARKER, _busybox_initramfs
+from locklab.kernel.initramfs import BUSYBOX, CPUS_MARKER, busybox_initramfs
 
 BEGIN = "LOCKLAB-EXEC-BEGIN"
 END = "LOCKLAB-EXEC-END"
@@ -159,7 +159,7 @@ def run_program(
                         limit=limit, cpus_marker=CPUS_MARKER)  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="locklab-guest-", dir=scratch) as folder:
         where = Path(folder)
-        initrd = _busybox_initramfs(
+        initrd = busybox_initramfs(
             init, [("command", 0o100644, (command + "\n").encode())], where / "initrd.gz", 1
         )
         output = where / "program-output"

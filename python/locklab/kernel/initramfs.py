@@ -46,10 +46,10 @@ def initramfs(modules: Path, params: dict[str, str], seconds: float, path: Path)
         ("torture.ko", 0o100644, (modules / "torture.ko").read_bytes()),
         ("locktorture.ko", 0o100644, (modules / "locktorture.ko").read_bytes()),
     ]
-    return _busybox_initramfs(init, modules_in, path, compresslevel=1)
+    return busybox_initramfs(init, modules_in, path, compresslevel=1)
 
 
-def _busybox_initramfs(
+def busybox_initramfs(
     init: str, files: list[tuple[str, int, bytes]], path: Path, compresslevel: int
 ) -> Path:
     """busybox, /proc and /dev, `files`, and `init`, as a gzipped newc archive at `path`
@@ -82,4 +82,4 @@ def static_initramfs(path: Path) -> Path:
         f'echo "{CPUS_MARKER} $(/bin/busybox nproc)"\n'
         "while :; do /bin/busybox sleep 3600; done\n"
     )
-    return _busybox_initramfs(init, [], path, compresslevel=6)
+    return busybox_initramfs(init, [], path, compresslevel=6)
