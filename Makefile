@@ -5,7 +5,8 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BUILD := build
-VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+# A copy shipped to a host (locklab --hosts) has no .git: the shipping locklab passes its commit.
+VERSION := $(or $(LOCKLAB_COMMIT),$(shell git describe --always --dirty 2>/dev/null || echo unknown))
 # What a plugin's own writer loop is compiled against (native/kshim/plugin.c): a hash of the
 # engine headers it includes. An engine loads such a loop only from a plugin with the same hash.
 LAYOUT_HEADERS := native/engine/engine.h native/engine/worker_hot.h native/engine/worker_loop.h \
@@ -111,7 +112,7 @@ ARM64_CC ?= aarch64-linux-gnu-gcc
 ARM64_MARCH ?= armv8.2-a
 arm64:
 	@if command -v $(ARM64_CC) >/dev/null; then \
-		$(MAKE) --no-print-directory $(BUILD)/arm64/locklab-bench; \
+		$(MAKE) --no-print-directory $(BUILD)/arm64/locklab-bench $(BUILD)/arm64/torture-init; \
 	else \
 		echo "locklab: $(ARM64_CC) not found (Debian package gcc-aarch64-linux-gnu):" \
 			"arm64 build skipped"; \
@@ -121,6 +122,12 @@ $(BUILD)/arm64/locklab-bench: $(ENGINE_SRC) $(LOCK_SRC) $(LOOP_SRC) $(HEADERS) n
 	@mkdir -p $(@D)
 	$(ARM64_CC) $(BASE_CFLAGS) -O2 -march=$(ARM64_MARCH) -mno-outline-atomics \
 		-Inative/cross/aarch64 -o $@ $(ENGINE_SRC) $(ENGINE_LOCK_SRC) -ldl -lm
+
+# The /init of arm64 guests with locktorture built in (`locklab kernel --arch arm64`): static,
+# as the initramfs holds nothing else. python/locklab/kernel/initramfs.py runs this rule.
+$(BUILD)/arm64/torture-init: native/guest/torture_init.c Makefile
+	@mkdir -p $(@D)
+	$(ARM64_CC) -std=c11 -D_GNU_SOURCE -O2 $(WARNINGS) -static -o $@ $<
 
 $(VENV)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)

@@ -17,6 +17,7 @@ from locklab.cli.common import host, program_figure_options
 from locklab.cli.measure import execute
 from locklab.errors import LocklabError
 from locklab.kernel import build, build_inputs, qemu
+from locklab.kernel.arch import ARCHES, host_arch, resolve
 from locklab.kernel.campaign import GuestProgram
 from locklab.kernel.guest import BOOT_ALLOWANCE_S
 from locklab.kernel.vcpu_pin import parse_pin_cpus
@@ -54,6 +55,17 @@ def debug_option(parser: argparse.ArgumentParser, prefix: str = "") -> None:
     )  # fmt: skip
 
 
+def arch_option(parser: argparse.ArgumentParser, prefix: str = "") -> None:
+    """--arch, on `kernel` and `kernel build` (None: this machine's, arch.resolve)."""
+    host = host_arch()
+    parser.add_argument(
+        "--arch", choices=tuple(ARCHES), metavar="ARCH",
+        help=f"{prefix}the kernels' architecture: {' or '.join(ARCHES)} (default: this "
+        f"machine's{f', {host.name}' if host else ''}); arm64 is cross-built and, on another "
+        "host, booted under emulation",
+    )  # fmt: skip
+
+
 def debug_list(text: str) -> list[str]:
     """--debug kcsan,lockdep: checked (build_inputs.debug_options)."""
     names = [name for name in text.split(",") if name]
@@ -64,16 +76,21 @@ def debug_list(text: str) -> list[str]:
 def cmd_kernel_exec(args: argparse.Namespace, chosen: Settings) -> int:
     if not args.patch:
         raise LocklabError("--exec: give the kernels to build and boot with --patch LABEL[=FILES]")
-    if args.kernel or args.host:
-        raise LocklabError("--exec runs in kernels built here (--patch), not --kernel or --host")
+    if args.kernel or args.host_kernel or args.images:
+        raise LocklabError(
+            "--exec runs in kernels built here (--patch), not --kernel, --images or --host-kernel"
+        )
     if args.param:
         raise LocklabError("--param is locktorture's; --exec runs a program instead")
+    if args.arch and not resolve(args.arch).runs_programs:
+        raise LocklabError(f"--exec runs programs in x86_64 guests only (the host's root over "
+                           f"virtio-9p): --arch {args.arch} runs locktorture alone")  # fmt: skip
     patches = build_inputs.parse_patch_options(args.patch)
     threads = parse_int_list("threads", args.threads or "1")
     program = GuestProgram(args.exec, threads, args.metric_regex, args.work, args.timeout)
     plan = GuestPlan(
         program, patches, args.source, args.config, debug_list(args.debug), args.repeat,
-        args.seed, args.cpus, args.accel, args.pin_cpus or "",
+        args.seed, args.cpus, args.accel, args.pin_cpus or "", args.arch,
     )  # fmt: skip
     store = Store(Path(args.store))
     name = args.name or f"{Path(plan.first_word).name}-in-kernel"
@@ -88,12 +105,16 @@ class GuestPlan:
     def __init__(
         self, program: GuestProgram, patches: dict[str, list[Path]], source: Path | None,
         config: Path | None, debug: list[str], repeat: int, seed: int, cpus: int, accel: str,
-        pin: str,
+        pin: str, arch: str | None = None,
     ) -> None:  # fmt: skip
         if not 1 <= cpus <= qemu.MAX_GUEST_CPUS:
             raise LocklabError(f"--cpus must be from 1 to {qemu.MAX_GUEST_CPUS} (got {cpus})")
         if pin:
             parse_pin_cpus(pin, cpus)
+        self.arch = resolve(arch)
+        if not self.arch.runs_programs:
+            raise LocklabError(f"a program runs in x86_64 guests only (the host's root over "
+                               f"virtio-9p), not in {self.arch.name} ones")  # fmt: skip
         try:
             words = shlex.split(program.command)
         except ValueError as error:
@@ -126,7 +147,7 @@ class GuestPlan:
         """Build the kernels (cached), run the program in each, print one table of its
         figures (guest_tables): the exit status, and the tables (None when interrupted)."""
         spec = self.spec(name, str(store.path.parent / "kernel-logs" / name))
-        built = build.build(self.patches, self.source, self.config, self.debug)
+        built = build.build(self.patches, self.source, self.config, self.debug, self.arch.name)
         spec.variants = [
             Variant(label, GUEST_LOCK, patches=tuple(str(p) for p in self.patches[label]),
                     plugin=str(built[label].image))

@@ -16,7 +16,14 @@ from locklab.cli.common import (
     settings,
     statistics_options,
 )
-from locklab.cli.guest import cmd_kernel_exec, debug_list, debug_option, guest_program_options
+from locklab.cli.guest import (
+    arch_option,
+    cmd_kernel_exec,
+    debug_list,
+    debug_option,
+    guest_program_options,
+)
+from locklab.cli.hosts import hosts_options
 from locklab.errors import LocklabError
 from locklab.kernel.sweep import LocktortureSweep
 from locklab.model.spec import default
@@ -54,16 +61,21 @@ def register(commands: Commands) -> None:
     imports.set_defaults(handler=cmd_import_locktorture)
 
     kernel = commands.add_parser("kernel", help="run the kernel's locktorture in QEMU")
-    kernel.add_argument("--kernel", help="kernel images, comma-separated (or --host)")
+    kernel.add_argument("--kernel", help="kernel images, comma-separated (or --host-kernel)")
     kernel.add_argument(
-        "--host",
-        action="store_true",
-        help="bare metal: modprobe the running kernel's locktorture and pin its " "kthreads",
-    )
+        "--host-kernel", action="store_true",
+        help="bare metal: modprobe the running kernel's locktorture and pin its kthreads "
+        "(with --hosts: each host's own kernel)",
+    )  # fmt: skip
+    kernel.add_argument(
+        "--images", type=Path, metavar="MANIFEST",
+        help="kernels built elsewhere, from the kernels.json that lists them (what --hosts "
+        "ships to each host with the images it built here)",
+    )  # fmt: skip
     kernel.add_argument(
         "--pin-cpus", default=_sweep("pin_cpus"), metavar="LIST",
         help="host CPUs, like 0-7: in QEMU vCPU i is pinned to the i-th (at least --cpus of "
-        "them; default: no pinning); with --host, the kthreads' CPUs",
+        "them; default: no pinning); with --host-kernel, the kthreads' CPUs",
     )  # fmt: skip
     kernel.add_argument("--label", help="a label per kernel, comma-separated (default: version)")
     kernel.add_argument(
@@ -97,8 +109,10 @@ def register(commands: Commands) -> None:
         help="--patch: any other locktorture parameter of that kernel (stutter=0, ...)",
     )  # fmt: skip
     debug_option(kernel, "--patch: ")
+    arch_option(kernel, "--patch: ")
     guest_program_options(kernel)
     statistics_options(kernel)
+    hosts_options(kernel)
     kernel.set_defaults(handler=cmd_kernel)  # fmt: skip
 
     build = commands.add_parser(
@@ -115,6 +129,7 @@ def register(commands: Commands) -> None:
         help="config lines (CONFIG_X=y, # CONFIG_X is not set) over locklab's guest options",
     )  # fmt: skip
     debug_option(build)
+    arch_option(build)
     build.set_defaults(handler=cmd_kernel_build)
 
 
@@ -142,26 +157,33 @@ def cmd_import_locktorture(args: argparse.Namespace) -> int:
 
 def cmd_kernel(args: argparse.Namespace) -> int:
     chosen = settings(args)
+    if args.hosts:
+        from locklab.cli.hosts import kernel_on_hosts
+
+        return kernel_on_hosts(args, chosen)
     if args.exec is not None:
         return cmd_kernel_exec(args, chosen)
     if args.threads or args.metric_regex:
         raise LocklabError("--threads and --metric-regex: only with --exec")
     sweep = LocktortureSweep(
         args.type, args.nwriters, args.repeat, args.duration, args.stat_interval,
-        args.warmup_reports, args.cpus, args.accel, args.pin_cpus or "",
+        args.warmup_reports, args.cpus, args.accel, args.pin_cpus or "", args.arch or "",
     )  # fmt: skip
-    sweep.check(host=args.host)
+    sweep.check(host=args.host_kernel)
+    if sum(map(bool, (args.kernel, args.patch, args.images, args.host_kernel))) > 1:
+        raise LocklabError("kernel: give one of --kernel, --patch, --images and --host-kernel")
     if args.debug and not args.patch:
         raise LocklabError("--debug: only for kernels built here (--patch)")
-    if args.param and not args.patch:
+    if args.param and not (args.patch or args.images):
         raise LocklabError("--param: only for kernels built with locktorture in (--patch)")
-    if args.host:
+    if args.host_kernel:
         targets, machine, name = sweep.host_targets(args.label), host, "host"
     elif args.patch:
-        if args.kernel:
-            raise LocklabError("kernel: give --kernel IMAGE,... or --patch LABEL=..., not both")
         targets = sweep.built_targets(args.patch, args.source, args.config, args.param,
                                       debug_list(args.debug))  # fmt: skip
+        machine, name = sweep.qemu_machine, "kernel"
+    elif args.images:
+        targets = sweep.prebuilt_targets(args.images, args.param)
         machine, name = sweep.qemu_machine, "kernel"
     else:
         targets, machine, name = (
@@ -188,10 +210,12 @@ def cmd_kernel_build(args: argparse.Namespace) -> int:
     from locklab.kernel import build, build_inputs
 
     patches = build_inputs.parse_patch_options(args.patch or ["stock"])
-    built_kernels = build.build(patches, args.source, args.config, debug_list(args.debug))
+    built_kernels = build.build(patches, args.source, args.config, debug_list(args.debug),
+                                args.arch)  # fmt: skip
     for label, built in built_kernels.items():
         how = "cached" if built.cached else f"built in {built.seconds:.0f} s"
         names = ", ".join(patch["name"] for patch in built.patches) or "none (stock)"
-        print(f"{printable(label)}: {built.image} (Linux {built.version}, {how}; patches: "
-              f"{printable(names)}; config sha256 {built.config_sha256[:12]})")  # fmt: skip
+        print(f"{printable(label)}: {built.image} (Linux {built.version} {built.arch}, {how}; "
+              f"patches: {printable(names)}; "
+              f"config sha256 {built.config_sha256[:12]})")  # fmt: skip
     return 0

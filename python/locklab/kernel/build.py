@@ -14,8 +14,10 @@ user's patches plus a config fragment, for `locklab kernel` to boot.
   few a QEMU guest with a serial console and an initramfs needs, then the user's fragment
   (which wins), then `make olddefconfig`. Every option asked for must be in the final .config
   with the value asked for, else the build stops naming the first one missing.
-- Cache: each (source, patches, config) is built once; its image and provenance are kept in
-  build/kernel/images/KEY/, KEY being a hash of all three.
+- Cache: each (source, patches, config, architecture) is built once; its image and provenance
+  are kept in build/kernel/images/KEY/, KEY being a hash of all four.
+- Architecture (arch.py): x86_64 or arm64 (`make ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-`
+  on an x86_64 host), each with its own work tree and config options.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from locklab.errors import LocklabError
+from locklab.kernel.arch import X86_64, Arch, resolve
 from locklab.kernel.build_inputs import (
     BASE_OPTIONS,
     apply_patch,
@@ -67,6 +70,7 @@ class Built:
     patches: list[dict[str, str]] = field(default_factory=list)  # name, sha256
     config_sha256: str = ""
     debug: list[str] = field(default_factory=list)  # the kernel's checkers built in (--debug)
+    arch: str = X86_64.name  # images built before --arch existed are x86_64's
     cached: bool = False
     seconds: float = 0.0
 
@@ -74,6 +78,40 @@ class Built:
         data = asdict(self)
         data["image"] = str(self.image)
         return data
+
+
+# What `locklab kernel --hosts` ships beside the images it built: each label's provenance,
+# its image named relative to this file (read by `locklab kernel --images` on the host).
+MANIFEST = "kernels.json"
+
+
+def manifest(built: dict[str, Built], image_places: dict[str, str]) -> str:
+    """The manifest of these kernels, each image at its place relative to the manifest."""
+    return json.dumps(
+        {label: {**b.provenance(), "image": image_places[label]} for label, b in built.items()},
+        indent=2,
+    )
+
+
+def read_manifest(path: Path) -> dict[str, Built]:
+    """The kernels a manifest lists; a missing or malformed one, or a missing image, is one
+    line."""
+    try:
+        data = json.loads(path.read_text())
+        kernels = {
+            label: Built(
+                **{**fields, "label": label, "image": path.parent / fields["image"], "cached": True}
+            )  # fmt: skip
+            for label, fields in data.items()
+        }
+    except OSError as error:
+        raise LocklabError(f"--images {path}: cannot read: {error.strerror}") from None
+    except (ValueError, TypeError, KeyError, AttributeError) as error:
+        raise LocklabError(f"--images {path}: not a kernels manifest ({error})") from None
+    for label, kernel in kernels.items():
+        if not kernel.image.is_file():
+            raise LocklabError(f"--images {path}: {label}'s image {kernel.image} is missing")
+    return kernels
 
 
 def _sha256(data: bytes) -> str:
@@ -171,11 +209,11 @@ class _Lock:
         self.handle.close()
 
 
-def _work_tree(source: Path, source_key: str, debug: list[str]) -> Path:
+def _work_tree(source: Path, source_key: str, debug: list[str], arch: Arch) -> Path:
     """A hard-linked copy of `source` to build in (cheap; sources are never written there:
-    files to patch are replaced by private copies first). One per set of checkers: a checker
-    changes every object, so kernels with and without it do not share a tree's objects."""
-    flavour = "".join(f"-{name}" for name in sorted(debug))
+    files to patch are replaced by private copies first). One per architecture and set of
+    checkers: either changes every object, so kernels that differ in them share no objects."""
+    flavour = arch.distinct + "".join(f"-{name}" for name in sorted(debug))
     work = BUILD / f"work-{source_key[:16]}{flavour}"
     if (work / "Makefile").exists():
         return work
@@ -237,13 +275,20 @@ def _make_env() -> dict[str, str]:
     return env
 
 
-def _make(work: Path, targets: list[str], label: str, log: Path) -> None:
+def _make_arch(arch: Arch) -> list[str]:
+    """make's ARCH (and CROSS_COMPILE, building for another architecture than the host's)."""
+    prefix = arch.compiler_prefix()
+    return [f"ARCH={arch.make_arch}", *([f"CROSS_COMPILE={prefix}"] if prefix else [])]
+
+
+def _make(work: Path, targets: list[str], label: str, log: Path, arch: Arch) -> None:
     """make, with a progress line (the step it is at) and its output kept in `log`; a failure
     is one error line with make's first error and the log's path."""
     jobs = str(os.cpu_count() or 1)
-    compiler = "ccache gcc" if shutil.which("ccache") else "gcc"
-    command = ["make", "-C", str(work), f"-j{jobs}", "ARCH=x86_64", f"CC={compiler}",
-               f"HOSTCC={compiler}", *targets]  # fmt: skip
+    ccache = "ccache " if shutil.which("ccache") else ""
+    command = ["make", "-C", str(work), f"-j{jobs}", *_make_arch(arch),
+               f"CC={ccache}{arch.compiler_prefix()}gcc", f"HOSTCC={ccache}gcc",
+               *targets]  # fmt: skip
     start = time.monotonic()
     last_shown = 0.0
     steps = 0
@@ -273,8 +318,10 @@ def _make(work: Path, targets: list[str], label: str, log: Path) -> None:
         raise LocklabError(f"building {label} failed: {first[:200]} (log: {log})")
 
 
-def _configure(work: Path, options: dict[str, str], label: str, log: Path) -> dict[str, str]:
-    _make(work, ["tinyconfig"], label, log)
+def _configure(
+    work: Path, options: dict[str, str], label: str, log: Path, arch: Arch
+) -> dict[str, str]:
+    _make(work, ["tinyconfig"], label, log, arch)
     config = work / ".config"
     lines = config.read_text().splitlines()
     drop = {f"CONFIG_{name}" for name in options}
@@ -284,19 +331,23 @@ def _configure(work: Path, options: dict[str, str], label: str, log: Path) -> di
     for name, value in options.items():
         kept.append(f"# CONFIG_{name} is not set" if value == "n" else f"CONFIG_{name}={value}")
     config.write_text("\n".join(kept) + "\n")
-    _make(work, ["olddefconfig"], label, log)
+    _make(work, ["olddefconfig"], label, log, arch)
     final = read_config(config)
-    check_config(final, options)
+    check_config(final, options, arch.needed)
     return final
 
 
-def build_key(source_key: str, patches: list[Path], options: dict[str, str]) -> str:
-    recipe = {
+def build_key(
+    source_key: str, patches: list[Path], options: dict[str, str], arch: Arch = X86_64
+) -> str:
+    recipe: dict[str, object] = {
         "recipe": RECIPE,
         "source": source_key,
         "patches": [[patch.name, _sha256(patch.read_bytes())] for patch in patches],
         "config": options,
     }
+    if arch.distinct:  # x86_64's keys predate --arch (Arch.distinct)
+        recipe["arch"] = arch.name
     return _sha256(json.dumps(recipe, sort_keys=True).encode())
 
 
@@ -305,16 +356,19 @@ def build(
     source_dir: Path | None = None,
     config_fragment: Path | None = None,
     debug: list[str] | None = None,
+    arch: str | None = None,
 ) -> dict[str, Built]:
-    """One image per label (a label with no patches is the stock kernel). Every input is
-    checked first, every patch dry-run against the source: any problem is one LocklabError
-    and nothing is built. An image built before from the same source, patches and config is
-    reused at once."""
+    """One image per label (a label with no patches is the stock kernel), for `arch` (default:
+    this machine's). Every input is checked first, every patch dry-run against the source:
+    any problem is one LocklabError and nothing is built. An image built before from the same
+    source, patches, config and architecture is reused at once."""
     for label in patches:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", label):
             raise LocklabError(f"kernel label {label!r}: use letters, digits and _ . + -")
+    target = resolve(arch)
+    target.require_compiler()
     debug = sorted(set(debug or []))
-    options = {**BASE_OPTIONS, **debug_options(debug)}
+    options = {**BASE_OPTIONS, **target.options, **debug_options(debug)}
     if config_fragment is not None:
         if not config_fragment.is_file():
             raise LocklabError(f"config fragment {config_fragment}: no such file")
@@ -335,20 +389,22 @@ def build(
         except LocklabError as error:
             raise LocklabError(f"{label}: {error}") from None
     source_key = source_identity(source)
-    plans = {label: build_key(source_key, files, options) for label, files in patches.items()}
+    plans = {label: build_key(source_key, files, options, target)
+             for label, files in patches.items()}  # fmt: skip
     results: dict[str, Built] = {}
     for label, files in patches.items():
         key = plans[label]
-        cached = _cached(key, label)
+        cached = _cached(key, label, target)
         if cached is None:
-            cached = _build_one(label, key, source, source_key, origin, files, options, debug)
+            cached = _build_one(label, key, source, source_key, origin, files, options, debug,
+                                target)  # fmt: skip
         results[label] = cached
     return results
 
 
-def _cached(key: str, label: str) -> Built | None:
+def _cached(key: str, label: str, arch: Arch) -> Built | None:
     record = IMAGES / key / "provenance.json"
-    image = IMAGES / key / "bzImage"
+    image = IMAGES / key / arch.image_name
     if not (record.exists() and image.exists()):
         return None
     data = json.loads(record.read_text())
@@ -357,9 +413,10 @@ def _cached(key: str, label: str) -> Built | None:
 
 
 def _build_one(label: str, key: str, source: Path, source_key: str, origin: str,
-               files: list[Path], options: dict[str, str], debug: list[str]) -> Built:  # fmt: skip
+               files: list[Path], options: dict[str, str], debug: list[str],
+               arch: Arch) -> Built:  # fmt: skip
     start = time.monotonic()
-    work = _work_tree(source, source_key, debug)
+    work = _work_tree(source, source_key, debug, arch)
     target = IMAGES / key
     target.mkdir(parents=True, exist_ok=True)
     log = target / "build.log"
@@ -373,25 +430,27 @@ def _build_one(label: str, key: str, source: Path, source_key: str, origin: str,
         wanted = json.dumps(options, sort_keys=True)
         if not (stamp.exists() and stamp.read_text() == wanted and (work / ".config").exists()):
             stamp.unlink(missing_ok=True)
-            _configure(work, options, label, log)
+            _configure(work, options, label, log, arch)
             stamp.write_text(wanted)
-        _make(work, ["bzImage"], label, log)
+        _make(work, [arch.image_name], label, log, arch)
         version = subprocess.run(
-            ["make", "-s", "-C", str(work), "ARCH=x86_64", "kernelversion"],
+            ["make", "-s", "-C", str(work), *_make_arch(arch), "kernelversion"],
             capture_output=True, text=True, check=True, env=_make_env(),
         ).stdout.strip()  # fmt: skip
         config = (work / ".config").read_bytes()
-        shutil.copy2(work / "arch" / "x86" / "boot" / "bzImage", target / "bzImage.partial")
+        partial = target / f"{arch.image_name}.partial"
+        shutil.copy2(work / arch.image, partial)
         (target / "config").write_bytes(config)
     built = Built(
-        label=label, image=target / "bzImage", key=key, source=origin, version=version,
+        label=label, image=target / arch.image_name, key=key, source=origin, version=version,
         patches=[{"name": f.name, "sha256": _sha256(f.read_bytes())} for f in files],
-        config_sha256=_sha256(config), debug=debug, seconds=round(time.monotonic() - start, 1),
+        config_sha256=_sha256(config), debug=debug, arch=arch.name,
+        seconds=round(time.monotonic() - start, 1),
     )  # fmt: skip
     record = built.provenance()
     for transient in ("label", "image", "cached"):
         record.pop(transient)
     (target / "provenance.json").write_text(json.dumps(record, indent=2) + "\n")
-    (target / "bzImage.partial").rename(target / "bzImage")  # last: the image marks it done
+    partial.rename(built.image)  # last: the image marks it done
     _progress(f"built {label} ({version}) in {built.seconds:.0f} s: {built.image}")
     return built

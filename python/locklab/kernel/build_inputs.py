@@ -11,7 +11,8 @@ from pathlib import Path
 from locklab.errors import LocklabError
 
 # What a guest needs to run the host's programs from its root filesystem, shared read-only
-# over virtio-9p (kernel/guest.py), and what ordinary programs expect of a kernel.
+# over virtio-9p (kernel/guest.py), and what ordinary programs expect of a kernel: x86_64
+# guests' (arch.py), the only ones that run programs.
 PROGRAM_OPTIONS: dict[str, str] = {
     "PCI": "y",  # virtio-9p-pci
     "VIRTIO_MENU": "y",
@@ -77,13 +78,10 @@ def debug_options(names: list[str]) -> dict[str, str]:
     return options
 
 
-# Options, in the order they are applied after `make tinyconfig`, and why each is there.
+# Options of every architecture's guest, in the order they are applied after `make tinyconfig`,
+# and why each is there; each architecture adds its own (arch.py: console, firmware, ...).
 BASE_OPTIONS: dict[str, str] = {
-    "64BIT": "y",  # qemu-system-x86_64 guests; tinyconfig alone would build i386
     "SMP": "y",  # LOCK01..07
-    # QEMU lists the vCPUs in ACPI's MADT; SeaBIOS's MP table names the boot CPU alone, so
-    # without ACPI a guest of any -smp brings up one CPU.
-    "ACPI": "y",
     "NR_CPUS": "256",  # room for the seed's 95 writers on as many vCPUs
     "HOTPLUG_CPU": "y",  # LOCK01..07 (and onoff_interval needs it)
     "PREEMPT": "y",  # LOCK01..07: PREEMPT=y, PREEMPT_NONE/VOLUNTARY=n
@@ -97,26 +95,19 @@ BASE_OPTIONS: dict[str, str] = {
     "I2C": "y",
     "RT_MUTEXES": "y",
     "TTY": "y",  # serial console
-    "SERIAL_8250": "y",
-    "SERIAL_8250_CONSOLE": "y",
     "BLK_DEV_INITRD": "y",  # the tiny init comes as an initramfs ...
     "RD_GZIP": "y",  # ... compressed with gzip
-    "BINFMT_ELF": "y",  # busybox
-    "BINFMT_SCRIPT": "y",  # /init is a script
+    "BINFMT_ELF": "y",  # busybox, or a static init
     "PROC_FS": "y",
     # The seed measured distribution kernels, built for speed; tinyconfig builds for size.
     "CC_OPTIMIZE_FOR_PERFORMANCE": "y",
-    # Reports name functions, not addresses (KCSAN's "data-race in A / B", lockdep, oopses),
-    # and their call chains are the real ones: tinyconfig's guess unwinder lists every text
-    # address left on the stack.
+    # Reports name functions, not addresses (KCSAN's "data-race in A / B", lockdep, oopses).
     "KALLSYMS": "y",
-    "UNWINDER_ORC": "y",
-    **PROGRAM_OPTIONS,
 }
-# What a locklab guest cannot do without: a fragment may change anything else.
-NEEDED = ("64BIT", "SMP", "ACPI", "LOCK_TORTURE_TEST", "RT_MUTEXES", "TTY", "SERIAL_8250",
-          "SERIAL_8250_CONSOLE", "PRINTK", "BLK_DEV_INITRD", "RD_GZIP", "BINFMT_ELF",
-          "BINFMT_SCRIPT")  # fmt: skip
+# What a locklab guest of any architecture cannot do without (and each its own, arch.py): a
+# fragment may change anything else.
+NEEDED = ("SMP", "LOCK_TORTURE_TEST", "RT_MUTEXES", "TTY", "PRINTK", "BLK_DEV_INITRD",
+          "RD_GZIP", "BINFMT_ELF")  # fmt: skip
 _FRAGMENT_LINE = re.compile(r"^(?:CONFIG_(\w+)=(\S.*)|# CONFIG_(\w+) is not set)$")
 
 
@@ -142,10 +133,13 @@ def read_config(path: Path) -> dict[str, str]:
     return parse_fragment(path.read_text(), str(path))
 
 
-def check_config(final: dict[str, str], wanted: dict[str, str]) -> None:
+def check_config(
+    final: dict[str, str], wanted: dict[str, str], also_needed: tuple[str, ...] = ()
+) -> None:
     """Every option asked for has the value asked for (n = absent or not set), and locklab's
-    own needs are met; the first one missing is named."""
-    for option in NEEDED:
+    own needs (NEEDED, and the architecture's `also_needed`) are met; the first one missing is
+    named."""
+    for option in (*NEEDED, *also_needed):
         if final.get(option, "n") == "n":
             raise LocklabError(
                 f"kernel config: CONFIG_{option} is not set in the final .config, and a "

@@ -17,13 +17,14 @@ from pathlib import Path
 from locklab.errors import LocklabError
 from locklab.kernel import params as kernel_params
 from locklab.kernel import qemu as kernel
+from locklab.kernel.arch import resolve
 from locklab.kernel.build_inputs import debug_options
 from locklab.kernel.sweep import LocktortureSweep
 from locklab.model.spec import ExperimentSpec, default
 
 TOP_KEYS = {"name", "kind", "baseline", "source", "config", "torture_type", "repeat", "duration",
             "stat_interval", "warmup_reports", "cpus", "accel", "params", "sweep", "kernel",
-            "full", "pin_cpus", "debug", "locktorture", "program"}  # fmt: skip
+            "full", "pin_cpus", "debug", "locktorture", "program", "arch"}  # fmt: skip
 FULL_KEYS = {"repeat", "duration", "stat_interval", "warmup_reports", "cpus", "accel", "params",
              "sweep", "pin_cpus", "program"}  # fmt: skip
 PROGRAM_KEYS = {"command", "threads", "metric_regex", "work", "timeout", "repeat"}
@@ -61,6 +62,7 @@ class KernelCampaign:
     cpus: int = 2
     accel: str = "auto"
     pin_cpus: str = ""  # host CPUs, one per vCPU, like "0-95" (default: no pinning)
+    arch: str = ""  # x86_64 or arm64 (default: this machine's)
     params: dict[str, str] = field(default_factory=dict)
     debug: list[str] = field(default_factory=list)  # the kernel's checkers (--debug)
     locktorture: bool = True  # false: the [program] alone
@@ -123,6 +125,7 @@ def from_data(path: Path, data: dict, full: bool = False) -> KernelCampaign:
         params={key: str(value) for key, value in data.get("params", {}).items()},
     )  # fmt: skip
     campaign.debug = _debug(path, data.get("debug", []))
+    campaign.arch = _arch(path, data.get("arch", ""), "program" in data)
     campaign.locktorture = data.get("locktorture", True) is not False
     if "program" in data:
         campaign.program = _program(path, data["program"])
@@ -160,7 +163,7 @@ def sweep_of(campaign: KernelCampaign) -> tuple[LocktortureSweep, list[str], lis
     sweep = LocktortureSweep(
         campaign.torture_type, ",".join(map(str, campaign.nwriters)), campaign.repeat,
         campaign.duration, campaign.stat_interval, campaign.warmup_reports, campaign.cpus,
-        campaign.accel, campaign.pin_cpus,
+        campaign.accel, campaign.pin_cpus, campaign.arch,
     )  # fmt: skip
     patches = [
         label + ("=" + ",".join(map(str, files)) if files else "")
@@ -168,6 +171,20 @@ def sweep_of(campaign: KernelCampaign) -> tuple[LocktortureSweep, list[str], lis
     ]
     params = [f"{name}={value}" for name, value in campaign.params.items()]
     return sweep, patches, params
+
+
+def _arch(path: Path, name: object, program: bool) -> str:
+    """`arch = "arm64"`: checked now (a [program] runs in x86_64 guests only)."""
+    if not isinstance(name, str):
+        raise LocklabError(f'{path}: arch must be a name in quotes, like "arm64"')
+    try:
+        arch = resolve(name) if name else None
+    except LocklabError as error:
+        raise LocklabError(f"{path}: {error}") from None
+    if arch is not None and program and not arch.runs_programs:
+        raise LocklabError(f"{path}: a [program] runs in x86_64 guests only, not arch = "
+                           f'"{arch.name}"')  # fmt: skip
+    return name
 
 
 def _debug(path: Path, names: object) -> list[str]:

@@ -1,15 +1,20 @@
-"""The guests' initial RAM disks: busybox and an /init, as a gzipped newc cpio archive (the
-format the kernel unpacks), written by locklab itself so no cpio tool is needed."""
+"""The guests' initial RAM disks: busybox and an /init (or, for a guest that cannot run the
+host's busybox, a static /init of locklab's own), as a gzipped newc cpio archive (the format
+the kernel unpacks), written by locklab itself so no cpio tool is needed."""
 
 from __future__ import annotations
 
 import gzip
+import subprocess
 from pathlib import Path
 
 from locklab.errors import LocklabError
+from locklab.kernel.arch import Arch
 
+ROOT = Path(__file__).resolve().parents[3]
 BUSYBOX = Path("/bin/busybox")
-# The init's report of the CPUs the guest brought up (qemu.run_builtin checks it).
+# The init's report of the CPUs the guest brought up (qemu.run_builtin checks it); the static
+# init (native/guest/torture_init.c) prints the same.
 CPUS_MARKER = "LOCKLAB-CPUS"
 
 
@@ -52,8 +57,7 @@ def initramfs(modules: Path, params: dict[str, str], seconds: float, path: Path)
 def busybox_initramfs(
     init: str, files: list[tuple[str, int, bytes]], path: Path, compresslevel: int
 ) -> Path:
-    """busybox, /proc and /dev, `files`, and `init`, as a gzipped newc archive at `path`
-    (written beside it, then renamed: a reader never sees half of one)."""
+    """busybox, /proc and /dev, `files`, and `init`, as a gzipped newc archive at `path`."""
     entries = [
         ("bin", 0o40755, b""),
         ("proc", 0o40755, b""),
@@ -62,6 +66,11 @@ def busybox_initramfs(
         *files,
         ("init", 0o100755, init.encode()),
     ]
+    return _write(entries, path, compresslevel)
+
+
+def _write(entries: list[tuple[str, int, bytes]], path: Path, compresslevel: int) -> Path:
+    """The archive, written beside `path`, then renamed: a reader never sees half of one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
     partial.write_bytes(gzip.compress(_cpio_newc(entries), compresslevel=compresslevel))
@@ -69,11 +78,17 @@ def busybox_initramfs(
     return path
 
 
-def static_initramfs(path: Path) -> Path:
-    """For a kernel with locktorture built in: busybox and an /init that only waits. The test
-    runs from the kernel's own initcall, and locktorture.shutdown_secs ends it: its shutdown
-    kthread (kernel/torture.c, torture_shutdown) prints the final statistics and "End of
-    test", then powers the machine off."""
+def static_initramfs(path: Path, arch: Arch) -> Path:
+    """For a kernel with locktorture built in: an /init that reports the CPUs and only waits.
+    The test runs from the kernel's own initcall, and locktorture.shutdown_secs ends it: its
+    shutdown kthread (kernel/torture.c, torture_shutdown) prints the final statistics and "End
+    of test", then powers the machine off. The init is busybox's, or the architecture's own
+    static one (arch.torture_init) where the host's busybox cannot run in the guest."""
+    if arch.torture_init is not None:
+        init = torture_init(arch)
+        entries = [("proc", 0o40755, b""), ("dev", 0o40755, b""),
+                   ("init", 0o100755, init.read_bytes())]  # fmt: skip
+        return _write(entries, path, compresslevel=6)
     if not BUSYBOX.exists():
         raise LocklabError(f"{BUSYBOX} is missing: install busybox-static")
     init = (
@@ -83,3 +98,21 @@ def static_initramfs(path: Path) -> Path:
         "while :; do /bin/busybox sleep 3600; done\n"
     )
     return busybox_initramfs(init, [], path, compresslevel=6)
+
+
+def torture_init(arch: Arch) -> Path:
+    """The architecture's static /init, made by its Makefile rule (up to date: nothing runs)
+    with the compiler for that architecture (cross or native: ARM64_CC for arm64)."""
+    assert arch.torture_init is not None
+    compiler = arch.require_compiler()
+    proc = subprocess.run(
+        ["make", "--no-print-directory", "-s", "-C", str(ROOT),
+         f"{arch.name.upper()}_CC={compiler}", arch.torture_init],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    binary = ROOT / arch.torture_init
+    if proc.returncode != 0 or not binary.is_file():
+        last = (proc.stderr.strip().splitlines() or [f"make exited {proc.returncode}"])[-1]
+        raise LocklabError(f"building the {arch.name} guest's init {arch.torture_init} "
+                           f"failed: {last[:200]}")  # fmt: skip
+    return binary

@@ -4,12 +4,15 @@ that loads torture.ko and locktorture.ko, the console captured and imported like
 Modules are built out of tree from the kernel's own sources (Debian's linux-source-6.1)
 against that kernel's headers (linux-headers-VERSION), and cached in build/kernel/VERSION.
 QEMU uses KVM when it boots, software emulation otherwise; emulation is recorded as the
-runs' machine, and its timing is not representative of real hardware.
+runs' machine, and its timing is not representative of real hardware. Kernels built here are
+x86_64's or arm64's (arch.py: QEMU's binary, machine and console for each); a guest of another
+architecture than the host's always runs under emulation.
 """
 
 from __future__ import annotations
 
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -20,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from locklab.errors import LocklabError
+from locklab.kernel.arch import Arch, resolve
 from locklab.kernel.findings import is_finding_line
 from locklab.kernel.initramfs import CPUS_MARKER, static_initramfs
 from locklab.kernel.params import TORTURE_TYPES_6_1
@@ -36,7 +40,8 @@ KVM_SIGN_OF_LIFE_S = 15.0
 KERNEL_STARTED = b"Linux version"  # the kernel's first console line
 # The torture types of Linux 6.1's kernel/locking/locktorture.c (its lock_torture_ops names).
 TORTURE_TYPES = TORTURE_TYPES_6_1
-# QEMU's x86 "pc" machine takes at most 255 vCPUs without an interrupt-remapping IOMMU.
+# QEMU's x86 "pc" machine takes at most 255 vCPUs without an interrupt-remapping IOMMU (arm64's
+# `virt` with GICv3 takes 512; the kernels are built for 256 at most).
 MAX_GUEST_CPUS = 255
 
 
@@ -168,7 +173,7 @@ def build_modules(version: str) -> Path:
 
 
 def _qemu(
-    image: Path, initrd: Path, accel: str, cpus: int, timeout_s: float,
+    image: Path, initrd: Path, accel: str, cpus: int, timeout_s: float, arch: Arch,
     append: str = "", watch: bool = False, stall_s: float = 0.0, pin: list[int] | None = None,
     guest: GuestShare | None = None,
 ) -> Boot:  # fmt: skip
@@ -191,13 +196,12 @@ def _qemu(
     # at the same time, as they do under KVM: round-robin TCG would never let two vCPUs race
     # (KCSAN's watchpoints, which wait for a racing access, would see none).
     command = [
-        "qemu-system-x86_64", "-accel", "tcg,thread=multi" if accel == "tcg" else accel,
+        arch.qemu, "-accel", "tcg,thread=multi" if accel == "tcg" else accel,
+        *(arch.kvm_args if accel == "kvm" else arch.tcg_args),
         "-smp", str(cpus), "-m", memory,
         "-kernel", str(image), "-initrd", str(initrd), "-nographic", "-no-reboot",
-        "-append", f"console=ttyS0 edd=off panic=-1 loglevel=6 {append}".strip(),
+        "-append", f"{arch.console} panic=-1 loglevel=6 {append}".strip(),
     ]  # fmt: skip
-    if accel == "kvm":
-        command[3:3] = ["-cpu", "host"]
     if guest is not None:
         command += guest.qemu_args()
     qmp_dir = Path(tempfile.mkdtemp(prefix="locklab-qmp-")) if pin else None
@@ -209,7 +213,7 @@ def _qemu(
     except OSError as error:
         if qmp_dir is not None:
             shutil.rmtree(qmp_dir, ignore_errors=True)
-        raise LocklabError(f"cannot start qemu-system-x86_64: {error.strerror}") from None
+        raise LocklabError(f"cannot start {arch.qemu}: {error.strerror}") from None
     try:
         pinned = _pin_paused(proc, qmp_dir / "qmp.sock", pin) if qmp_dir and pin else []
         booted = _follow(proc, image, accel, timeout_s, watch, stall_s, guest is not None)
@@ -307,53 +311,66 @@ def kvm_device_usable() -> bool:
     return os.access("/dev/kvm", os.R_OK | os.W_OK)
 
 
+def kvm_unusable(arch: Arch) -> str | None:
+    """Why KVM cannot run a guest of `arch` here, or None."""
+    if not arch.is_host():
+        return f"an {arch.name} guest on this {platform.machine()} host (emulation only)"
+    if not kvm_device_usable():
+        return "no usable /dev/kvm"
+    return None
+
+
 def boot(
     image: Path, initrd: Path, cpus: int, seconds: float, accel: str = "auto",
     append: str = "", watch: bool = False, limit_s: float | None = None, stall_s: float = 0.0,
-    pin: list[int] | None = None, guest: GuestShare | None = None,
+    pin: list[int] | None = None, guest: GuestShare | None = None, arch: str | None = None,
 ) -> Boot:  # fmt: skip
     """Boot under KVM when asked and it works, else under emulation; the Boot says which, and
     why KVM was left when it was tried. `append`, `watch`, `limit_s` and `stall_s` are for a
     kernel with locktorture built in; `pin` pins vCPU i to host CPU pin[i] (see _qemu);
-    `guest` shares the host's root for a program (guest.py)."""
-    if shutil.which("qemu-system-x86_64") is None:
-        raise LocklabError("qemu-system-x86_64 is missing: install qemu-system-x86")
+    `guest` shares the host's root for a program (guest.py); `arch` is the kernel's
+    architecture (default: this machine's)."""
+    target = resolve(arch)
+    target.require_qemu()
+    if guest is not None and not target.runs_programs:
+        raise LocklabError(f"--arch {target.name}: programs run in x86_64 guests only")
     # Emulation is slow: booting alone takes tens of seconds.
     timeout = limit_s if limit_s is not None else seconds * 20 + 300
     extra = {"append": append, "watch": watch, "stall_s": stall_s, "pin": pin, "guest": guest}
     fallback = None
     if accel in ("auto", "kvm"):
-        if not kvm_device_usable():
-            fallback = "no usable /dev/kvm"
-        else:
-            booted = _qemu(image, initrd, "kvm", cpus, timeout, **extra)
+        fallback = kvm_unusable(target)
+        if fallback is None:
+            booted = _qemu(image, initrd, "kvm", cpus, timeout, target, **extra)
             if booted.fallback is None:
                 return booted
             fallback = booted.fallback
         if accel == "kvm":
             raise LocklabError(f"{image}: --accel kvm: {fallback}")
-    booted = _qemu(image, initrd, "tcg", cpus, timeout, **extra)
+    booted = _qemu(image, initrd, "tcg", cpus, timeout, target, **extra)
     booted.fallback = fallback
     return booted
 
 
 def run_builtin(
     image: Path, params: dict[str, str], seconds: float, cpus: int = 2, accel: str = "auto",
-    limit_s: float | None = None, pin: list[int] | None = None,
+    limit_s: float | None = None, pin: list[int] | None = None, arch: str | None = None,
 ) -> Boot:  # fmt: skip
-    """One locktorture run in a kernel that has it built in: `params` (already checked, see
-    kernel_params.check) go on the kernel command line with shutdown_secs = `seconds`. The
-    Boot's outcome says how it ended; a hard limit (by default the run's length plus a
-    margin for an emulated boot) and a stall watchdog turn a hung kernel into a failed run."""
+    """One locktorture run in a kernel of `arch` (default: this machine's) that has it built
+    in: `params` (already checked, see kernel_params.check) go on the kernel command line with
+    shutdown_secs = `seconds`. The Boot's outcome says how it ended; a hard limit (by default
+    the run's length plus a margin for an emulated boot) and a stall watchdog turn a hung
+    kernel into a failed run."""
     from locklab.kernel.params import command_line
 
     params = {**params, "shutdown_secs": str(max(1, round(seconds)))}
     stat = int(params.get("stat_interval", "60") or 60)
     limit = limit_s if limit_s is not None else seconds * 3 + 120
     stall = max(30.0, 4.0 * stat) if stat > 0 else 0.0
-    initrd = static_initramfs(BUILD / "static-init.cpio.gz")
+    target = resolve(arch)
+    initrd = static_initramfs(BUILD / f"static-init{target.distinct}.cpio.gz", target)
     return boot(image, initrd, cpus, seconds, accel, append=command_line(params), watch=True,
-                limit_s=limit, stall_s=stall, pin=pin)  # fmt: skip
+                limit_s=limit, stall_s=stall, pin=pin, arch=target.name)  # fmt: skip
 
 
 def missing_cpus(console: str, cpus: int) -> str | None:
@@ -370,16 +387,16 @@ def run_on_host(params: dict[str, str], seconds: float, cpus: list[int]) -> str:
     kthread to its own CPU (taskset on their pids), wait, unload, and return the kernel log
     lines written meanwhile. Needs root and a kernel that ships locktorture.ko."""
     if os.geteuid() != 0:
-        raise LocklabError("--host needs root (modprobe, taskset on kernel threads, dmesg)")
+        raise LocklabError("--host-kernel needs root (modprobe, taskset on kernel threads, dmesg)")
     missing = [tool for tool in ("modprobe", "rmmod", "pgrep", "taskset", "dmesg")
                if shutil.which(tool) is None]  # fmt: skip
     if missing:
-        raise LocklabError(f"--host needs {', '.join(missing)} (kmod, procps, util-linux)")
+        raise LocklabError(f"--host-kernel needs {', '.join(missing)} (kmod, procps, util-linux)")
     marker = f"locklab-host-run-{time.monotonic_ns()}"
     try:
         Path("/dev/kmsg").write_text(f"{marker}\n")  # where this run's log starts
     except OSError as error:
-        raise LocklabError(f"--host: cannot write /dev/kmsg ({error.strerror})") from None
+        raise LocklabError(f"--host-kernel: cannot write /dev/kmsg ({error.strerror})") from None
     args = [f"{key}={value}" for key, value in params.items()]
     proc = subprocess.run(["modprobe", "locktorture", *args], capture_output=True, text=True,
                           check=False)  # fmt: skip

@@ -9,16 +9,21 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from locklab.errors import LocklabError
 from locklab.kernel import findings, initramfs, locktorture, qemu
+from locklab.kernel.arch import Arch, resolve
 from locklab.kernel.vcpu_pin import PinnedVcpu, parse_pin_cpus, pinning_line
 from locklab.model.values import parse_int_list, validate_axis, validate_seconds
 from locklab.printable import printable
 from locklab.run import machine_check
 from locklab.store import Experiment, Store
+
+if TYPE_CHECKING:
+    from locklab.kernel.build import Built
 
 # A target runs locktorture once with these module parameters and returns its console log.
 Target = tuple[str, Callable[[dict[str, str]], str]]
@@ -36,8 +41,10 @@ class LocktortureSweep:
     warmup_reports: int = 1  # reports dropped at the start of each run
     cpus: int = 2  # virtual CPUs
     accel: str = "auto"  # auto | kvm | tcg
-    # Host CPUs, like 0-7: one per vCPU in QEMU (vCPU i on the i-th), or the kthreads' (--host).
+    # Host CPUs, like 0-7: one per vCPU in QEMU (vCPU i on the i-th), or the kthreads'
+    # (--host-kernel).
     pin_cpus: str = ""
+    arch: str = ""  # the built kernels' architecture, x86_64 or arm64 ("": this machine's)
     accels: set[str] = field(default_factory=set)  # what the boots used
     fallbacks: set[str] = field(default_factory=set)  # why KVM was left, when it was
     # Runs whose kernel oopsed, panicked, hung or failed its test: log path -> how it ended.
@@ -48,7 +55,7 @@ class LocktortureSweep:
 
     def check(self, host: bool = False) -> None:
         """Every locktorture option, checked before any module is built or kernel booted
-        (`host`: for --host, where --pin-cpus is the kthreads' CPUs, not one per vCPU)."""
+        (`host`: for --host-kernel, where --pin-cpus is the kthreads' CPUs, not one per vCPU)."""
         if self.torture_type not in qemu.TORTURE_TYPES:
             raise LocklabError(
                 f"--type: unknown torture_type '{self.torture_type}' "
@@ -73,6 +80,15 @@ class LocktortureSweep:
             )
         if self.pin_cpus:
             parse_pin_cpus(self.pin_cpus, None if host else self.cpus)
+        if host:
+            if self.arch and not resolve(self.arch).is_host():
+                raise LocklabError(f"--host-kernel runs this machine's kernel: --arch {self.arch} "
+                                   "is for kernels built here (--patch)")  # fmt: skip
+        elif self.accel == "kvm" and not self.target().is_host():
+            raise LocklabError(f"--accel kvm: {qemu.kvm_unusable(self.target())}")
+
+    def target(self) -> Arch:
+        return resolve(self.arch)
 
     def vcpu_pins(self) -> list[int] | None:
         """The host CPU of each vCPU, or None for no pinning."""
@@ -95,7 +111,14 @@ class LocktortureSweep:
     def qemu_targets(self, kernels: str | None, labels: str | None) -> list[Target]:
         """Each kernel image, booted in QEMU with its modules (built once per version)."""
         if not kernels:
-            raise LocklabError("kernel: give --kernel IMAGE[,IMAGE...] or --host")
+            raise LocklabError(
+                "kernel: give --kernel IMAGE[,IMAGE...], --patch LABEL=... or --host-kernel"
+            )
+        if not self.target().is_host():
+            raise LocklabError(
+                f"--kernel boots with this machine's busybox and modules: --arch {self.arch} "
+                "is for kernels built here (--patch)"
+            )
         images = [Path(p) for p in kernels.split(",") if p]
         for image in images:
             if not image.is_file():
@@ -127,19 +150,41 @@ class LocktortureSweep:
     ) -> list[Target]:  # fmt: skip
         """Kernels built from a source tree with each label's patches (cached), locktorture
         built in: its parameters go on the command line, and the console says how it ended."""
-        from locklab.kernel import build, build_inputs, params
+        from locklab.kernel import build, build_inputs
+
+        patches = build_inputs.parse_patch_options(patch_options)
+        arch = self.target()
+        arch.require_qemu()  # before minutes of building
+        return self._builtin_targets(build.build(patches, source, config, debug, arch.name),
+                                     param_options)  # fmt: skip
+
+    def prebuilt_targets(self, manifest: Path, param_options: list[str]) -> list[Target]:
+        """Kernels with locktorture built in that another machine built (--hosts ships them
+        with their manifest): booted as if built here, their provenance kept."""
+        from locklab.kernel import build
+
+        built = build.read_manifest(manifest)
+        arch = self.target()
+        for label, kernel in built.items():
+            if kernel.arch != arch.name:
+                raise LocklabError(f"--images: {label} is an {kernel.arch} kernel; this run "
+                                   f"boots {arch.name} guests (--arch)")  # fmt: skip
+        arch.require_qemu()
+        return self._builtin_targets(built, param_options)
+
+    def _builtin_targets(self, built: dict[str, Built], param_options: list[str]) -> list[Target]:
+        from locklab.kernel import params
 
         extra = params.check(dict(_name_value(text) for text in param_options))
-        patches = build_inputs.parse_patch_options(patch_options)
         pins = self.vcpu_pins()
-        built = build.build(patches, source, config, debug)
+        arch = self.target()
         self.provenance = {label: b.provenance() for label, b in built.items()}
 
         def boot(image: Path) -> Callable[[dict[str, str]], str]:
             def run(run_params: dict[str, str]) -> str:
                 booted = qemu.run_builtin(
                     image, {**run_params, **extra}, self.duration_s, self.cpus, self.accel,
-                    pin=pins,
+                    pin=pins, arch=arch.name,
                 )  # fmt: skip
                 self.last_failure = booted.outcome if booted.failed else None
                 return self._booted(booted)
@@ -158,10 +203,11 @@ class LocktortureSweep:
         )
 
     def qemu_machine(self) -> str:
-        """The machine line of QEMU runs: emulation is said so, with why KVM was left, and
-        whether the vCPUs were pinned (to which CPUs, checked in /proc)."""
+        """The machine line of QEMU runs: emulation is said so, with why KVM was left,
+        whether the vCPUs were pinned (to which CPUs, checked in /proc), and the guests'
+        architecture."""
         accelerator = qemu.accelerator_line(self.accels, self.fallbacks)
-        return f"{accelerator}; {pinning_line(self.pinned)}"
+        return f"{accelerator}; {pinning_line(self.pinned)}; {self.target().name} guests"
 
     def run(
         self, store: Store, name: str, targets: list[Target], machine: Callable[[], str]
