@@ -11,6 +11,8 @@
 #                     the arm64 build (build/arm64/, `make arm64`): cross-compiled, run under
 #                     qemu-aarch64-static and disassembled by tests/test_arm64.py (seed 000's
 #                     arm64 question); without them the arm64 tests skip, naming the package
+#   qemu-system-arm   qemu-system-aarch64: `locklab kernel --arch arm64` boots arm64 kernels
+#                     (under emulation on an x86_64 host; tests/test_kernel_arm64.py)
 #   ccache, flex, bison, bc, libelf-dev, xz-utils, patch
 #                     `locklab kernel build`: kernels built from linux-source-6.1 with the
 #                     user's patches (kconfig needs flex/bison, the x86 build bc and objtool's
@@ -23,14 +25,24 @@
 #                     free loopback port; the package's system service is not used, so when this
 #                     script installs the package on a systemd machine it stops and disables it
 #   rt-tests          cyclictest and hackbench, run inside the seed-003 kernels
+#   rsync, openssh-client   --hosts: the project shipped to other machines over the user's ssh
+#   openssh-server    the --hosts tests start their own sshd on a loopback port, as this user;
+#                     the package's system service is not used, so when this script installs
+#                     the package on a systemd machine it stops and disables it
+#   --check           install nothing: print the missing packages and exit 3 if any (what
+#                     locklab --hosts asks a host before building there)
 #   --slow: linux-source-6.12   `make test-slow` and campaigns/seed-003-kernel.toml: Linux 6.12,
 #                     the first with PREEMPT_RT in mainline (a 150 MB package CI does not need)
 set -euo pipefail
 
 packages=(gcc make libc6-dev libck-dev python3-venv chromium chromium-driver
-    qemu-system-x86 busybox-static linux-source-6.1 linux-headers-amd64
-    gcc-aarch64-linux-gnu libc6-dev-arm64-cross binutils-aarch64-linux-gnu qemu-user-static
-    ccache flex bison bc libelf-dev xz-utils patch kyotocabinet-utils memcached rt-tests)
+    qemu-system-x86 qemu-system-arm busybox-static linux-source-6.1
+    "linux-headers-$(dpkg --print-architecture)"
+    ccache flex bison bc libelf-dev xz-utils patch kyotocabinet-utils memcached rt-tests
+    rsync openssh-client openssh-server)
+# The arm64 cross build is an x86_64 machine's: an arm64 host builds natively.
+[[ "$(uname -m)" == x86_64 ]] && packages+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+    binutils-aarch64-linux-gnu qemu-user-static)
 [[ "${1:-}" == --slow ]] && packages+=(linux-source-6.12)
 missing=()
 for package in "${packages[@]}"; do
@@ -38,6 +50,10 @@ for package in "${packages[@]}"; do
         || missing+=("$package")
 done
 ((${#missing[@]} == 0)) && exit 0
+if [[ "${1:-}" == --check ]]; then
+    echo "${missing[*]}"
+    exit 3
+fi
 
 echo "locklab: installing Debian packages: ${missing[*]}"
 as_root=()
@@ -48,6 +64,8 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 "${as_root[@]}" apt-get update -qq
 "${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-if [[ " ${missing[*]} " == *" memcached "* && -d /run/systemd/system ]]; then
-    "${as_root[@]}" systemctl disable --now --quiet memcached.service || true
-fi
+for service in memcached:memcached ssh:openssh-server; do
+    if [[ " ${missing[*]} " == *" ${service#*:} "* && -d /run/systemd/system ]]; then
+        "${as_root[@]}" systemctl disable --now --quiet "${service%%:*}.service" || true
+    fi
+done

@@ -6,8 +6,8 @@ present. Each page's commands then run in order at a tiny scale, in a store of t
 cut (the options a command has, replaced), outputs written under the test's folder. A command
 may end with exit 1, a finding of its runs (ThreadSanitizer's report of seed 000's race is
 one), never with a usage error or a crash. What a test machine cannot do in a tiny run (build
-or boot kernels, read logs or stores it does not have) is parsed only; test_kernel_build.py
-and test_places.py run those paths.
+or boot kernels, read logs or stores it does not have, reach other machines) is parsed only;
+test_kernel_build.py, test_places.py and test_hosts.py run those paths.
 """
 
 import os
@@ -68,6 +68,8 @@ def _campaign_kind(path: str) -> str:
 def runs_at_tiny_scale(argv: list[str]) -> bool:
     if argv[0] in PARSED_ONLY:
         return False
+    if "--hosts" in argv and argv[argv.index("--hosts") + 1] != "localhost":
+        return False  # other machines: test_hosts.py runs that path against its own sshd
     if argv[0] == "campaign":
         return _campaign_kind(argv[1]) == "engine"
     return True

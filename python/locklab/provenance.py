@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import functools
+import os
 import subprocess
 from pathlib import Path
 
 from locklab import __version__
 
+# A copy shipped to a host (--hosts) has no git history: the shipping locklab names its commit.
+COMMIT_ENV = "LOCKLAB_COMMIT"
+
 
 @functools.cache
 def commit() -> str | None:
     """``git describe --always --dirty`` of the checkout this package runs from, if any."""
+    if os.environ.get(COMMIT_ENV):
+        return os.environ[COMMIT_ENV]
     try:
         proc = subprocess.run(
             ["git", "describe", "--always", "--dirty"],

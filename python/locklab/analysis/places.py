@@ -15,10 +15,13 @@ from locklab.analysis import stats
 from locklab.analysis.cells import Analysis, Column, Section
 
 
-def combine(places: list[tuple[str, Analysis]], emulated: frozenset[str] = frozenset()) -> Analysis:
+def combine(
+    places: list[tuple[str, Analysis]], emulated: frozenset[str] = frozenset(), noun: str = "places"
+) -> Analysis:
     """The analyses of one campaign's places, in this order, as one analysis whose columns are
     "PLACE LABEL" (units per column: the places' measures differ). `emulated`: the places
-    whose timings come from an emulated machine."""
+    whose timings come from an emulated machine. `noun`: what the places are (the hosts of
+    --hosts are places too: one machine's verdict is never another's baseline)."""
     first = places[0][1]
     columns: list[Column] = []
     rows = sorted({row for _, analysis in places for s in analysis.sections for row in s.rows})
@@ -43,8 +46,8 @@ def combine(places: list[tuple[str, Analysis]], emulated: frozenset[str] = froze
         section.notes += [f"{place}: {note}" for note in own.notes]
         title += [f"{place}: {line}" for line in analysis.title]
     combined = Analysis(title, first.row_axis, columns, [section], first.settings,
-                        f"each place's {first.baseline_name}", "")  # fmt: skip
-    combined.footer = agreement_lines(combined, [place for place, _ in places], emulated)
+                        f"each {noun.removesuffix('s')}'s {first.baseline_name}", "")  # fmt: skip
+    combined.footer = agreement_lines(combined, [place for place, _ in places], emulated, noun)
     return combined
 
 
@@ -72,7 +75,9 @@ def _direction(analysis: Analysis, column: int) -> str:
     return "no clear difference"
 
 
-def agreement_lines(analysis: Analysis, places: list[str], emulated: frozenset[str]) -> list[str]:
+def agreement_lines(
+    analysis: Analysis, places: list[str], emulated: frozenset[str], noun: str = "places"
+) -> list[str]:
     """Per compared label, whether the places agree, and what each says where they do not.
     A place in `emulated` ran under emulation: it is named so, since its timings mean little."""
     by_label: dict[str, list[tuple[str, str]]] = {}
@@ -90,12 +95,12 @@ def agreement_lines(analysis: Analysis, places: list[str], emulated: frozenset[s
         if caught:
             line = f"caught in {', '.join(caught)} ({said})"
         elif len(found) < 2:
-            line = f"measured in one place only ({said})"
+            line = f"measured in one {noun.removesuffix('s')} only ({said})"
         elif len(directions) == 1:
-            line = f"the places agree: {directions.pop()} in each"
+            line = f"the {noun} agree: {directions.pop()} in each"
         else:
-            line = f"the places differ ({said})"
+            line = f"the {noun} differ ({said})"
         lines.append(f"  {label}: {line}")
     if lines:
-        lines.insert(0, f"Across places ({', '.join(places)}), each against its own baseline:")
+        lines.insert(0, f"Across {noun} ({', '.join(places)}), each against its own baseline:")
     return lines

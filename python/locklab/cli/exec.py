@@ -19,6 +19,7 @@ from locklab.cli.common import (
     source_plugins,
     statistics_options,
 )
+from locklab.cli.hosts import hosts_options, measure_on_hosts, remote_command
 from locklab.cli.measure import execute
 from locklab.errors import LocklabError
 from locklab.model.spec import ExperimentSpec, default
@@ -26,6 +27,7 @@ from locklab.model.targeting import spec_for_locks
 from locklab.run.engine import Engine
 from locklab.run.program import check_program
 from locklab.run.source_plugin import built_plugins
+from locklab.run.ssh import check_aliases
 from locklab.store import Store
 
 
@@ -52,6 +54,7 @@ def register(commands: Commands) -> None:
     run.add_argument("--repeat", type=repeat_count, default=_spec("repeat"), help="runs per cell")
     run.add_argument("--seed", type=int, default=_spec("seed"), help="seed of the run order")
     program_figure_options(run)
+    hosts_options(run)
     run.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
     run.set_defaults(handler=cmd_exec)
 
@@ -61,6 +64,8 @@ def cmd_exec(args: argparse.Namespace) -> int:
     program = args.program[1:] if args.program[:1] == ["--"] else args.program
     if args.repeat == "auto":
         raise LocklabError("exec: --repeat auto is for engine runs; give a number")
+    if args.hosts:  # the program is each host's own, found on its PATH
+        return measure_on_hosts(args, chosen, check_aliases(args.hosts), *remote_command(args))
     engine = Engine(chosen_engine(args))
     name = args.name or f"{Path(program[0]).name if program else 'program'}-{args.lock}"
     plugins = built_plugins(args.plugin, args.build or engine.build(), engine.path)

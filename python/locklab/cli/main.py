@@ -27,6 +27,8 @@ from locklab import __version__
 from locklab.cli.common import EXIT_INTERRUPTED, Parser
 from locklab.errors import LocklabError
 from locklab.printable import printable
+from locklab.run.lifetime import end_with_input
+from locklab.store import mirror
 
 WHAT = (
     "locklab, a laboratory for lock algorithms: run a lock (yours, a patched kernel's, a "
@@ -109,11 +111,14 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminate)
+    if mirror.active():  # started by another locklab, on a host of its --hosts
+        end_with_input()
     try:
         argv = list(sys.argv[1:] if argv is None else argv)
         if argv[:2] == ["kernel", "build"]:  # `locklab kernel build` is `kernel-build`
             argv = ["kernel-build", *argv[2:]]
         args = build_parser().parse_args(argv)
+        args.argv = argv  # what --hosts runs again on each host
         return args.handler(args)
     except LocklabError as error:
         print(f"locklab: error: {printable(str(error))}", file=sys.stderr)

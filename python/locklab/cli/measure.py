@@ -72,6 +72,7 @@ def execute(
         f'experiment #{experiment.id} "{printable(experiment.name)}" in {store.path}: '
         f"{runs_planned} runs, about {minutes:.1f} min in all"
     )
+    store.announce(experiment, runs_planned)
     try:
         outcome = run_sweep(engine, store, experiment, errors)
     except KeyboardInterrupt:

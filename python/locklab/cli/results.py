@@ -28,6 +28,12 @@ def register(commands: Commands) -> None:
     compare = commands.add_parser("compare", help="compare two experiments, B against A")
     compare.add_argument("a", metavar="EXP_A")
     compare.add_argument("b", metavar="EXP_B")
+    compare.add_argument("more", nargs="*", metavar="EXP", help="more, with --side-by-side")
+    compare.add_argument(
+        "--side-by-side", action="store_true",
+        help="each experiment against its own baseline, laid side by side (as --hosts shows "
+        "its hosts: the same variants on several machines), instead of B against A",
+    )  # fmt: skip
     statistics_options(compare)
     compare.set_defaults(handler=cmd_compare)
 
@@ -73,9 +79,37 @@ def cmd_table(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     store = _reader(args)
+    if args.side_by_side:
+        return _side_by_side(args, store)
+    if args.more:
+        raise LocklabError("compare: more than two experiments only with --side-by-side")
     a, b = store.experiment(args.a), store.experiment(args.b)
     analysis = analyse_comparison(a, store.runs(a), b, store.runs(b), settings(args))
     listing.print_analysis(analysis, args.plain)
+    return 0
+
+
+def _side_by_side(args: argparse.Namespace, store: Store) -> int:
+    """Each experiment's own table, then all of them as one: named by the host each was
+    measured on (--hosts), else by the experiment's name."""
+    from locklab.cli.hosts import side_by_side
+
+    chosen = settings(args)
+    analysed, hosts = [], True
+    for ref in (args.a, args.b, *args.more):
+        experiment = store.experiment(ref)
+        facts = store.host_facts(experiment)
+        name = facts[0] if facts else experiment.name
+        hosts = hosts and facts is not None
+        analysis = analyse_experiment(experiment, store.runs(experiment), chosen)
+        listing.print_analysis(analysis, args.plain)
+        analysed.append((name.replace(" ", "_"), analysis))
+    combined = side_by_side(analysed, "hosts" if hosts else "experiments")
+    if combined is None:
+        raise LocklabError("compare --side-by-side: give experiments from distinct hosts or "
+                           "of distinct names, each sweeping one axis")  # fmt: skip
+    print("\nside by side:")
+    listing.print_analysis(combined, args.plain)
     return 0
 
 

@@ -25,11 +25,12 @@ from locklab.cli.common import (
     source_plugins,
     statistics_options,
 )
+from locklab.cli.hosts import hosts_options, measure_on_hosts, remote_command, resume_host
 from locklab.cli.measure import KernelPlan, compile_variants, execute, plan_line
 from locklab.errors import LocklabError
 from locklab.kernel import campaign as kernel_campaign
 from locklab.kernel.campaign import KernelCampaign
-from locklab.model.campaign import campaign_kind, load_campaign, locate_error
+from locklab.model.campaign import campaign_hosts, campaign_kind, load_campaign, locate_error
 from locklab.model.spec import AutoRepeat, ExperimentSpec, default
 from locklab.model.targeting import spec_for_locks
 from locklab.model.values import AXES
@@ -38,7 +39,8 @@ from locklab.printable import file_stem, printable
 from locklab.run import adaptive
 from locklab.run.engine import Engine
 from locklab.run.source_plugin import built_plugins
-from locklab.store import Experiment, Run, Store
+from locklab.run.ssh import check_aliases
+from locklab.store import Experiment, Run, Store, mirror
 
 
 def _spec(name: str) -> object:
@@ -146,8 +148,11 @@ def register(commands: Commands) -> None:
         help=f"seed of the run order (default {_spec('seed')})",
     )
     how.add_argument(
-        "--resume", metavar="EXP", help="finish an interrupted experiment: run only what is missing"
-    )
+        "--resume", metavar="EXP",
+        help="finish an interrupted experiment: run only what is missing (a host's experiment: "
+        "on that host)",
+    )  # fmt: skip
+    hosts_options(run)
     run.set_defaults(handler=cmd_run)  # fmt: skip
     _register_campaign(commands)
 
@@ -177,21 +182,18 @@ def _register_campaign(commands: Commands) -> None:
     scale.add_argument("--repeat", type=int, help="runs per cell")
     scale.add_argument("--duration", type=number, help="measured seconds per run")
     scale.add_argument("--warmup", type=number, help="seconds discarded before measuring")
+    hosts_options(campaign)
     campaign.set_defaults(handler=cmd_campaign)  # fmt: skip
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     chosen = settings(args)  # refuse bad statistics options before running anything
-    engine = Engine(chosen_engine(args))
     if args.resume:
-        given = [f"--{axis}" for axis in AXES if getattr(args, axis) is not None]
-        given += ["--lock"] if args.lock else []
-        if given:
-            raise LocklabError(f"--resume runs the stored plan: drop {', '.join(given)}")
-        store = Store(Path(args.store), create=False)
-        experiment = store.experiment(args.resume)
-        engine.check(experiment.spec)
-        return execute(args, chosen, engine, store, experiment)[0]
+        return _resume(args, chosen)
+    if args.hosts:
+        aliases = check_aliases(args.hosts)
+        return measure_on_hosts(args, chosen, aliases, *remote_command(args))
+    engine = Engine(chosen_engine(args))
     plugins = built_plugins(args.plugin, args.build or engine.build(), engine.path)
     spec = spec_for_locks(
         engine.catalogue, args.lock, args.param, plugins,
@@ -210,9 +212,35 @@ def cmd_run(args: argparse.Namespace) -> int:
     return execute(args, chosen, engine, store, experiment)[0]
 
 
+def _resume(args: argparse.Namespace, chosen: Settings) -> int:
+    """--resume: the stored plan, finished here, or on the host it was measured on."""
+    given = [f"--{axis}" for axis in AXES if getattr(args, axis) is not None]
+    given += ["--lock"] if args.lock else []
+    if given:
+        raise LocklabError(f"--resume runs the stored plan: drop {', '.join(given)}")
+    store = Store(Path(args.store), create=False)
+    experiment = store.experiment(args.resume)
+    alias = resume_host(store, experiment, args)
+    if alias is not None:
+        if args.hosts and args.hosts != alias:
+            raise LocklabError(
+                f"--resume {args.resume}: it was measured on {alias}, not on {args.hosts}"
+            )
+        store.close()
+        return measure_on_hosts(args, chosen, [alias], ["run", "--resume", experiment.uuid], {})
+    if args.hosts:
+        raise LocklabError(f"--resume {args.resume}: it was measured here, not on a host")
+    engine = Engine(chosen_engine(args))
+    engine.check(experiment.spec)
+    return execute(args, chosen, engine, store, experiment)[0]
+
+
 def cmd_campaign(args: argparse.Namespace) -> int:
     chosen = settings(args)
     kind = campaign_kind(args.file)
+    if args.hosts and kind != "engine":
+        raise LocklabError(f"--hosts: a {kind} campaign runs here; for kernels on other "
+                           "machines: locklab kernel --patch ... --hosts A,B")  # fmt: skip
     if kind == "kernel":
         return _kernel_campaign(args, chosen, kernel_campaign.load(args.file, args.full))
     if kind == "places":
@@ -222,6 +250,15 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     if kind != "engine":
         raise LocklabError(f"{args.file}: kind must be engine, kernel or places (got {kind!r})")
     spec = load_campaign(args.file, args.full)
+    # A locklab a --hosts run started measures here, whatever hosts the file names.
+    aliases = [] if mirror.active() else campaign_hosts(args.file)
+    if args.hosts or aliases:
+        aliases = check_aliases(args.hosts or ",".join(aliases))
+        if args.dry_run:
+            print(f"{args.file}: {plan_line(spec)}, on each of {', '.join(aliases)}")
+            return 0
+        page = args.report or Path(args.store) / f"{file_stem(spec.name)}.html"
+        return measure_on_hosts(args, chosen, aliases, *remote_command(args), page)
     if args.repeat is not None:
         spec.repeat, spec.repeat_auto = args.repeat, False
     if args.duration is not None:

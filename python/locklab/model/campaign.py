@@ -39,6 +39,7 @@ TOP_KEYS = {
     "precision",
     "source",
     "checks",
+    "hosts",
 }
 VARIANT_KEYS = {"label", "lock", "params", "plugin", "patches"}
 # What [full] may override: the seed's own scale, run with `locklab campaign FILE --full`.
@@ -80,6 +81,18 @@ def campaign_kind(path: Path) -> str:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return "engine"
     return kind if isinstance(kind, str) else "engine"
+
+
+def campaign_hosts(path: Path) -> list[str]:
+    """The file's `hosts = ["a", "b"]`: the ssh hosts it runs on (see cli/hosts.py); [] for
+    here. An unreadable file has none: its reader says why in one line."""
+    try:
+        hosts = tomllib.loads(path.read_text(encoding="utf-8")).get("hosts", [])
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return []
+    if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
+        raise LocklabError(f'{path}: hosts must be a list of ssh host names, like ["a", "b"]')
+    return hosts
 
 
 def campaign_from_data(path: Path, text: str, data: dict, full: bool = False) -> ExperimentSpec:

@@ -10,6 +10,7 @@ import functools
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -31,3 +32,17 @@ def _die_with(parent_pid: int) -> None:
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent_pid:
         os._exit(EXIT_PARENT_GONE)
+
+
+def end_with_input() -> None:
+    """A locklab started by another over ssh (--hosts) ends when its standard input does: when
+    that locklab is interrupted, or the connection drops. It then stops as on Ctrl-C, keeping
+    every finished run, instead of measuring for nobody. The reader thread sleeps in read(), on
+    the descriptor itself: sys.stdin's buffer would hold a lock the interpreter's exit waits on."""
+
+    def watch() -> None:
+        while os.read(0, 4096):
+            pass
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="end-with-input", daemon=True).start()

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from locklab.errors import LocklabError
 from locklab.model.spec import ConfigKey, ExperimentSpec
+from locklab.store import mirror
 from locklab.store.sqlite import (
     SCHEMA,
     SCHEMA_VERSION,
@@ -152,16 +153,22 @@ class Store:
                 ),
             )
         assert cursor.lastrowid is not None
-        return self.experiment(str(cursor.lastrowid))
+        experiment = self.experiment(str(cursor.lastrowid))
+        mirror.emit(_experiment_event(experiment, None))
+        return experiment
 
     def experiments(self) -> list[Experiment]:
         rows = self.db.execute(f"SELECT {_EXPERIMENT_COLUMNS} FROM experiments ORDER BY id")
         return [_experiment(row) for row in rows]
 
     def experiment(self, ref: str) -> Experiment:
-        """By id (``3``, ``#3``) or by name (the newest of that name)."""
+        """By id (``3``, ``#3``), by UUID, or by name (the newest of that name)."""
         ref = ref.removeprefix("#")
-        if ref.isdigit():
+        if _is_uuid(ref):
+            row = self.db.execute(
+                f"SELECT {_EXPERIMENT_COLUMNS} FROM experiments WHERE uuid = ?", (ref,)
+            ).fetchone()
+        elif ref.isdigit():
             row = self.db.execute(
                 f"SELECT {_EXPERIMENT_COLUMNS} FROM experiments WHERE id = ?", (int(ref),)
             ).fetchone()
@@ -185,29 +192,23 @@ class Store:
         commit: str | None,
     ) -> None:
         """Write one finished run and commit it at once."""
+        row = (
+            str(run.config_key),
+            run.repeat,
+            run.status,
+            run.exit_code,
+            run.throughput_ops_per_s,
+            run.error,
+            json.dumps(command),
+            json.dumps(run.result) if run.result is not None else None,
+            json.dumps(run.machine) if run.machine is not None else None,
+            run.wall_s,
+            _now(),
+            version,
+            commit,
+        )
         with self.transaction():
-            self.db.execute(
-                "INSERT INTO runs (experiment_id, config_key, repeat, status, exit_code,"
-                " throughput_ops_per_s, error, command_json, result_json, machine_json, wall_s,"
-                " finished, locklab_version, locklab_commit)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    experiment.id,
-                    str(run.config_key),
-                    run.repeat,
-                    run.status,
-                    run.exit_code,
-                    run.throughput_ops_per_s,
-                    run.error,
-                    json.dumps(command),
-                    json.dumps(run.result) if run.result is not None else None,
-                    json.dumps(run.machine) if run.machine is not None else None,
-                    run.wall_s,
-                    _now(),
-                    version,
-                    commit,
-                ),
-            )
+            self.db.execute(_INSERT_RUN, (experiment.id, *row))
             self.db.execute(
                 "DELETE FROM claims WHERE experiment_id = ? AND config_key = ? AND repeat = ?",
                 (experiment.id, str(run.config_key), run.repeat),
@@ -217,6 +218,7 @@ class Store:
                 self.db.execute(
                     "UPDATE experiments SET host = ? WHERE id = ?", (experiment.host, experiment.id)
                 )
+        mirror.emit(_run_event(experiment.uuid, row))
 
     def runs(self, experiment: Experiment, with_results: bool = True) -> list[Run]:
         result_column = "result_json" if with_results else "NULL"
@@ -247,6 +249,70 @@ class Store:
             (experiment.id,),
         )
         return {(ConfigKey.parse(key), repeat) for key, repeat in rows}
+
+    # -- mirrored from remote hosts (--hosts; see mirror.py) -----------------------------------
+    def announce(self, experiment: Experiment, planned: int) -> None:
+        """Mirror the experiment a sweep starts on, and every run it has: a resumed experiment
+        replays what the local store may have missed."""
+        if not mirror.active():
+            return
+        mirror.emit(_experiment_event(experiment, planned))
+        rows = self.db.execute(
+            f"SELECT {_RUN_COLUMNS} FROM runs WHERE experiment_id = ? ORDER BY id",
+            (experiment.id,),
+        )
+        for row in rows.fetchall():
+            mirror.emit(_run_event(experiment.uuid, row))
+
+    def mirrored_experiment(self, event: dict, alias: str) -> Experiment:
+        """The local copy of a host's experiment, made on its first event: its UUID, its name
+        with "@ALIAS", the host's alias, origin "ssh ALIAS"."""
+        row = self.db.execute("SELECT id FROM experiments WHERE uuid = ?", (event["uuid"],))
+        found = row.fetchone()
+        if found is not None:
+            return self.experiment(str(found[0]))
+        with self.transaction():
+            cursor = self.db.execute(
+                "INSERT INTO experiments (uuid, name, created, spec_json, host, origin,"
+                " locklab_version, locklab_commit) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    event["uuid"], f"{event['name']}@{alias}", event["created"],
+                    json.dumps(event["spec"]), alias, f"ssh {alias}",
+                    event["locklab_version"], event["locklab_commit"],
+                ),
+            )  # fmt: skip
+        return self.experiment(str(cursor.lastrowid))
+
+    def mirrored_run(self, experiment: Experiment, event: dict) -> bool:
+        """Store a host's run unless it is here already (a replay): whether it was new."""
+        rows = self.db.execute(
+            "SELECT config_key, repeat, status, finished FROM runs WHERE experiment_id = ?"
+            " AND config_key = ? AND repeat = ?",
+            (experiment.id, event["config_key"], event["repeat"]),
+        )
+        if mirror.run_identity(event) in set(rows.fetchall()):
+            return False
+        with self.transaction():
+            self.db.execute(_INSERT_RUN, (experiment.id, *(event[f] for f in _RUN_FIELDS)))
+        return True
+
+    def set_host_facts(self, experiment: Experiment, alias: str, facts: dict) -> None:
+        with self.transaction():
+            self.db.execute(
+                "INSERT OR REPLACE INTO host_facts VALUES (?, ?, ?)",
+                (experiment.id, alias, json.dumps(facts)),
+            )
+
+    def host_facts(self, experiment: Experiment) -> tuple[str, dict] | None:
+        """(alias, facts) of an experiment measured on a remote host, else None."""
+        try:
+            row = self.db.execute(
+                "SELECT alias, facts_json FROM host_facts WHERE experiment_id = ?",
+                (experiment.id,),
+            ).fetchone()
+        except sqlite3.OperationalError:  # a read-only store older than schema 3
+            return None
+        return None if row is None else (row[0], json.loads(row[1]))
 
     # -- claims --------------------------------------------------------------------------------
     def claim(
@@ -318,19 +384,10 @@ class Store:
                 )
                 new_id = cursor.lastrowid
                 rows = other.db.execute(
-                    "SELECT config_key, repeat, status, exit_code, throughput_ops_per_s, error,"
-                    " command_json, result_json, machine_json, wall_s, finished,"
-                    " locklab_version, locklab_commit FROM runs WHERE experiment_id = ?"
-                    " ORDER BY id",
+                    f"SELECT {_RUN_COLUMNS} FROM runs WHERE experiment_id = ? ORDER BY id",
                     (experiment.id,),
                 )
-                self.db.executemany(
-                    "INSERT INTO runs (experiment_id, config_key, repeat, status, exit_code,"
-                    " throughput_ops_per_s, error, command_json, result_json, machine_json,"
-                    " wall_s, finished, locklab_version, locklab_commit)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [(new_id, *row) for row in rows],
-                )
+                self.db.executemany(_INSERT_RUN, [(new_id, *row) for row in rows])
             imported.append(self.experiment(str(new_id)))
         return imported, present
 
@@ -338,6 +395,38 @@ class Store:
 _EXPERIMENT_COLUMNS = (
     "id, uuid, name, created, spec_json, host, origin, locklab_version, locklab_commit"
 )
+# A run's columns but its experiment, in the order a mirrored run's event names them.
+_RUN_FIELDS = (
+    "config_key", "repeat", "status", "exit_code", "throughput_ops_per_s", "error",
+    "command_json", "result_json", "machine_json", "wall_s", "finished", "locklab_version",
+    "locklab_commit",
+)  # fmt: skip
+_RUN_COLUMNS = ", ".join(_RUN_FIELDS)
+_INSERT_RUN = (
+    f"INSERT INTO runs (experiment_id, {_RUN_COLUMNS})"
+    f" VALUES ({', '.join('?' * (len(_RUN_FIELDS) + 1))})"
+)
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        return str(uuid.UUID(text)) == text.lower()
+    except ValueError:
+        return False
+
+
+def _experiment_event(experiment: Experiment, planned: int | None) -> dict:
+    return {
+        "event": "experiment", "uuid": experiment.uuid, "name": experiment.name,
+        "created": experiment.created, "spec": experiment.spec.to_dict(),
+        "host": experiment.host, "locklab_version": experiment.locklab_version,
+        "locklab_commit": experiment.locklab_commit, "planned": planned,
+    }  # fmt: skip
+
+
+def _run_event(experiment_uuid: str, row: tuple) -> dict:
+    fields = dict(zip(_RUN_FIELDS, row, strict=True))
+    return {"event": "run", "experiment": experiment_uuid, **fields}
 
 
 def _experiment(row: tuple) -> Experiment:

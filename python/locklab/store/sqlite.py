@@ -10,7 +10,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -54,6 +54,13 @@ CREATE TABLE IF NOT EXISTS claims (
     process_start TEXT NOT NULL,
     expires REAL NOT NULL,
     PRIMARY KEY (experiment_id, config_key, repeat)
+);
+-- Schema 3: an experiment measured on a remote host (--hosts) keeps the host's alias and
+-- facts: its CPU, cores, NUMA nodes, kernel, doctor's verdict and each step's time.
+CREATE TABLE IF NOT EXISTS host_facts (
+    experiment_id INTEGER PRIMARY KEY REFERENCES experiments(id) ON DELETE CASCADE,
+    alias TEXT NOT NULL,
+    facts_json TEXT NOT NULL
 );
 """
 
