@@ -29,8 +29,9 @@
 #   openssh-server    the --hosts tests start their own sshd on a loopback port, as this user;
 #                     the package's system service is not used, so when this script installs
 #                     the package on a systemd machine it stops and disables it
-#   --check           install nothing: print the missing packages and exit 3 if any (what
-#                     locklab --hosts asks a host before building there)
+#   --check           install nothing: print the missing packages and exit 3 if any
+#   --check-build     the same, for what building and measuring need (make build venv): what
+#                     locklab --hosts asks a host before building there
 #   --slow: linux-source-6.12   `make test-slow` and campaigns/seed-003-kernel.toml: Linux 6.12,
 #                     the first with PREEMPT_RT in mainline (a 150 MB package CI does not need)
 set -euo pipefail
@@ -44,13 +45,14 @@ packages=(gcc make libc6-dev libck-dev python3-venv chromium chromium-driver
 [[ "$(uname -m)" == x86_64 ]] && packages+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross
     binutils-aarch64-linux-gnu qemu-user-static)
 [[ "${1:-}" == --slow ]] && packages+=(linux-source-6.12)
+[[ "${1:-}" == --check-build ]] && packages=(gcc make libc6-dev libck-dev python3-venv)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
         || missing+=("$package")
 done
 ((${#missing[@]} == 0)) && exit 0
-if [[ "${1:-}" == --check ]]; then
+if [[ "${1:-}" == --check || "${1:-}" == --check-build ]]; then
     echo "${missing[*]}"
     exit 3
 fi

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, bench_path
-from locklab.cli.hosts import remote_command
+from locklab.cli.host_plans import remote_command
 from locklab.cli.main import build_parser, main
 from locklab.errors import LocklabError
 from locklab.model.spec import ExperimentSpec, Variant
@@ -260,8 +260,8 @@ def test_the_hosts_command_line_drops_local_options_and_ships_outside_files(tmp_
     assert "--hosts" not in arguments and "--store" not in arguments and "--plain" not in arguments
     assert not any(a.startswith("--remote-dir") for a in arguments)
     shipped = arguments[arguments.index("--plugin") + 1]
-    assert shipped.startswith("../inputs/") and shipped.endswith("/mine.c")
-    assert arguments[arguments.index("--patch") + 1].startswith("k1=../inputs/")
+    assert shipped.startswith("{work}/inputs/") and shipped.endswith("/mine.c")
+    assert arguments[arguments.index("--patch") + 1].startswith("k1={work}/inputs/")
     assert set(inputs) == {plugin, patch}
     inside = ROOT / "campaigns" / "seed-002-cna.toml"
     argv = ["campaign", str(inside), "--hosts", "a"]
@@ -270,18 +270,25 @@ def test_the_hosts_command_line_drops_local_options_and_ships_outside_files(tmp_
     assert remote_command(args) == (["campaign", "campaigns/seed-002-cna.toml"], {})
 
 
-def test_exec_keeps_the_programs_own_options(tmp_path):
-    argv = ["exec", "--lock", "mcs", "--hosts", "a", "--", "prog", "--store", "x", "--plain"]
+@pytest.mark.parametrize("dashes", [["--"], []])
+def test_exec_keeps_the_programs_own_options(dashes):
+    argv = ["exec", "--lock", "mcs", "--hosts", "a", *dashes, "prog", "--store", "x", "--plain"]
     args = build_parser().parse_args(argv)
     args.argv = argv
     arguments, _ = remote_command(args)
     assert arguments == ["exec", "--lock", "mcs", "--", "prog", "--store", "x", "--plain"]
 
 
+def test_an_abbreviated_option_is_not_taken_for_another(capsys):
+    code = main(["run", "--lock", "tas", "--host", "a,b"])
+    assert code == 2 and "unrecognized arguments: --host a,b" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("hosts", "expected"),
     [("a,,b", "'' is not a host name"), ("-oProxyCommand=x", "is not a host name"),
-     ("a b", "is not a host name"), ("a,a", "given twice")],
+     ("a b", "is not a host name"), ("a,a", "given twice"), ("big1:2222", "is not a host"),
+     ("..", "is not a host name")],
 )  # fmt: skip
 def test_bad_host_lists_are_refused(hosts, expected):
     with pytest.raises(LocklabError, match=expected):

@@ -23,6 +23,7 @@ from locklab.run.engine import Engine, find_engine
 DEFAULT_STORE = "locklab-results"
 EXIT_RUN_FAILED = 1
 EXIT_INTERRUPTED = 130
+EXIT_INTERNAL = 70  # a bug: said in one line, with how to see where
 Commands = Any  # argparse's subparsers action, whose type argparse keeps private
 
 
@@ -49,6 +50,9 @@ class Parser(argparse.ArgumentParser):
     and an option that takes one value refuses a second."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # No abbreviations: `--host` must not pass for `--hosts`, nor `--sto` for `--store`
+        # (--hosts sends a command line on to each host without this machine's options).
+        kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
         self.register("action", None, _StoreOnce)
         self.register("action", "store", _StoreOnce)

@@ -19,7 +19,8 @@ from locklab.cli.common import (
     source_plugins,
     statistics_options,
 )
-from locklab.cli.hosts import hosts_options, measure_on_hosts, remote_command
+from locklab.cli.host_plans import remote_command
+from locklab.cli.hosts import hosts_options, measure_on_hosts
 from locklab.cli.measure import execute
 from locklab.errors import LocklabError
 from locklab.model.spec import ExperimentSpec, default

@@ -22,26 +22,15 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from locklab.analysis.cells import Settings, analyse_experiment
 from locklab.analysis.model import Analysis
 from locklab.analysis.places import combine
-from locklab.cli.common import EXIT_INTERRUPTED, EXIT_RUN_FAILED
+from locklab.cli.common import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_RUN_FAILED
+from locklab.cli.host_plans import Plan, kernel_plans, remote_command
 from locklab.errors import LocklabError
-from locklab.model.campaign import load_campaign
 from locklab.output import listing
 from locklab.printable import printable
-from locklab.run.remote import (
-    DEFAULT_REMOTE_DIR,
-    ROOT,
-    Host,
-    HostFailure,
-    host_architecture,
-    remote_input,
-)
-from locklab.run.ssh import Ssh
+from locklab.run.remote import DEFAULT_REMOTE_DIR, Host, HostFailure, Report
+from locklab.run.ssh import Ssh, check_aliases
 from locklab.store import Experiment, Run, Store
 
-# Options of this machine's locklab only: the hosts' own command line goes without them.
-_LOCAL_VALUED = {"--hosts", "--ssh-config", "--remote-dir", "--store", "--engine", "--report"}
-_LOCAL_FLAGS = {"--install-deps", "--plain"}
-EXIT_INTERNAL = 70
 STOP_WAIT_S = 60.0  # after Ctrl-C, how long the hosts get to stop and say what they kept
 
 
@@ -60,7 +49,7 @@ def hosts_options(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     group.add_argument(
         "--install-deps", action="store_true",
-        help="run 'make deps' on a host that lacks Debian packages (sudo there, if not root)",
+        help="run 'make deps' on a host that lacks Debian packages, where the ssh user is root",
     )  # fmt: skip
 
 
@@ -69,84 +58,12 @@ class _HostState:
     """What the main thread knows of one host, from its events."""
 
     host: Host
+    facts: dict = field(default_factory=dict)  # the host thread's latest copy
     experiments: dict[str, Experiment] = field(default_factory=dict)  # by UUID
     planned: int = 0
     received: int = 0
     status: int | None = None
     failure: str | None = None
-
-
-def remote_command(
-    args: argparse.Namespace, dropped: frozenset[str] = frozenset()
-) -> tuple[list[str], dict[Path, str]]:
-    """The command line each host runs (without this machine's options, nor the `dropped`
-    ones, with the files it names as the host sees them, from its src/ folder), and the inputs
-    to ship: local path -> place in the host's work folder."""
-    argv: list[str] = args.argv
-    inputs: dict[Path, str] = {}
-
-    def mapped(text: str) -> str:
-        path = Path(text)
-        if not path.is_file():
-            return text  # the host's locklab says what is wrong with it
-        place = remote_input(path)
-        if place is None:
-            return str(path.resolve().relative_to(ROOT))
-        inputs[path.resolve()] = place
-        return f"../{place}"
-
-    def campaign(text: str) -> str:
-        """The campaign file, and the plugins and patches it names beside it."""
-        shown = mapped(text)
-        if shown.startswith("../"):
-            folder = Path(text).resolve().parent
-            for variant in load_campaign(Path(text)).variants:
-                for named in (variant.plugin, *variant.patches):
-                    if named is None:
-                        continue
-                    if not Path(named).is_relative_to(folder):
-                        raise LocklabError(
-                            f"{text}: --hosts ships a campaign's own folder only: {named} is "
-                            "outside it (move it beside the campaign, or into the project)"
-                        )
-                    inputs[Path(named)] = f"{shown[3:].rsplit('/', 1)[0]}/" + str(
-                        Path(named).relative_to(folder)
-                    )
-        return shown
-
-    out: list[str] = []
-    tokens = iter(enumerate(argv))
-    for index, token in tokens:
-        if token == "--":  # exec's program: the host's, as given
-            out += argv[index:]
-            break
-        name, equals, value = token.partition("=")
-        if name in _LOCAL_VALUED or name in dropped:
-            if not equals:
-                next(tokens, None)
-            continue
-        if token in _LOCAL_FLAGS:
-            continue
-        if name == "--source":
-            raise LocklabError("--source: not with --hosts (a kernel tree is not shipped; the "
-                               "hosts use Debian's linux-source-6.1)")  # fmt: skip
-        if name in ("--plugin", "--config", "--patch"):
-            text = value if equals else next(tokens, (0, ""))[1]
-            if name == "--patch":
-                label, eq, files = text.partition("=")
-                text = label + eq + ",".join(mapped(f) for f in files.split(",")) if eq else text
-            else:
-                text = mapped(text)
-            out += [name, text]
-            continue
-        if argv[0] == "campaign" and index > 0 and Path(token) == args.file:
-            out.append(campaign(token))
-            continue
-        out.append(token)
-    return out, inputs
-
-
-Plan = tuple[list[str], dict[Path, str]]  # a host's command line, and the inputs it needs
 
 
 def measure_on_hosts(
@@ -168,8 +85,8 @@ def measure_plans(
     aliases = list(plans)
     store = Store(Path(args.store))
     events: queue.Queue[tuple[str, str, object]] = queue.Queue()
-    ssh = Ssh(args.ssh_config)
-    logs = store.path.parent / "hosts"
+    ssh = Ssh(args.ssh_config.resolve() if args.ssh_config else None)
+    logs = store.path.parent.resolve() / "hosts"
     states = {
         alias: _HostState(
             Host(alias, ssh, args.remote_dir, logs, _put(events), args.install_deps)
@@ -193,28 +110,30 @@ def measure_plans(
         for thread in threads:
             thread.start()
         while any(state.status is None for state in states.values()):
-            try:
-                alias, kind, payload = events.get(timeout=1.0 if not interrupted else STOP_WAIT_S)
-            except queue.Empty:
-                if interrupted:
-                    break
-                continue
+            try:  # Ctrl-C anywhere in here stops the hosts, which then say what they kept
+                try:
+                    alias, kind, payload = events.get(timeout=STOP_WAIT_S if interrupted else 1)
+                except queue.Empty:
+                    if interrupted:
+                        break
+                    continue
+                state = states[alias]
+                _take(store, state, kind, payload)
+                step = _step_text(state, kind, payload)
+                shown = {"step": step} if step else {}
+                progress.update(tasks[alias], runs=_runs_text(state), total=state.planned or None,
+                                completed=state.received, **shown)  # fmt: skip
+                progress.refresh()
             except KeyboardInterrupt:
-                interrupted = True
-                for state in states.values():
-                    state.host.stop()
-                continue
-            state = states[alias]
-            _take(store, state, kind, payload)
-            progress.update(tasks[alias], step=_step_text(state, kind, payload),
-                            runs=_runs_text(state),
-                            total=state.planned or None, completed=state.received)  # fmt: skip
-            progress.refresh()
+                if not interrupted:
+                    interrupted = True
+                    for state in states.values():
+                        state.host.stop()
     status = _conclude(args, chosen, store, states, interrupted, report_page)
     return EXIT_RUN_FAILED if failed and status == 0 else status
 
 
-def _put(events: queue.Queue[tuple[str, str, object]]):  # noqa: ANN202 (a closure)
+def _put(events: queue.Queue[tuple[str, str, object]]) -> Report:
     return lambda alias, kind, payload: events.put((alias, kind, payload))
 
 
@@ -233,8 +152,11 @@ def _work(
     host: Host, arguments: list[str], inputs: dict[Path, str],
     machines: dict[str, threading.Lock], machines_lock: threading.Lock, logs: Path,
 ) -> None:  # fmt: skip
-    """One host's steps, in its own thread; the last event is always "done"."""
+    """One host's steps, in its own thread; the last event is always "done". What the host's
+    store holds beside its runs (kernel consoles) is fetched once its run has begun, even when
+    the run failed: that is when the consoles matter."""
     status, failure = EXIT_INTERNAL, "ended without a word"
+    ran = False
     try:
         host.probe()
         host.ship(inputs)
@@ -246,50 +168,62 @@ def _work(
             host.report(host.alias, "step", "waiting: another alias of this machine measures")
             machine.acquire()
         try:
+            ran = True
             status, failure = host.run(arguments), None
         finally:
             machine.release()
-        host.fetch(logs / host.alias / "fetched")
     except HostFailure as error:
         status, failure = EXIT_RUN_FAILED, str(error)
     except KeyboardInterrupt:
         status, failure = EXIT_INTERRUPTED, "interrupted"
     except Exception as error:  # a bug: said as one line, the other hosts go on
         status, failure = EXIT_INTERNAL, f"internal error: {type(error).__name__}: {error}"
-    host.report(host.alias, "done", (status, failure))
+    finally:
+        if ran and status != EXIT_INTERRUPTED:
+            try:
+                host.fetch(logs / host.alias / "fetched")
+            except (HostFailure, KeyboardInterrupt) as error:
+                if failure is None:
+                    status, failure = EXIT_RUN_FAILED, f"fetching its logs: {error}"
+        host.report(host.alias, "done", (status, failure))
 
 
 def _take(store: Store, state: _HostState, kind: str, payload: object) -> None:
-    """One event of a host, into the store and the host's state."""
+    """One event of a host, into the store and the host's state. A mirrored event this side
+    cannot place is left: the host's store has it, and a resume replays it."""
     alias = state.host.alias
-    if kind == "mirror":
+    if kind == "facts":
         assert isinstance(payload, dict)
-        if payload["event"] == "experiment":
-            experiment = store.mirrored_experiment(payload, alias)
-            state.experiments[payload["uuid"]] = experiment
-            store.set_host_facts(experiment, alias, state.host.facts)
-            if payload.get("planned"):
-                state.planned = int(payload["planned"])
-                state.received = len(store.runs(experiment, with_results=False))
-        else:
-            experiment = state.experiments.get(payload["experiment"]) or store.experiment(
-                payload["experiment"]
-            )
-            if store.mirrored_run(experiment, payload):
-                state.received += 1
+        state.facts = payload
+        for experiment in state.experiments.values():
+            store.set_host_facts(experiment, alias, state.facts)
+    elif kind == "mirror":
+        assert isinstance(payload, dict)
+        try:
+            if payload["event"] == "experiment":
+                experiment = store.mirrored_experiment(payload, alias)
+                state.experiments[payload["uuid"]] = experiment
+                store.set_host_facts(experiment, alias, state.facts)
+                if payload.get("planned"):
+                    state.planned = int(payload["planned"])
+                    state.received = len(store.finished(experiment))
+            elif payload["experiment"] in state.experiments:
+                if store.mirrored_run(state.experiments[payload["experiment"]], payload):
+                    state.received += payload["status"] == "ok"
+        except (KeyError, TypeError, ValueError):
+            pass
     elif kind == "done":
         assert isinstance(payload, tuple)
         state.status, state.failure = payload
-        for experiment in state.experiments.values():  # with each step's time, now known
-            store.set_host_facts(experiment, alias, state.host.facts)
 
 
-def _step_text(state: _HostState, kind: str, payload: object) -> str:
+def _step_text(state: _HostState, kind: str, payload: object) -> str | None:
+    """The host's step as the progress display shows it (None: no change)."""
     if kind == "step":
         return printable(str(payload))
     if kind == "done":
         return "done" if state.failure is None else "failed"
-    return "run"
+    return "run" if kind == "mirror" else None
 
 
 def _runs_text(state: _HostState) -> str:
@@ -310,7 +244,7 @@ def _conclude(
             if not runs:
                 continue
             analysis = analyse_experiment(experiment, runs, chosen)
-            print(f"\nhost {printable(alias)}: {host_line(state.host.facts)}")
+            print(f"\nhost {printable(alias)}: {host_line(state.facts)}")
             listing.print_analysis(analysis, args.plain)
             shown.append((alias, experiment, runs, analysis))
     combined = side_by_side([(alias, analysis) for alias, _, _, analysis in shown])
@@ -323,6 +257,8 @@ def _conclude(
         figures.write_report([(e, r, a) for _, e, r, a in shown], chosen, report_page, combined)
     status = 0
     for alias, state in states.items():
+        if state.status is None:  # still stopping when the wait ended
+            state.failure = f"still stopping after {STOP_WAIT_S:g} s"
         kept = _kept(store, state)
         if state.failure is not None:
             print(f"locklab: error: host {printable(alias)}: {printable(state.failure)}{kept}",
@@ -407,20 +343,10 @@ def resume_host(store: Store, experiment: Experiment, args: argparse.Namespace) 
     return alias
 
 
-# What builds a kernel: done here, so a host's command line goes without them.
-_KERNEL_BUILD_OPTIONS = frozenset({"--patch", "--source", "--config", "--debug", "--arch"})
-
-
 def kernel_on_hosts(args: argparse.Namespace, chosen: Settings) -> int:
-    """`locklab kernel --hosts`: the kernels of --patch built here, once per architecture among
-    the hosts (arm64 cross-built), shipped with their manifest and booted on each host, under
-    KVM where it works there and with the vCPUs pinned as --pin-cpus says; --host-kernel runs
-    each host's own kernel's locktorture instead."""
-    from locklab.cli.guest import debug_list
-    from locklab.kernel import build, build_inputs
-    from locklab.kernel.arch import resolve
-    from locklab.run.ssh import check_aliases
-
+    """`locklab kernel --hosts`: the kernels of --patch built here and booted on each host
+    (host_plans.kernel_plans), under KVM where it works there and with the vCPUs pinned as
+    --pin-cpus says; --host-kernel runs each host's own kernel's locktorture instead."""
     aliases = check_aliases(args.hosts)
     if args.exec is not None:
         raise LocklabError("--exec with --hosts: programs in kernels run on this machine only")
@@ -431,46 +357,7 @@ def kernel_on_hosts(args: argparse.Namespace, chosen: Settings) -> int:
         return measure_on_hosts(args, chosen, aliases, *remote_command(args))
     if not args.patch:
         raise LocklabError("--hosts: give --patch LABEL=... or --host-kernel")
-    patches = build_inputs.parse_patch_options(args.patch)
-    arches, failed = _architectures(aliases, Ssh(args.ssh_config))
-    plans: dict[str, Plan] = {}
-    shipped = Path(args.store) / "hosts"
-    shipped.mkdir(parents=True, exist_ok=True)
-    for arch in sorted(set(arches.values())):
-        built = build.build(patches, args.source, args.config, debug_list(args.debug), arch)
-        folder = f"inputs/kernels-{arch}"
-        places = {label: f"{b.key}/{b.image.name}" for label, b in built.items()}
-        manifest = shipped / f"kernels-{arch}.json"
-        manifest.write_text(build.manifest(built, places))
-        inputs = {b.image: f"{folder}/{places[label]}" for label, b in built.items()}
-        inputs[manifest] = f"{folder}/{build.MANIFEST}"
-        guest_init = resolve(arch).torture_init
-        if guest_init is not None:  # cross-built here too, as the host may lack the compiler
-            inputs[ROOT / guest_init] = f"src/{guest_init}"
-        arguments, _ = remote_command(args, _KERNEL_BUILD_OPTIONS)
-        arguments += ["--images", f"../{folder}/{build.MANIFEST}"]
-        plans.update({alias: (arguments, inputs) for alias in aliases if arches.get(alias) == arch})
+    plans, failed = kernel_plans(args, aliases)
     if not plans:
         return EXIT_RUN_FAILED
     return measure_plans(args, chosen, plans, failed=failed)
-
-
-def _architectures(aliases: list[str], ssh: Ssh) -> tuple[dict[str, str], int]:
-    """Each reachable host's architecture (asked in parallel); a line for each other host."""
-    found: dict[str, str] = {}
-    faults: dict[str, str] = {}
-
-    def ask(alias: str) -> None:
-        try:
-            found[alias] = host_architecture(alias, ssh)
-        except HostFailure as error:
-            faults[alias] = str(error)
-
-    askers = [threading.Thread(target=ask, args=(alias,), daemon=True) for alias in aliases]
-    for asker in askers:
-        asker.start()
-    for asker in askers:
-        asker.join()
-    for alias, fault in faults.items():
-        print(f"locklab: error: host {printable(alias)}: {printable(fault)}", file=sys.stderr)
-    return found, len(faults)

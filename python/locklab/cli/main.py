@@ -24,7 +24,7 @@ from pathlib import Path
 from types import FrameType
 
 from locklab import __version__
-from locklab.cli.common import EXIT_INTERRUPTED, Parser
+from locklab.cli.common import EXIT_INTERNAL, EXIT_INTERRUPTED, Parser
 from locklab.errors import LocklabError
 from locklab.printable import printable
 from locklab.run.lifetime import end_with_input
@@ -144,4 +144,4 @@ def main(argv: Sequence[str] | None = None) -> int:
             "(LOCKLAB_DEBUG=1 shows where; please report it)",
             file=sys.stderr,
         )
-        return 70
+        return EXIT_INTERNAL

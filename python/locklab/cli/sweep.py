@@ -25,7 +25,8 @@ from locklab.cli.common import (
     source_plugins,
     statistics_options,
 )
-from locklab.cli.hosts import hosts_options, measure_on_hosts, remote_command, resume_host
+from locklab.cli.host_plans import remote_command
+from locklab.cli.hosts import hosts_options, measure_on_hosts, resume_host
 from locklab.cli.measure import KernelPlan, compile_variants, execute, plan_line
 from locklab.errors import LocklabError
 from locklab.kernel import campaign as kernel_campaign

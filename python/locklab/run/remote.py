@@ -4,9 +4,11 @@ own `locklab doctor`, the experiment run by the same command line, and every run
 to the local store as it finishes (store/mirror.py). "localhost" is here, without ssh: this
 checkout, already built, with a store of its own beside the local one.
 
-The work folder, DIR/ALIAS on the host (--remote-dir), holds src/ (the project: what git
-tracks, the build and the virtualenv kept between ships), inputs/ (files named on the command
-line from outside the project) and store/ (the host's own results store).
+The work folder, DIR/ALIAS on the host (--remote-dir), holds src/ (the project's working
+tree without what .gitignore ignores; the host's build and virtualenv stay between ships),
+inputs/ (files named on the command line from outside the project) and store/ (the host's own
+results store). localhost's is STORE/hosts/localhost, beside this checkout, which it runs.
+Every line runs under `sh -c`, whatever the user's login shell.
 
 Every failure is one line naming the step (HostFailure): a connection that could not be made
 or dropped, a disk that filled, a build that failed, with the last line of that step's log;
@@ -16,10 +18,12 @@ each step's whole output is kept locally in LOGS/ALIAS/STEP.log.
 from __future__ import annotations
 
 import collections
+import copy
 import hashlib
 import json
 import platform
 import shlex
+import shutil
 import subprocess
 import sys
 import threading
@@ -29,19 +33,23 @@ from pathlib import Path
 from typing import IO
 
 from locklab import provenance
-from locklab.run.lifetime import die_with_locklab
+from locklab.kernel.arch import ARCHES
 from locklab.run.ssh import LOCALHOST, SSH_FAILED, Ssh, connection_fault
 from locklab.store import mirror
 
 ROOT = Path(__file__).resolve().parents[3]
 # Where a host's work folder goes, relative to the remote user's home unless absolute.
 DEFAULT_REMOTE_DIR = ".cache/locklab/hosts"
-ARCHITECTURES = {"x86_64": "x86_64", "aarch64": "arm64"}
 PROBE_TIMEOUT_S = 60.0
 DOCTOR_SAMPLE_S = 0.5
-# What `make demo` needs built; the Debian packages are `make deps`'s (scripts/install-deps.sh).
+# What measuring needs built there; install-deps.sh --check-build names the packages it needs.
 BUILD_TARGETS = ("build", "venv")
-EXIT_MISSING_PACKAGES = 3  # install-deps.sh --check: packages are missing
+EXIT_MISSING_PACKAGES = 3  # install-deps.sh --check-build: packages are missing
+EXIT_RUN_LOCKED = 75  # flock -E: another locklab still runs in that work folder
+# After Ctrl-C, how long a host's locklab gets to stop on its own and mirror its last runs.
+STOP_GRACE_S = 20.0
+# In a host's command line, the host's work folder (the files shipped from outside the project).
+WORK = "{work}"
 TAIL_LINES = 40
 # Each fact of `probe`, as the shell line that prints it on the host.
 _PROBE = {
@@ -70,24 +78,31 @@ class Host:
         self.alias = alias
         self.local = alias == LOCALHOST
         self.ssh = ssh
-        self.logs = logs / alias
+        self.logs = logs.resolve() / alias
         self.report = report
         self.install_deps = install_deps
         base = remote_dir.removeprefix("~/").rstrip("/") or "."
-        self.dir = f"{base}/{alias}"
+        self.dir = str(self.logs) if self.local else f"{base}/{alias}"
         self.src = str(ROOT) if self.local else f"{self.dir}/src"
         # As the host's locklab sees it, from src/; fetch() reaches it from the home folder.
-        self.store = str(self.logs / "store") if self.local else "../store"
+        self.store = f"{self.dir}/store" if self.local else "../store"
         # How it was reached, which a resume reuses, and what it is (probe, doctor).
         self.facts: dict[str, object] = {"alias": alias, "remote_dir": remote_dir, "steps": {}}
         if ssh.config is not None:
             self.facts["ssh_config"] = str(ssh.config.resolve())
         self._processes: list[subprocess.Popen[bytes]] = []
+        self._run: subprocess.Popen[bytes] | None = None
         self._stopped = threading.Event()
+        self._logged: set[str] = set()  # the steps whose log this command has begun
 
     # -- commands on the host ------------------------------------------------------------------
     def _argv(self, line: str) -> list[str]:
-        return ["bash", "-c", line] if self.local else self.ssh.command(self.alias, line)
+        wrapped = f"sh -c {shlex.quote(line)}"
+        return ["sh", "-c", line] if self.local else self.ssh.command(self.alias, wrapped)
+
+    def _share_facts(self) -> None:
+        """The facts as they stand, to the main thread: a copy, as this thread goes on."""
+        self.report(self.alias, "facts", copy.deepcopy(self.facts))
 
     def _locklab(self) -> str:
         """The host's locklab, run from its src/ folder."""
@@ -101,22 +116,34 @@ class Host:
         return f"cd {shlex.quote(self.src)} && {env}{line}"
 
     def _start(self, argv: list[str], log: IO[bytes] | None = None) -> subprocess.Popen[bytes]:
+        """A command of this host's, in a session of its own: Ctrl-C reaches locklab alone,
+        which ends the host's commands itself (stop). Should locklab die, the ssh of a run
+        sees its input end, and so does the locklab there."""
         if self._stopped.is_set():
             raise KeyboardInterrupt
         process = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=log if log is not None else subprocess.STDOUT,
-            preexec_fn=die_with_locklab(), cwd=ROOT,
+            stderr=log if log is not None else subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         self._processes.append(process)
         return process
 
-    def _step(self, step: str, argv: list[str], timeout: float | None = None,
-              on_line: Callable[[str], None] | None = None) -> str:  # fmt: skip
-        """Run one step's command to its end, its output logged to LOGS/ALIAS/STEP.log and each
-        line shown as progress: the output. A failure is a HostFailure with the log's tail."""
+    def _log(self, step: str) -> Path:
+        """The step's log: begun afresh by this command, added to by its later calls."""
         self.logs.mkdir(parents=True, exist_ok=True)
-        log_path = self.logs / f"{step}.log"
+        path = self.logs / f"{step}.log"
+        if step not in self._logged:
+            path.write_bytes(b"")
+            self._logged.add(step)
+        return path
+
+    def _step(self, step: str, argv: list[str], timeout: float | None = None,
+              on_line: Callable[[str], None] | None = None,
+              allowed: tuple[int, ...] = (0,)) -> tuple[int, str]:  # fmt: skip
+        """Run one step's command to its end, its output logged to LOGS/ALIAS/STEP.log and each
+        line shown as progress: its exit status and output. A status not `allowed` is a
+        HostFailure with the log's tail."""
+        log_path = self._log(step)
         started = time.monotonic()
         tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
         output: list[str] = []
@@ -140,17 +167,23 @@ class Host:
         self._note_time(step, started)
         if self._stopped.is_set():
             raise KeyboardInterrupt
-        if code != 0:
+        if code not in allowed:
             raise HostFailure(self._failure(step, code, "\n".join(tail), log_path))
-        return "\n".join(output)
+        return code, "\n".join(output)
 
     def _failure(self, step: str, code: int, tail: str, log: Path) -> str:
-        fault = connection_fault(tail) if code == SSH_FAILED or step == "ship" else None
+        """One line for a failed step: the connection's fault, else the log's telling line (a
+        full disk's, else its last)."""
+        lines = [line.strip() for line in tail.splitlines() if line.strip()]
+        # ssh's own failure; rsync's, when the ssh under it could not connect or was cut off.
+        connection = code == SSH_FAILED or any(_RSYNC_CUT in line for line in lines)
+        fault = connection_fault(tail) if connection else None
         if fault is not None:
             return fault
-        last = next((line.strip() for line in reversed(tail.splitlines()) if line.strip()), "")
+        full = next((line for line in reversed(lines) if "No space left on device" in line), None)
+        telling = full or (lines[-1] if lines else "no output")
         where = f"{step} failed (exit {code})" if code >= 0 else f"{step} was killed"
-        return f"{where}: {last or 'no output'} (log: {log})"
+        return f"{where}: {telling} (log: {log})"
 
     def _shown(self, step: str) -> Callable[[str], None]:
         """A step's output lines as its progress."""
@@ -161,31 +194,32 @@ class Host:
         assert isinstance(steps, dict)
         key = f"{step}_s"
         steps[key] = round(steps.get(key, 0.0) + time.monotonic() - started, 2)
+        self._share_facts()
 
     # -- the steps -----------------------------------------------------------------------------
     def probe(self) -> None:
         """The host's facts, which also prove the connection and the key."""
         self.report(self.alias, "step", "connect")
-        for old in self.logs.glob("*.log"):  # this command's logs only
-            old.unlink()
         line = "; ".join(f"printf '%s=%s\\n' {key} \"$({command})\"" for key, command
                          in _PROBE.items())  # fmt: skip
-        output = self._step("connect", self._argv(line), PROBE_TIMEOUT_S)
+        _, output = self._step("connect", self._argv(line), PROBE_TIMEOUT_S)
         for text in output.splitlines():
             key, equals, value = text.partition("=")
             if equals and key in _PROBE:
                 self.facts[key] = int(value) if value.isdigit() else value
-        arch = str(self.facts.get("arch", "?"))
-        if arch not in ARCHITECTURES:
-            raise HostFailure(f"its architecture is {arch}: locklab builds for x86_64 and arm64")
+        self.facts["arch"] = architecture(str(self.facts.get("arch", "?")))
         if self.facts.get("user") == "root":
             self.facts["as_root"] = True
-        self.report(self.alias, "facts", dict(self.facts))
+        self._share_facts()
 
     def ship(self, inputs: dict[Path, str]) -> None:
         """The project (what git tracks, without its history; the host's own build/ and .venv/
         are kept) and the inputs from outside it, by rsync."""
-        if self.local:
+        if self.local:  # this checkout; the inputs into the work folder beside the store
+            for local, place in inputs.items():
+                if not place.startswith("src/"):
+                    (self.logs / place).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(local, self.logs / place)
             return
         self.report(self.alias, "step", "ship")
         folders = " ".join(shlex.quote(f"{self.dir}/{sub}") for sub in ("src", "inputs", "store"))
@@ -201,31 +235,28 @@ class Host:
             self._step("ship", [*rsync, "--mkpath", str(local), destination])
 
     def build(self) -> None:
-        """`make build venv` there, for the host's own architecture; its Debian packages first,
-        checked and, only when asked (--install-deps), installed by `make deps`."""
+        """`make build venv` there, for the host's own architecture. The Debian packages that
+        needs are checked first; --install-deps installs them with `make deps` where the ssh
+        user is root, and nowhere else: locklab never asks for root on a host itself."""
         if self.local:
             return
         self.report(self.alias, "step", "build: checking packages")
-        check = self._start(self._argv(self._in_src("scripts/install-deps.sh --check")))
-        output, _ = check.communicate()
-        if check.returncode == EXIT_MISSING_PACKAGES:
-            missing = output.decode("utf-8", "replace").strip()
-            if not self.install_deps:
-                raise HostFailure(
-                    f"it lacks Debian packages ({missing}): run 'make deps' there, or give "
-                    "--install-deps to have locklab run it (it needs root or sudo there)"
-                )
+        check = self._argv(self._in_src("scripts/install-deps.sh --check-build"))
+        code, missing = self._step("build", check, allowed=(0, EXIT_MISSING_PACKAGES))
+        if code == EXIT_MISSING_PACKAGES:
+            if not (self.install_deps and self.facts.get("as_root")):
+                how = "--install-deps runs it only where the ssh user is root"
+                raise HostFailure(f"it lacks Debian packages ({missing.strip()}): run 'make "
+                                  f"deps' there as root ({how})")  # fmt: skip
             deps = self._argv(self._in_src("make deps 2>&1"))
             self._step("deps", deps, on_line=self._shown("deps"))
-        elif check.returncode == SSH_FAILED:
-            raise HostFailure(connection_fault(output.decode("utf-8", "replace")) or "unreachable")
         line = self._in_src(f"make --no-print-directory {' '.join(BUILD_TARGETS)} 2>&1")
         self._step("build", self._argv(line), on_line=self._shown("build"))
 
     def doctor(self) -> None:
         self.report(self.alias, "step", "doctor")
         line = self._in_src(f"{self._locklab()} doctor --json --sample {DOCTOR_SAMPLE_S}")
-        output = self._step("doctor", self._argv(line), PROBE_TIMEOUT_S)
+        _, output = self._step("doctor", self._argv(line), PROBE_TIMEOUT_S)
         try:
             document = json.loads(output[output.index("{") :])
         except ValueError:
@@ -234,21 +265,26 @@ class Host:
         self.facts["doctor_checks"] = {
             check["name"]: check["status"] for check in document.get("checks", [])
         }
-        self.report(self.alias, "facts", dict(self.facts))
+        self._share_facts()
 
     def run(self, arguments: list[str]) -> int:
         """The command line on the host, into its own store, mirrored back line by line as the
-        runs finish: the remote locklab's exit status. Its output is kept in run.log."""
+        runs finish: the remote locklab's exit status. Its output is kept in run.log. A lock
+        on the work folder keeps a second locklab (a resume while the first, cut off, has not
+        noticed yet) from measuring beside it."""
         self.report(self.alias, "step", "run")
-        self.logs.mkdir(parents=True, exist_ok=True)
         # Before exec's "--", after which the program's own arguments start.
         cut = arguments.index("--") if "--" in arguments else len(arguments)
-        command = shlex.join([*arguments[:cut], "--store", self.store, "--plain", *arguments[cut:]])
-        line = self._in_src(f"{mirror.MIRROR_FD_ENV}=3 exec {self._locklab()} {command} 3>&1 1>&2")
+        work = self.dir if self.local else ".."
+        own = [argument.replace(WORK, work) for argument in arguments[:cut]]
+        command = shlex.join([*own, "--store", self.store, "--plain", *arguments[cut:]])
+        lock = shlex.quote(f"{work}/run.lock")
+        line = self._in_src(f"{mirror.MIRROR_FD_ENV}=3 exec flock -n -E {EXIT_RUN_LOCKED} {lock} "
+                            f"{self._locklab()} {command} 3>&1 1>&2")  # fmt: skip
         started = time.monotonic()
-        log_path = self.logs / "run.log"
+        log_path = self._log("run")
         with log_path.open("ab") as log:
-            process = self._start(self._argv(line), log)
+            process = self._run = self._start(self._argv(line), log)
             assert process.stdout is not None
             for raw in process.stdout:
                 event = mirror.parse(raw.decode("utf-8", "replace"))
@@ -264,8 +300,12 @@ class Host:
             raise HostFailure(
                 f"lost mid-run: {fault.split(': ', 1)[1] if fault else 'the connection dropped'}"
             )
-        if code not in (0, 1):  # 1: some variant's runs failed, which the table shows
-            errors = [text for text in tail.splitlines() if "locklab: " in text]
+        if code == EXIT_RUN_LOCKED:
+            raise HostFailure(f"a locklab still runs in {self.dir} there (its run.lock is "
+                              "held): let it end, or end it, then resume")  # fmt: skip
+        errors = [text for text in tail.splitlines() if "locklab: " in text]
+        # 1: some variant's runs failed, which its own error lines and the table show.
+        if code not in (0, 1) or (code == 1 and not errors):
             last = errors[-1] if errors else (tail.strip().splitlines() or ["no output"])[-1]
             raise HostFailure(f"locklab there exited with {code}: {last.strip()} "
                               f"(log: {log_path})")  # fmt: skip
@@ -284,13 +324,17 @@ class Host:
 
     def stop(self) -> None:
         """Ctrl-C: end every command on the host. Closing a run's standard input ends the
-        remote locklab (lifetime.end_with_input), which stops its engine or guest and keeps
-        its finished runs; the local ssh then goes too."""
+        locklab there (lifetime.end_with_input), which stops its engine or guest, keeps its
+        finished runs and mirrors the last of them; it gets STOP_GRACE_S for that before its
+        ssh is ended. Any other step (rsync, make) is ended at once."""
         self._stopped.set()
         for process in self._processes:
-            if process.poll() is None:
-                if process.stdin is not None and not process.stdin.closed:
-                    process.stdin.close()
+            if process.poll() is not None:
+                continue
+            if process is self._run and process.stdin is not None:
+                process.stdin.close()
+                threading.Timer(STOP_GRACE_S, _end, (process,)).start()
+            else:
                 process.terminate()
 
 
@@ -321,6 +365,22 @@ def host_architecture(alias: str, ssh: Ssh) -> str:
         if answer.returncode != 0:
             raise HostFailure(connection_fault(answer.stderr) or answer.stderr.strip())
         machine = answer.stdout.strip()
-    if machine not in ARCHITECTURES:
-        raise HostFailure(f"its architecture is {machine}: locklab builds for x86_64 and arm64")
-    return ARCHITECTURES[machine]
+    return architecture(machine)
+
+
+def architecture(machine: str) -> str:
+    """`uname -m` as --arch names it (kernel/arch.py's architectures)."""
+    for arch in ARCHES.values():
+        if machine in arch.machines:
+            return arch.name
+    known = " and ".join(ARCHES)
+    raise HostFailure(f"its architecture is {machine}: locklab builds for {known}")
+
+
+def _end(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.terminate()
+
+
+# rsync's word when the ssh under it could not connect or was cut off.
+_RSYNC_CUT = "connection unexpectedly closed"

@@ -25,7 +25,8 @@ _BOUNDED = (
 # What ssh exits with when the connection, not the remote command, failed.
 SSH_FAILED = 255
 LOCALHOST = "localhost"  # in --hosts: here, without ssh
-_ALIAS = re.compile(r"^[A-Za-z0-9_.@%+:\[\]-]+$")
+# A name or alias, maybe with user@: no ":" (rsync would read a path), nothing shell-special.
+_ALIAS = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@%+-]*$")
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def check_aliases(text: str) -> list[str]:
     """--hosts a,b,c: each once, each a name ssh can take (no spaces, no leading dash)."""
     aliases = [alias.strip() for alias in text.split(",")]
     for alias in aliases:
-        if not alias or alias.startswith("-") or not _ALIAS.match(alias):
+        if not _ALIAS.match(alias) or ".." in alias:
             raise LocklabError(f"--hosts: '{alias}' is not a host name or ssh alias")
     if len(set(aliases)) != len(aliases):
         raise LocklabError(f"--hosts: a host is given twice in '{text}'")
@@ -66,7 +67,7 @@ _CONNECTION_FAULTS = (
      "the key was refused"),
     (re.compile(r"Could not resolve hostname|Connection refused|Connection timed out|"
                 r"No route to host|Network is unreachable|Connection closed by|"
-                r"Connection reset|kex_exchange_identification|Broken pipe|"
+                r"closed by remote host|Connection reset|kex_exchange_identification|"
                 r"Timeout, server .* not responding|Operation timed out"),
      "unreachable"),
 )  # fmt: skip
