@@ -27,7 +27,9 @@ def die_with_locklab() -> Callable[[], None] | None:
 def _die_with(parent_pid: int) -> None:
     """In the child, before exec. The death signal only covers a parent that dies after the prctl:
     had locklab died since the fork, the child has another parent already, so it leaves now.
-    (Safe in a preexec_fn: locklab runs no other thread while it starts a child.)"""
+    (Safe in a preexec_fn: while locklab starts a child, its one other thread, if any, is
+    end_with_input's, asleep in read() and holding no lock. The hosts of --hosts, which run
+    threads, start their commands without it, in sessions of their own.)"""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent_pid:
