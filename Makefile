@@ -148,7 +148,7 @@ demo: deps build venv
 test: deps build-all venv
 	$(VENV)/bin/ruff check python tests bench
 	$(VENV)/bin/ruff format --check python tests bench
-	$(VENV)/bin/python -m pytest -q tests
+	$(VENV)/bin/python -m pytest -q --durations=15 tests
 
 # What CI cannot afford: Linux 6.12 built with PREEMPT_RT and booted (seed 003).
 test-slow: deps build-all venv

@@ -152,11 +152,12 @@ class LocktortureSweep:
         built in: its parameters go on the command line, and the console says how it ended."""
         from locklab.kernel import build, build_inputs
 
+        extra = _checked_params(param_options)  # before minutes of building
         patches = build_inputs.parse_patch_options(patch_options)
         arch = self.target()
-        arch.require_qemu()  # before minutes of building
+        arch.require_qemu()
         return self._builtin_targets(build.build(patches, source, config, debug, arch.name),
-                                     param_options)  # fmt: skip
+                                     extra)  # fmt: skip
 
     def prebuilt_targets(self, manifest: Path, param_options: list[str]) -> list[Target]:
         """Kernels with locktorture built in that another machine built (--hosts ships them
@@ -170,12 +171,10 @@ class LocktortureSweep:
                 raise LocklabError(f"--images: {label} is an {kernel.arch} kernel; this run "
                                    f"boots {arch.name} guests (--arch)")  # fmt: skip
         arch.require_qemu()
-        return self._builtin_targets(built, param_options)
+        return self._builtin_targets(built, _checked_params(param_options))
 
-    def _builtin_targets(self, built: dict[str, Built], param_options: list[str]) -> list[Target]:
-        from locklab.kernel import params
-
-        extra = params.check(dict(_name_value(text) for text in param_options))
+    def _builtin_targets(self, built: dict[str, Built], extra: dict[str, str]) -> list[Target]:
+        """Each kernel booted with locktorture's parameters, `extra` (checked) added."""
         pins = self.vcpu_pins()
         arch = self.target()
         self.provenance = {label: b.provenance() for label, b in built.items()}
@@ -264,6 +263,13 @@ class LocktortureSweep:
                     stored.result["status"] = "error"
         experiment, problems = locktorture.store_imported(store, imported, host)
         return experiment, problems, logs
+
+
+def _checked_params(param_options: list[str]) -> dict[str, str]:
+    """--param NAME=VALUE options, checked against locktorture's parameters: one line each."""
+    from locklab.kernel import params
+
+    return params.check(dict(_name_value(text) for text in param_options))
 
 
 def _name_value(text: str) -> tuple[str, str]:
