@@ -333,7 +333,9 @@ class Host:
                 continue
             if process is self._run and process.stdin is not None:
                 process.stdin.close()
-                threading.Timer(STOP_GRACE_S, _end, (process,)).start()
+                ender = threading.Timer(STOP_GRACE_S, _end, (process,))
+                ender.daemon = True  # locklab's exit does not wait for it
+                ender.start()
             else:
                 process.terminate()
 
