@@ -299,9 +299,8 @@ def _relay_errors(state: _HostState) -> None:
 def side_by_side(analysed: list[tuple[str, Analysis]], noun: str = "hosts") -> Analysis | None:
     """The hosts' tables as one, each column against its own host's baseline, when there are
     several hosts and each experiment sweeps one axis (else None: the tables stand alone)."""
-    if len({alias for alias, _ in analysed}) < 2 or len(analysed) != len(
-        {alias for alias, _ in analysed}
-    ):
+    names = {alias for alias, _ in analysed}
+    if len(names) < 2 or len(names) != len(analysed):  # several, each named once
         return None
     if any(len(analysis.sections) != 1 for _, analysis in analysed):
         return None
