@@ -22,6 +22,12 @@ CFLAGS_opt := -O2
 CFLAGS_tsan := -O1 -fsanitize=thread
 CFLAGS_asan := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 VARIANTS := opt tsan asan
+# The simulator (native/sim/, docs/simulator.md): the same sources, instrumented by GCC's
+# ThreadSanitizer pass, whose hooks locklab's runtime defines instead of libtsan. Hence two
+# steps: the instrumented objects, then a link without -fsanitize (which would add libtsan).
+# Function entry and exit hooks carry nothing the model uses.
+CFLAGS_sim := -O2 -fsanitize=thread --param=tsan-instrument-func-entry-exit=0 -DLOCKLAB_SIM
+SIM_RUNTIME_SRC := $(wildcard native/sim/*.c)
 
 ENGINE_SRC := $(wildcard native/engine/*.c)
 LOCK_SRC := $(wildcard native/locks/*.c)
@@ -75,6 +81,22 @@ $(BUILD)/$(1)/unit/%: tests/unit/%.c tests/unit/check.h tests/unit/access_hooks.
 endef
 $(foreach v,$(VARIANTS),$(eval $(call variant_rules,$(v))))
 
+SIM_OBJ := $(BUILD)/sim/obj
+SIM_ENGINE_OBJS := $(patsubst %.c,$(SIM_OBJ)/%.o,$(ENGINE_SRC) $(ENGINE_LOCK_SRC))
+$(SIM_OBJ)/%.o: %.c $(HEADERS) native/include/locklab/sim.h Makefile
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS_sim) -c -o $@ $<
+
+$(BUILD)/sim/locklab-sim: $(SIM_ENGINE_OBJS) $(SIM_RUNTIME_SRC) native/sim/runtime.h \
+		native/include/locklab/sim.h Makefile
+	$(CC) $(BASE_CFLAGS) -O2 -DLOCKLAB_SIM -rdynamic -o $@ $(SIM_ENGINE_OBJS) \
+		$(SIM_RUNTIME_SRC) -ldl -lm
+
+# Plugins for the simulator: instrumented, resolved against locklab-sim's hooks when loaded.
+$(BUILD)/sim/plugins/%.so: %.c $(HEADERS) Makefile
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS_sim) -shared -fPIC -o $@ $<
+
 plugins_of = $(patsubst %.c,$(BUILD)/$(1)/plugins/%.so,$(notdir $(PLUGIN_SRC)))
 # C unit tests of lock internals (tests/unit/*.c include the lock's source file).
 UNIT_SRC := $(wildcard tests/unit/*.c)
@@ -82,7 +104,8 @@ units_of = $(patsubst tests/unit/%.c,$(BUILD)/$(1)/unit/%,$(UNIT_SRC))
 
 interpose_of = $(BUILD)/$(1)/liblocklab-interpose.so $(BUILD)/$(1)/interpose-torture
 
-build: $(BUILD)/opt/locklab-bench $(call plugins_of,opt) $(call interpose_of,opt) $(WORKLOAD_PROGRAMS)
+build: $(BUILD)/opt/locklab-bench $(call plugins_of,opt) $(call interpose_of,opt) $(WORKLOAD_PROGRAMS) \
+	$(BUILD)/sim/locklab-sim $(call plugins_of,sim)
 
 $(BUILD)/opt/memcached-load: native/workloads/memcached_load.c Makefile
 	@mkdir -p $(@D)

@@ -33,8 +33,12 @@ double monotonic_s(void)
  */
 __attribute__((noinline)) void busy_loop(uint64_t iterations)
 {
+#ifdef LOCKLAB_SIM
+	locklab_sim_work(iterations); /* one virtual cycle an iteration, calibrated as any loop */
+#else
 	for (uint64_t i = 0; i < iterations; i++)
 		__asm__ __volatile__("" : "+r"(i));
+#endif
 }
 
 /* Fastest of several timings: the least disturbed by preemption on a shared machine. */
@@ -158,6 +162,11 @@ unsigned int sample_every_auto(double acquisition_ns, double sample_ns)
 
 void spin_delay_ns(const struct calibration *cal, uint64_t ns)
 {
+#ifdef LOCKLAB_SIM
+	/* The same time passes, without a host iteration per pause. */
+	locklab_sim_work((uint64_t)((double)ns * cal->cycles_per_ns));
+	return;
+#endif
 	uint64_t start = arch_cycles();
 	uint64_t cycles = (uint64_t)((double)ns * cal->cycles_per_ns);
 	while (arch_cycles() - start < cycles)

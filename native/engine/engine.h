@@ -17,6 +17,9 @@
 #include <sys/types.h>
 
 #include <locklab/lock.h>
+#ifdef LOCKLAB_SIM
+#include <locklab/sim.h>
+#endif
 
 #define ENGINE_SCHEMA_VERSION 1
 #define MAX_TUNABLES 16
@@ -358,6 +361,11 @@ struct run_state {
 	struct steal_sample steal_end;
 	bool steal_read_start;
 	bool steal_read_end;
+#ifdef LOCKLAB_SIM
+	/* The simulation's counts when the window opened (report_sim.c). */
+	struct locklab_sim_counts sim_at_window;
+	uint64_t sim_acquisitions_at_window;
+#endif
 };
 
 void *worker_main(void *arg);
@@ -382,6 +390,13 @@ double steal_fraction(const struct steal_sample *start, const struct steal_sampl
 /* A counter of this thread's hardware cache misses, running; -1 with `reason` if none. */
 int cache_miss_counter_open(char *reason, size_t size);
 bool cache_miss_counter_read(int fd, uint64_t *value);
+
+#ifdef LOCKLAB_SIM
+/* report_sim.c: the simulated run's transfers per acquisition and host cost. */
+struct json_writer;
+void json_simulation(struct json_writer *j, const struct run_state *run);
+void print_simulation(FILE *out, const struct run_state *run);
+#endif
 
 /* ---- output (report.c, json.c) --------------------------------------------------------------- */
 struct json_writer;

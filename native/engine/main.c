@@ -36,6 +36,14 @@ int main(int argc, char **argv)
 		list_locks(config.json_path);
 		return EXIT_FINE;
 	}
+#ifdef LOCKLAB_SIM
+	locklab_sim_set_seed(config.seed);
+	const char *not_simulated = locklab_sim_unsupported_lock(config.lock->name);
+	if (not_simulated != NULL)
+		usage_error("%s cannot run in the simulator: %s", config.lock->name, not_simulated);
+	if (config.scenario)
+		usage_error("--scenario is not simulated: it needs scheduler priorities");
+#endif
 	check_json_destination(config.json_path);
 	machine_facts_read(&facts);
 	if (config.numa_nodes)

@@ -288,6 +288,9 @@ static void json_machine(struct json_writer *j, const struct run_state *run)
 	json_int(j, "numa_nodes_real", m->numa_nodes_real);
 	json_int(j, "threads_per_core", m->threads_per_core);
 	json_bool(j, "smt", m->threads_per_core > 1);
+#ifdef LOCKLAB_SIM
+	json_bool(j, "simulated", true);
+#endif
 	json_machine_workload(j, run);
 	json_end_object(j);
 }
@@ -576,6 +579,9 @@ static void run_result_print(const struct run_state *run, const struct run_resul
 			run->calibration->hold_error_pct, (unsigned long long)config->gap_ns,
 			run->calibration->gap_measured_ns, run->calibration->gap_error_pct);
 	print_workload_summary(human, run, r->private_ok);
+#ifdef LOCKLAB_SIM
+	print_simulation(human, run);
+#endif
 	if (r->disturbance.steal_fraction > 0)
 		fprintf(human, "  steal        %.1f%% of the run's CPU time (hypervisor)\n",
 			100.0 * r->disturbance.steal_fraction);
@@ -658,6 +664,9 @@ static int run_result_write_json(const struct run_state *run, const struct run_r
 	json_threads(j, run, r->private_ok);
 	json_intervals(j, run);
 	json_calibration(j, run);
+#ifdef LOCKLAB_SIM
+	json_simulation(j, run);
+#endif
 	json_close(j);
 	return status;
 }

@@ -20,7 +20,12 @@
 
 #include "engine.h"
 
+#ifdef LOCKLAB_SIM
+/* Virtual time: a simulated run lasts milliseconds, and a tick costs only the counters' lines. */
+#define TICK_S 0.0001
+#else
 #define TICK_S 0.01
+#endif
 
 static void control_changed(struct run_state *run)
 {
@@ -106,6 +111,9 @@ static void watchdog_fire(struct run_state *run, double idle_s)
 {
 	run->watchdog_fired = true;
 	run->watchdog_idle_s = idle_s;
+#ifdef LOCKLAB_SIM
+	locklab_sim_describe_threads();
+#endif
 	/* Threads may be stuck inside the lock forever: report and leave without joining. */
 	report_write(run, EXIT_WATCHDOG);
 	fflush(stdout);
@@ -129,6 +137,10 @@ static void choose_sample_every(struct run_state *run, double warmup_s)
 static void open_window(struct run_state *run, double now, double *next_interval)
 {
 	run->window_start_s = now;
+#ifdef LOCKLAB_SIM
+	locklab_sim_counts(&run->sim_at_window);
+	run->sim_acquisitions_at_window = acquisitions_since_start(run);
+#endif
 	run->steal_read_start = steal_read(run, &run->steal_start);
 	record_interval(run, 0);
 	*next_interval = now + run->config->interval_s;

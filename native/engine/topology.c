@@ -103,6 +103,37 @@ static int count_distinct(const int *values, int n)
 	return distinct;
 }
 
+#ifdef LOCKLAB_SIM
+/* The simulated machine's CPUs (native/sim/machine.c), every one of them allowed. */
+static void simulated_facts(struct machine_facts *facts)
+{
+	static int core_keys[MAX_CPUS], packages[MAX_CPUS], nodes[MAX_CPUS];
+	int n = locklab_sim_cpu_count();
+	if (n > MAX_CPUS)
+		usage_error("the simulated machine has %d CPUs, more than %d", n, MAX_CPUS);
+	snprintf(facts->hostname, sizeof(facts->hostname), "%s", locklab_sim_machine_name());
+	snprintf(facts->cpu_model, sizeof(facts->cpu_model), "%s", locklab_sim_machine_summary());
+	snprintf(facts->kernel, sizeof(facts->kernel), "simulated");
+	snprintf(facts->governor, sizeof(facts->governor), "none");
+	facts->arch = locklab_sim_machine_arch();
+	facts->cpus_online = n;
+	for (int cpu = 0; cpu < n; cpu++) {
+		struct locklab_sim_cpu c;
+		locklab_sim_cpu_at(cpu, &c);
+		facts->allowed[cpu] = (struct cpu_info){ cpu, c.package, c.core, c.node, c.smt_rank };
+		core_keys[cpu] = c.package * 65536 + c.core;
+		packages[cpu] = c.package;
+		nodes[cpu] = c.node;
+	}
+	facts->cpus_allowed = n;
+	facts->cores = count_distinct(core_keys, n);
+	facts->packages = count_distinct(packages, n);
+	facts->numa_nodes = count_distinct(nodes, n);
+	facts->numa_nodes_real = facts->numa_nodes;
+	facts->threads_per_core = facts->cores ? n / facts->cores : 1;
+}
+#endif
+
 void machine_facts_read(struct machine_facts *facts)
 {
 	struct utsname uts;
@@ -110,6 +141,10 @@ void machine_facts_read(struct machine_facts *facts)
 	char path[160];
 
 	memset(facts, 0, sizeof(*facts));
+#ifdef LOCKLAB_SIM
+	simulated_facts(facts);
+	return;
+#endif
 	if (gethostname(facts->hostname, sizeof(facts->hostname)) != 0)
 		snprintf(facts->hostname, sizeof(facts->hostname), "unknown");
 	read_cpu_model(facts->cpu_model, sizeof(facts->cpu_model));

@@ -49,7 +49,29 @@
  */
 #define LOCKLAB_CACHELINE 128
 
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(LOCKLAB_SIM)
+/*
+ * The simulator's build (native/sim/, docs/simulator.md): the pause, the barriers and the
+ * counter are the simulated machine's, charged in virtual cycles. The compiler barriers stay,
+ * so the compiled code is ordered as the measured build's. smp_mb__{before,after}_atomic()
+ * cost what they cost on the profile's architecture (nothing on x86, dmb ish on arm64).
+ */
+#include <locklab/sim.h>
+#define LOCKLAB_SIM_COMPILER_BARRIER() __asm__ __volatile__("" ::: "memory")
+static inline void cpu_relax(void)
+{
+	LOCKLAB_SIM_COMPILER_BARRIER();
+	locklab_sim_relax();
+}
+#define arch_smp_mb() ({ LOCKLAB_SIM_COMPILER_BARRIER(); locklab_sim_fence(SIM_FENCE_FULL); })
+#define arch_smp_rmb() ({ LOCKLAB_SIM_COMPILER_BARRIER(); locklab_sim_fence(SIM_FENCE_READ); })
+#define arch_smp_wmb() ({ LOCKLAB_SIM_COMPILER_BARRIER(); locklab_sim_fence(SIM_FENCE_WRITE); })
+#define arch_smp_mb__before_atomic()                                                           \
+	({ LOCKLAB_SIM_COMPILER_BARRIER(); locklab_sim_fence(SIM_FENCE_ATOMIC); })
+#define arch_smp_mb__after_atomic() arch_smp_mb__before_atomic()
+static inline uint64_t arch_cycles(void) { return locklab_sim_cycles(); }
+#define LOCKLAB_ARCH "simulated"
+#elif defined(__x86_64__) || defined(__i386__)
 static inline void cpu_relax(void) { __asm__ __volatile__("pause" ::: "memory"); }
 #ifdef __x86_64__
 #define arch_smp_mb() __asm__ __volatile__("lock; addl $0,-4(%%rsp)" ::: "memory", "cc")

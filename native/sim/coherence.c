@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * coherence.c - what an access costs: each line is held by its cores in a state, as an
+ * invalidation protocol (MESI and its relatives) keeps it:
+ *
+ *   owner >= 0        one core holds it exclusive or modified: its loads and stores hit;
+ *   sharers           cores holding a read-only copy: their loads hit;
+ *   a load miss       copies the line from the owner (which keeps a shared copy), else from
+ *                     the nearest sharer, else from memory at the line's home node;
+ *   a store or RMW    takes the line exclusive: the data comes from the owner or nearest
+ *                     sharer, and every other copy is invalidated; it completes when the
+ *                     farthest copy has been invalidated (the acknowledgements' round trip);
+ *   an RMW            costs the profile's `atomic` on top (a locked instruction, an LSE atomic).
+ *
+ * A line serves one transfer at a time (busy_until): waiters that all miss on one line queue
+ * behind each other, which is why a ticket lock's hand-over slows with every waiter, and why
+ * MCS gives each waiter a line of its own. A transfer's latency is also its occupancy of the
+ * line. A line's home is the node of the CPU that touched it first (Linux's first-touch
+ * policy). Lines never leave a cache for lack of room: there are no capacity or conflict
+ * misses, and nothing is prefetched.
+ *
+ * A line only ever touched by one CPU is private: its accesses hit (after the first touch's
+ * memory fetch) and are not ordered against other CPUs, which is what keeps the engine's own
+ * per-thread bookkeeping cheap to simulate. The first access by a second CPU makes it shared
+ * for good.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime.h"
+
+#define SHARER_WORDS ((SIM_MAX_CPUS + 1 + 63) / 64)
+
+struct sim_line {
+	uintptr_t key; /* line number + 1; 0: an empty slot */
+	int owner;     /* -1: none */
+	int last_cpu;
+	int home_node;
+	bool shared;
+	uint32_t parked; /* spinners parked on it */
+	uint64_t busy_until;
+	uint64_t sharers[SHARER_WORDS];
+};
+
+static struct sim_line *table;
+static size_t table_size; /* a power of two */
+static size_t table_used;
+
+static inline size_t slot_of(uintptr_t key) { return (key * 0x9e3779b97f4a7c15ull) >> 20; }
+
+static void table_grow(void)
+{
+	size_t old_size = table_size;
+	struct sim_line *old = table;
+	table_size = old_size ? old_size * 2 : 1u << 16;
+	table = calloc(table_size, sizeof(*table));
+	if (table == NULL)
+		sim_fatal("out of memory for the line table (%zu lines)", table_used);
+	for (size_t i = 0; i < old_size; i++) {
+		if (old[i].key == 0)
+			continue;
+		size_t j = slot_of(old[i].key) & (table_size - 1);
+		while (table[j].key != 0)
+			j = (j + 1) & (table_size - 1);
+		table[j] = old[i];
+	}
+	free(old);
+}
+
+/* The line's entry; a new one is created in the state of a first touch by `cpu`. */
+static struct sim_line *line_find(uintptr_t key, int cpu, bool *created)
+{
+	size_t j = slot_of(key) & (table_size - 1);
+	while (table[j].key != key) {
+		if (table[j].key == 0) {
+			if (table_used * 2 >= table_size) { /* grow only to insert: found lines stay */
+				table_grow();
+				return line_find(key, cpu, created);
+			}
+			struct sim_line *line = &table[j];
+			memset(line, 0, sizeof(*line));
+			line->key = key;
+			line->owner = cpu;
+			line->last_cpu = cpu;
+			line->home_node = sim_machine.cpu[cpu].node;
+			table_used++;
+			*created = true;
+			return line;
+		}
+		j = (j + 1) & (table_size - 1);
+	}
+	*created = false;
+	return &table[j];
+}
+
+uintptr_t sim_line_of(uintptr_t addr) { return (addr >> sim_machine.line_shift) + 1; }
+
+static inline bool is_sharer(const struct sim_line *l, int cpu)
+{
+	return (l->sharers[cpu / 64] >> (cpu % 64)) & 1;
+}
+
+static inline void add_sharer(struct sim_line *l, int cpu)
+{
+	l->sharers[cpu / 64] |= 1ull << (cpu % 64);
+}
+
+/* The nearest copy other than `cpu`'s, or -1 when no cache holds one. */
+static int nearest_copy(const struct sim_line *l, int cpu, uint64_t *cost,
+			enum locklab_sim_distance *distance)
+{
+	if (l->owner >= 0 && l->owner != cpu) {
+		*cost = sim_transfer_cost(cpu, l->owner, distance);
+		return l->owner;
+	}
+	int best = -1;
+	for (int w = 0; w < SHARER_WORDS; w++)
+		for (uint64_t bits = l->sharers[w]; bits != 0; bits &= bits - 1) {
+			int other = w * 64 + __builtin_ctzll(bits);
+			if (other == cpu)
+				continue;
+			enum locklab_sim_distance d;
+			uint64_t c = sim_transfer_cost(cpu, other, &d);
+			if (best < 0 || c < *cost) {
+				best = other;
+				*cost = c;
+				*distance = d;
+			}
+		}
+	return best;
+}
+
+/* The slowest invalidation acknowledgement among the copies other than `cpu`'s. */
+static uint64_t farthest_copy_cost(const struct sim_line *l, int cpu)
+{
+	uint64_t worst = 0;
+	enum locklab_sim_distance ignored;
+	for (int w = 0; w < SHARER_WORDS; w++)
+		for (uint64_t bits = l->sharers[w]; bits != 0; bits &= bits - 1) {
+			int other = w * 64 + __builtin_ctzll(bits);
+			if (other == cpu)
+				continue;
+			uint64_t c = sim_transfer_cost(cpu, other, &ignored);
+			if (c > worst)
+				worst = c;
+		}
+	return worst;
+}
+
+/* A transfer of `cost` on the line, queued behind the one it is serving. */
+static void transfer(struct sim_thread *self, struct sim_line *l, uint64_t cost,
+		     enum locklab_sim_distance distance)
+{
+	uint64_t start = self->clock > l->busy_until ? self->clock : l->busy_until;
+	l->busy_until = start + cost;
+	self->clock = start + cost;
+	if (self->counted)
+		self->transfers[distance]++;
+}
+
+bool sim_access(uintptr_t addr, unsigned int size, enum sim_access kind)
+{
+	struct sim_thread *self = sim_self;
+	const struct sim_costs *costs = &sim_machine.costs;
+	uint64_t rmw = kind == SIM_RMW ? costs->atomic : 0;
+	uintptr_t key = sim_line_of(addr);
+	int cpu = self->cpu;
+	bool created;
+
+	/* An access that straddles two lines is charged as one to the first: rare, and only in
+	 * code that does not care (copies of unaligned structures). */
+	(void)size;
+	struct sim_line *l = line_find(key, cpu, &created);
+	if (!self->counted && (created || !l->shared)) {
+		/*
+		 * The control thread's private lines (its stack, mostly) cost nothing: it is the
+		 * harness, not the workload, and Linux places the main stack at a random offset
+		 * within a page, so what its lines cost would differ from run to run.
+		 */
+		return true;
+	}
+	if (created) {
+		self->clock += sim_memory_cost(cpu, l->home_node) + rmw;
+		if (self->counted)
+			self->transfers[SIM_FROM_MEMORY]++;
+		return false;
+	}
+	if (!l->shared) {
+		if (l->last_cpu == cpu) {
+			self->clock += costs->hit + rmw;
+			return true;
+		}
+		l->shared = true;
+	}
+	/*
+	 * A hit changes no state: within the lookahead it goes unordered, so the worst it can do
+	 * is read a word a writer behind it in time is about to change, less than one transfer
+	 * early. Anything else waits until every thread whose clock is lower has gone first
+	 * (the table may grow meanwhile).
+	 */
+	bool holds = l->owner == cpu || (kind == SIM_LOAD && is_sharer(l, cpu));
+	if (holds && sim_may_run_ahead()) {
+		self->clock += costs->hit + (kind == SIM_RMW ? costs->atomic : 0);
+		return true;
+	}
+	sim_order_access();
+	l = line_find(key, cpu, &created);
+	l->last_cpu = cpu;
+
+	if (kind == SIM_LOAD) {
+		if (l->owner == cpu || is_sharer(l, cpu)) {
+			self->clock += costs->hit;
+			return true;
+		}
+		uint64_t cost = 0;
+		enum locklab_sim_distance distance = SIM_FROM_MEMORY;
+		if (nearest_copy(l, cpu, &cost, &distance) < 0)
+			cost = sim_memory_cost(cpu, l->home_node);
+		transfer(self, l, cost, distance);
+		if (l->owner >= 0)
+			add_sharer(l, l->owner);
+		l->owner = -1;
+		add_sharer(l, cpu);
+		return false;
+	}
+
+	if (l->owner == cpu) {
+		self->clock += costs->hit + rmw;
+		return true;
+	}
+	uint64_t cost = 0;
+	enum locklab_sim_distance distance = SIM_FROM_MEMORY;
+	bool had_copy = is_sharer(l, cpu);
+	int source = nearest_copy(l, cpu, &cost, &distance);
+	bool hit = false;
+	if (source < 0) {
+		/* Ours was the only copy: an upgrade from shared to exclusive, no other cache. */
+		self->clock += costs->hit;
+		hit = had_copy;
+	} else {
+		uint64_t acks = farthest_copy_cost(l, cpu);
+		transfer(self, l, acks > cost ? acks : cost, distance);
+	}
+	self->clock += rmw;
+	memset(l->sharers, 0, sizeof(l->sharers));
+	l->owner = cpu;
+	if (l->parked != 0)
+		sim_wake_spinners(key, self->clock);
+	return hit;
+}
+
+void sim_line_park(uintptr_t key, int delta)
+{
+	bool created;
+	struct sim_line *l = line_find(key, sim_self->cpu, &created);
+	l->parked = (uint32_t)((int)l->parked + delta);
+}
+
+void sim_coherence_init(void) { table_grow(); }

@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * intercept.c - the C library's functions whose meaning is time or threads, made virtual.
+ *
+ * Defined in the simulator's executable, these come before the C library's in every lookup
+ * (the engine's, a plugin's, a kernel lock's shim), as libtsan's interceptors do:
+ *
+ *   clock_gettime     the calling CPU's clock (CLOCK_MONOTONIC_RAW stays the host's, for the
+ *                     runtime's own wall time);
+ *   nanosleep         sleeps in virtual time;
+ *   sched_yield       a system call that finds nothing else to run (one thread per CPU);
+ *   syscall(futex)    FUTEX_WAIT and FUTEX_WAKE (and their bitset forms) on virtual threads,
+ *                     woken first come first served as the kernel's futex queue does for
+ *                     equal priorities; every other futex operation is refused in one line;
+ *   pthread_create    a new virtual CPU: the first free one, until it pins itself;
+ *   pthread_join, pthread_timedjoin_np, pthread_barrier_*   waits in virtual time;
+ *   sched_setaffinity the thread moves to that virtual CPU (one thread per CPU);
+ *   getrusage(RUSAGE_THREAD)  virtual CPU time and the futex sleeps as voluntary switches;
+ *   pthread_setschedparam     refused (EPERM): the simulator has no scheduler priorities.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime.h"
+
+/* Virtual CLOCK_REALTIME starts here, so timestamps look like dates (2025-01-01). */
+#define SIM_EPOCH_S 1735689600ull
+
+static void *real(const char *name)
+{
+	void *fn = dlsym(RTLD_NEXT, name);
+	if (fn == NULL)
+		sim_fatal("cannot find the C library's %s()", name);
+	return fn;
+}
+
+static uint64_t timespec_cycles(const struct timespec *ts)
+{
+	return sim_ns_to_cycles((double)ts->tv_sec * 1e9 + (double)ts->tv_nsec);
+}
+
+static void cycles_timespec(uint64_t cycles, struct timespec *ts)
+{
+	double ns = sim_cycles_to_ns(cycles);
+	ts->tv_sec = (time_t)(ns * 1e-9);
+	ts->tv_nsec = (long)(ns - (double)ts->tv_sec * 1e9);
+}
+
+int clock_gettime(clockid_t id, struct timespec *ts)
+{
+	static int (*host)(clockid_t, struct timespec *);
+	if (sim_self == NULL || id == CLOCK_MONOTONIC_RAW) {
+		if (host == NULL)
+			host = (int (*)(clockid_t, struct timespec *))real("clock_gettime");
+		return host(id, ts);
+	}
+	sim_spin_dirty();
+	cycles_timespec(sim_self->clock, ts);
+	if (id == CLOCK_REALTIME || id == CLOCK_REALTIME_COARSE)
+		ts->tv_sec += (time_t)SIM_EPOCH_S;
+	return 0;
+}
+
+static void sleep_until(uint64_t wake_at)
+{
+	struct sim_thread *self = sim_self;
+	sim_spin_dirty();
+	if (wake_at <= self->clock)
+		return;
+	self->state = SIM_SLEEPING;
+	self->wake_at = wake_at;
+	self->voluntary_switches++;
+	sim_reschedule();
+}
+
+int nanosleep(const struct timespec *request, struct timespec *remaining)
+{
+	if (sim_self == NULL)
+		sim_fatal("nanosleep outside a simulated thread");
+	sleep_until(sim_self->clock + timespec_cycles(request));
+	if (remaining != NULL)
+		remaining->tv_sec = remaining->tv_nsec = 0;
+	return 0;
+}
+
+int sched_yield(void)
+{
+	if (sim_self != NULL) {
+		sim_spin_dirty();
+		sim_self->clock += sim_machine.costs.futex_wake;
+	}
+	return 0;
+}
+
+static long futex(long *args)
+{
+	uintptr_t addr = (uintptr_t)args[0];
+	int op = (int)args[1] & ~(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME);
+	const struct timespec *timeout = (const struct timespec *)args[3];
+	switch (op) {
+	case FUTEX_WAIT:
+	case FUTEX_WAIT_BITSET: {
+		uint64_t limit = SIM_FOREVER;
+		if (timeout != NULL) {
+			limit = timespec_cycles(timeout);
+			if (op == FUTEX_WAIT_BITSET) { /* an absolute time on the futex's clock */
+				uint64_t now = sim_self->clock;
+				uint64_t at = limit - ((int)args[1] & FUTEX_CLOCK_REALTIME
+						       ? sim_ns_to_cycles(SIM_EPOCH_S * 1e9) : 0);
+				limit = at > now ? at - now : 0;
+			}
+		}
+		return sim_futex_wait(addr, (uint32_t)args[2], limit);
+	}
+	case FUTEX_WAKE:
+	case FUTEX_WAKE_BITSET:
+		sim_spin_dirty();
+		sim_self->clock += sim_machine.costs.futex_wake;
+		return sim_futex_wake(addr, (int)args[2]);
+	default:
+		sim_fatal("futex operation %d is not simulated (only wait and wake: a lock whose "
+			  "waiting is the kernel's own, a PI futex, cannot run here)", op);
+	}
+}
+
+long syscall(long number, ...)
+{
+	static long (*host)(long, ...);
+	long args[6];
+	va_list ap;
+	va_start(ap, number);
+	for (int i = 0; i < 6; i++)
+		args[i] = va_arg(ap, long);
+	va_end(ap);
+	if (sim_self != NULL && number == SYS_futex)
+		return futex(args);
+	if (sim_self != NULL && number == SYS_perf_event_open) {
+		errno = ENOSYS; /* a simulated run has no hardware counters to read */
+		return -1;
+	}
+	if (host == NULL)
+		host = (long (*)(long, ...))real("syscall");
+	return host(number, args[0], args[1], args[2], args[3], args[4], args[5]);
+}
+
+/* ---- threads --------------------------------------------------------------------------------- */
+static int first_free_cpu(void)
+{
+	for (int cpu = 0; cpu < sim_machine.cpus; cpu++) {
+		bool taken = false;
+		for (int i = 0; i < sim_thread_count() && !taken; i++) {
+			const struct sim_thread *t = sim_thread_at(i);
+			taken = t->counted && t->state != SIM_DONE && t->cpu == cpu;
+		}
+		if (!taken)
+			return cpu;
+	}
+	sim_fatal("more threads than the %d virtual CPUs of %s: the simulator runs one thread "
+		  "per CPU and has no scheduler to share one", sim_machine.cpus, sim_machine.name);
+}
+
+static void *thread_start(void *arg)
+{
+	struct sim_thread *t = arg;
+	sim_thread_wait_for_baton(t);
+	void *result = t->start(t->arg);
+	sim_thread_exit(t, result);
+	return result;
+}
+
+int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *),
+		   void *arg)
+{
+	static int (*host)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+	if (host == NULL)
+		host = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))real(
+			"pthread_create");
+	sim_runtime_init();
+	int cpu = first_free_cpu();
+	struct sim_thread *t = sim_thread_new();
+	t->cpu = cpu;
+	t->start = start;
+	t->arg = arg;
+	t->clock = sim_self->clock + sim_machine.costs.context_switch;
+	int err = host(thread, attr, thread_start, t);
+	if (err != 0) {
+		t->state = SIM_DONE;
+		return err;
+	}
+	t->host = *thread;
+	return 0;
+}
+
+static int join(pthread_t thread, void **result, uint64_t wake_at)
+{
+	static int (*host)(pthread_t, void **);
+	if (host == NULL)
+		host = (int (*)(pthread_t, void **))real("pthread_join");
+	struct sim_thread *self = sim_self, *target = sim_thread_of_host(thread);
+	if (target == NULL)
+		return ESRCH;
+	if (target->state != SIM_DONE) {
+		self->state = SIM_JOIN_WAIT;
+		self->join_target = target;
+		self->wake_at = wake_at;
+		self->timed_out = false;
+		sim_reschedule();
+		if (self->timed_out)
+			return ETIMEDOUT;
+	}
+	return host(thread, result); /* the host thread is leaving, or gone */
+}
+
+int pthread_join(pthread_t thread, void **result) { return join(thread, result, SIM_FOREVER); }
+
+int pthread_timedjoin_np(pthread_t thread, void **result, const struct timespec *abstime)
+{
+	uint64_t at = timespec_cycles(abstime);
+	uint64_t epoch = sim_ns_to_cycles(SIM_EPOCH_S * 1e9);
+	return join(thread, result, at > epoch ? at - epoch : 0);
+}
+
+/* A barrier lives in the pthread_barrier_t it is given: every call on it comes here. */
+struct sim_barrier {
+	unsigned int count;
+	unsigned int arrived;
+};
+_Static_assert(sizeof(struct sim_barrier) <= sizeof(pthread_barrier_t), "barrier fits");
+
+int pthread_barrier_init(pthread_barrier_t *barrier, const pthread_barrierattr_t *attr,
+			 unsigned int count)
+{
+	(void)attr;
+	if (count == 0)
+		return EINVAL;
+	*(struct sim_barrier *)barrier = (struct sim_barrier){ count, 0 };
+	return 0;
+}
+
+int pthread_barrier_destroy(pthread_barrier_t *barrier)
+{
+	(void)barrier;
+	return 0;
+}
+
+int pthread_barrier_wait(pthread_barrier_t *barrier)
+{
+	struct sim_barrier *b = (struct sim_barrier *)barrier;
+	struct sim_thread *self = sim_self;
+	sim_spin_dirty();
+	if (++b->arrived < b->count) {
+		self->state = SIM_BARRIER_WAIT;
+		self->barrier = barrier;
+		sim_reschedule();
+		return 0;
+	}
+	b->arrived = 0;
+	for (int i = 0; i < sim_thread_count(); i++) {
+		struct sim_thread *t = sim_thread_at(i);
+		if (t->state == SIM_BARRIER_WAIT && t->barrier == (void *)barrier)
+			sim_make_runnable(t, self->clock + sim_machine.costs.context_switch);
+	}
+	return PTHREAD_BARRIER_SERIAL_THREAD;
+}
+
+int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set)
+{
+	struct sim_thread *self = sim_self;
+	if (self == NULL || pid != 0)
+		return EINVAL;
+	int cpu = -1;
+	for (int i = 0; i < sim_machine.cpus && i < (int)(size * 8); i++)
+		if (CPU_ISSET_S(i, size, set)) {
+			if (cpu >= 0)
+				sim_fatal("a thread pinned to several CPUs: the simulator places "
+					  "each thread on one");
+			cpu = i;
+		}
+	if (cpu < 0)
+		sim_fatal("a thread pinned to no CPU of %s", sim_machine.name);
+	for (int i = 0; i < sim_thread_count(); i++) {
+		const struct sim_thread *t = sim_thread_at(i);
+		if (t != self && t->counted && t->state != SIM_DONE && t->cpu == cpu) {
+			if (t->pinned)
+				sim_fatal("two threads pinned to CPU %d: the simulator runs one "
+					  "thread per CPU and has no scheduler to share one", cpu);
+			/* A provisional place gives way: that thread takes this one's. */
+			sim_thread_at(i)->cpu = self->cpu;
+		}
+	}
+	self->cpu = cpu;
+	self->pinned = true;
+	return 0;
+}
+
+int getrusage(int who, struct rusage *usage)
+{
+	static int (*host)(int, struct rusage *);
+	if (sim_self == NULL || who != RUSAGE_THREAD) {
+		if (host == NULL)
+			host = (int (*)(int, struct rusage *))real("getrusage");
+		return host(who, usage);
+	}
+	memset(usage, 0, sizeof(*usage));
+	double ns = sim_cycles_to_ns(sim_self->clock);
+	usage->ru_utime.tv_sec = (time_t)(ns * 1e-9);
+	usage->ru_utime.tv_usec = (long)((ns - (double)usage->ru_utime.tv_sec * 1e9) * 1e-3);
+	usage->ru_nvcsw = (long)sim_self->voluntary_switches;
+	return 0;
+}
+
+int pthread_setschedparam(pthread_t thread, int policy, const struct sched_param *param)
+{
+	(void)thread;
+	(void)policy;
+	(void)param;
+	return EPERM;
+}
+
+/* ---- what cannot run here ---------------------------------------------------------------------- */
+const char *locklab_sim_unsupported_lock(const char *name)
+{
+	if (strncmp(name, "pthread_", 8) == 0)
+		return "it is the C library's code, which locklab does not compile, and it waits in "
+		       "system calls the simulator cannot see";
+	if (strcmp(name, "pi_futex") == 0)
+		return "its waiting is the kernel's PI futex, not code locklab compiles";
+	if (strncmp(name, "ck_", 3) == 0)
+		return "Concurrency Kit's atomics are inline assembly on this architecture, which the "
+		       "simulator's instrumentation cannot see";
+	return NULL;
+}

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * runtime.h - locklab's simulation runtime, inside (see docs/simulator.md for the model).
+ *
+ * The simulated program is compiled with GCC's -fsanitize=thread, which calls a hook before
+ * every load and store and instead of every atomic, with the address and size. This runtime
+ * defines those hooks (tsan_hooks.c) instead of libtsan. Each program thread is a virtual CPU
+ * of the machine profile (machine.c) with a clock of its own, in cycles. A thread runs only
+ * while it holds the baton (scheduler.c): one host thread runs at a time, the one whose clock
+ * is lowest, so accesses to shared lines happen in the order of their virtual times, and the
+ * same binary, machine and seed give the same interleaving. Each access costs what the line's
+ * coherence state says (coherence.c); a line serves one transfer at a time.
+ *
+ * Nothing here is compiled with -fsanitize=thread: the runtime's own accesses are not seen.
+ */
+#ifndef LOCKLAB_SIM_RUNTIME_H
+#define LOCKLAB_SIM_RUNTIME_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <locklab/sim.h>
+
+#define SIM_MAX_CPUS 512
+#define SIM_MAX_THREADS (SIM_MAX_CPUS + 8)
+#define SIM_MAX_SOCKETS 16
+#define SIM_MAX_HOPS 4
+#define SIM_FOREVER UINT64_MAX
+
+/* ---- the machine (machine.c) ---------------------------------------------------------------- */
+struct sim_cpu {
+	int package;
+	int core;     /* within the package */
+	int core_key; /* unique over the machine: SMT siblings share it */
+	int node;
+	int smt_rank;
+	int llc; /* unique over the machine */
+};
+
+struct sim_costs {
+	uint64_t hit;
+	uint64_t atomic;
+	uint64_t smt_sibling;
+	uint64_t same_llc;
+	uint64_t same_socket;
+	uint64_t other_socket[SIM_MAX_HOPS]; /* by hops - 1 */
+	uint64_t memory_local;
+	uint64_t memory_same_socket;
+	uint64_t memory_remote[SIM_MAX_HOPS];
+	uint64_t cpu_relax;
+	uint64_t futex_wait;
+	uint64_t futex_wake;
+	uint64_t context_switch;
+};
+
+struct sim_machine {
+	char name[64];
+	char summary[256];
+	char arch[16];
+	double ghz;
+	int line_shift;
+	struct sim_costs costs;
+	int sockets;
+	int hops[SIM_MAX_SOCKETS][SIM_MAX_SOCKETS];
+	int max_hops;
+	int cpus;
+	/* cpus + 1 entries: the last is where the control thread (the engine's main) runs. */
+	struct sim_cpu cpu[SIM_MAX_CPUS + 1];
+};
+
+extern struct sim_machine sim_machine;
+void sim_machine_load(void); /* from $LOCKLAB_SIM_MACHINE; one line and exit 2 if bad */
+/* The cost of moving a line to `to` from a copy at `from`, and which distance that is. */
+uint64_t sim_transfer_cost(int to, int from, enum locklab_sim_distance *distance);
+uint64_t sim_memory_cost(int to, int home_node);
+int sim_service_cpu(void); /* the control thread's place */
+bool sim_machine_is_arm64(void);
+
+/* ---- threads and the baton (scheduler.c) ---------------------------------------------------- */
+enum sim_state {
+	SIM_RUNNABLE,
+	SIM_SPIN_PARKED, /* spinning on lines that have not changed: woken when one is taken */
+	SIM_FUTEX_WAIT,
+	SIM_SLEEPING,
+	SIM_BARRIER_WAIT,
+	SIM_JOIN_WAIT,
+	SIM_DONE,
+};
+
+#define SIM_POLLS 4 /* loads one spin iteration may poll and still be recognised */
+
+struct sim_poll {
+	uintptr_t addr;
+	uint64_t value;
+	unsigned int size;
+};
+
+struct sim_thread {
+	int id;
+	int cpu; /* virtual CPU; the service CPU until it pins itself */
+	bool pinned;  /* placed by sched_setaffinity, not provisionally */
+	bool counted; /* a program thread (not the control thread): its traffic is reported */
+	enum sim_state state;
+	uint64_t clock;
+	uint64_t wake_at; /* SIM_FOREVER: no timeout */
+	bool timed_out;
+	uint32_t baton; /* host futex word: 1 = run */
+	pthread_t host;
+	void *(*start)(void *);
+	void *arg;
+	void *result;
+
+	/* What it waits on. */
+	uintptr_t futex_addr;
+	uint64_t futex_order; /* FIFO among a futex's waiters */
+	struct sim_thread *join_target;
+	void *barrier;
+
+	/* Spin recognition: the loads of this iteration and of the last, and whether either
+	 * did anything but hit (a miss, a write, a clock read or a system call). */
+	struct sim_poll polls[SIM_POLLS], last_polls[SIM_POLLS];
+	unsigned int npolls, last_npolls;
+	bool iteration_dirty;
+	unsigned int identical_iterations;
+	uint64_t iteration_start;
+	uint64_t spin_period;
+	uint64_t parked_at;
+	uintptr_t parked_lines[SIM_POLLS];
+	unsigned int nparked_lines;
+
+	/* Counted for the report. */
+	uint64_t transfers[SIM_DISTANCES];
+	uint64_t spin_parks;
+	uint64_t futex_sleeps;
+	uint64_t voluntary_switches;
+};
+
+extern __thread struct sim_thread *sim_self;
+extern bool sim_spin_parking; /* $LOCKLAB_SIM_SPIN=exact turns it off */
+/* How far past the horizon a hit may run unordered: less than the cheapest line transfer. */
+extern uint64_t sim_lookahead;
+
+void sim_runtime_init(void);
+struct sim_thread *sim_thread_new(void);
+struct sim_thread *sim_thread_of_host(pthread_t host);
+void sim_thread_wait_for_baton(struct sim_thread *t);
+void sim_thread_exit(struct sim_thread *t, void *result);
+/* Before an access to a shared line: let every thread whose clock is lower go first. */
+void sim_order_access(void);
+/* Whether a hit may go now without ordering (within sim_lookahead of the horizon). */
+bool sim_may_run_ahead(void);
+/* Give the baton to the next thread; returns when this one runs again. */
+void sim_reschedule(void);
+void sim_make_runnable(struct sim_thread *t, uint64_t clock);
+void sim_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+uint64_t sim_ns_to_cycles(double ns);
+double sim_cycles_to_ns(uint64_t cycles);
+/* FUTEX_WAIT: sleeps while *addr == expected, at most timeout_cycles (SIM_FOREVER: none). */
+long sim_futex_wait(uintptr_t addr, uint32_t expected, uint64_t timeout_cycles);
+/* Wakes up to `count` futex waiters on addr, first come first served; returns how many. */
+int sim_futex_wake(uintptr_t addr, int count);
+struct sim_thread *sim_thread_at(int i);
+int sim_thread_count(void);
+/* Spin recognition, fed by every load and by cpu_relax(). */
+void sim_spin_load(uintptr_t addr, unsigned int size, uint64_t value, bool hit);
+void sim_spin_dirty(void);
+void sim_spin_iteration_end(void);
+/* A line was taken from its other holders: parked spinners on it run again. */
+void sim_wake_spinners(uintptr_t line, uint64_t when);
+
+/* ---- the coherence model (coherence.c) ------------------------------------------------------ */
+enum sim_access { SIM_LOAD, SIM_STORE, SIM_RMW };
+/* Charge the calling thread for one access; returns whether it hit in its own cache. */
+bool sim_access(uintptr_t addr, unsigned int size, enum sim_access kind);
+uintptr_t sim_line_of(uintptr_t addr);
+/* A spinner parks on (+1) or leaves (-1) the line with this key. */
+void sim_line_park(uintptr_t key, int delta);
+void sim_coherence_init(void);
+
+#endif /* LOCKLAB_SIM_RUNTIME_H */

@@ -1,0 +1,493 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * scheduler.c - virtual time: one host thread runs at a time, the one whose clock is lowest.
+ *
+ * Every program thread is a host thread (its thread-local storage, its stack and the C
+ * library's view of it stay real), but it runs only while it holds the baton, a futex word of
+ * its own. Before an access to a shared line a thread compares its clock with the horizon,
+ * the lowest clock among the others (the time of the next timed wake-up counts too); if it is
+ * ahead, it hands the baton to the thread that is behind and sleeps. So shared accesses happen
+ * in the order of their virtual times, ties broken by a hash of the seed, the thread and the
+ * clock: the same binary, machine and seed replay the same interleaving, and another seed
+ * breaks the ties otherwise.
+ *
+ * Spinning. A spin loop polls lines and pauses. When two successive iterations (each ended by
+ * a cpu_relax()) polled the same words, saw the same values, all hit in the CPU's own cache
+ * and did nothing else (no store, no miss, no clock read, no system call), the thread is
+ * parked: it is not run again until another CPU takes one of those lines away, at which point
+ * its clock jumps to its first poll after that moment (whole iterations of the period it had)
+ * and it goes on. A spinner on an unchanged line costs the host nothing, and what it would have
+ * done meanwhile was hit in its own cache. What this assumes: the loop's exit depends only on
+ * the words it polls. A loop that also counts its iterations (qspinlock's pending wait, 512
+ * pauses on x86) waits for the line to change instead, as smp_cond_load does on arm64;
+ * LOCKLAB_SIM_SPIN=exact runs every iteration instead, to check that it matters not.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <linux/futex.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime.h"
+
+__thread struct sim_thread *sim_self;
+bool sim_spin_parking = true;
+uint64_t sim_lookahead;
+
+static struct sim_thread *threads[SIM_MAX_THREADS];
+static int nthreads;
+static uint64_t seed;
+static uint64_t futex_arrivals;
+static uint64_t host_switches;
+static bool horizon_valid;
+static uint64_t horizon_clock;
+static uint32_t horizon_tie;
+static int horizon_id;
+static struct timespec host_start;
+static long (*real_syscall)(long, ...);
+
+const char *const locklab_sim_distance_names[SIM_DISTANCES] = {
+	"smt_sibling", "same_llc", "same_socket", "other_socket", "memory",
+};
+
+void sim_fatal(const char *fmt, ...)
+{
+	va_list ap;
+	fflush(stdout);
+	fputs("locklab-sim: error: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	_exit(2);
+}
+
+static void host_futex(uint32_t *word, int op, uint32_t value)
+{
+	real_syscall(SYS_futex, word, op, value, NULL, NULL, 0);
+}
+
+void sim_runtime_init(void)
+{
+	static bool done;
+	if (done)
+		return;
+	done = true;
+	real_syscall = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
+	if (real_syscall == NULL)
+		sim_fatal("cannot find the C library's syscall()");
+	clock_gettime(CLOCK_MONOTONIC_RAW, &host_start);
+	sim_machine_load();
+	const char *spin = getenv("LOCKLAB_SIM_SPIN");
+	if (spin != NULL && strcmp(spin, "exact") == 0)
+		sim_spin_parking = false;
+	else if (spin != NULL && *spin != '\0' && strcmp(spin, "park") != 0)
+		sim_fatal("LOCKLAB_SIM_SPIN is park or exact, not '%s'", spin);
+	sim_coherence_init();
+	sim_lookahead = sim_machine.costs.same_llc < sim_machine.costs.same_socket
+				? sim_machine.costs.same_llc : sim_machine.costs.same_socket;
+	struct sim_thread *main_thread = sim_thread_new();
+	main_thread->cpu = sim_service_cpu();
+	main_thread->counted = false;
+	main_thread->host = pthread_self();
+	sim_self = main_thread;
+}
+
+void locklab_sim_set_seed(uint64_t value) { seed = value; }
+uint64_t locklab_sim_seed(void) { return seed; }
+
+struct sim_thread *sim_thread_new(void)
+{
+	if (nthreads == SIM_MAX_THREADS)
+		sim_fatal("more than %d threads", SIM_MAX_THREADS);
+	struct sim_thread *t = calloc(1, sizeof(*t));
+	if (t == NULL)
+		sim_fatal("out of memory");
+	t->id = nthreads;
+	t->counted = true;
+	t->state = SIM_RUNNABLE;
+	t->wake_at = SIM_FOREVER;
+	t->clock = sim_self ? sim_self->clock : 0;
+	threads[nthreads++] = t;
+	horizon_valid = false;
+	return t;
+}
+
+struct sim_thread *sim_thread_at(int i) { return threads[i]; }
+int sim_thread_count(void) { return nthreads; }
+
+struct sim_thread *sim_thread_of_host(pthread_t host)
+{
+	for (int i = 0; i < nthreads; i++)
+		if (pthread_equal(threads[i]->host, host))
+			return threads[i];
+	return NULL;
+}
+
+/* ---- the order ----------------------------------------------------------------------------- */
+static uint32_t tie_of(const struct sim_thread *t, uint64_t clock)
+{
+	uint64_t x = seed ^ ((uint64_t)t->id * 0x9e3779b97f4a7c15ull) ^ (clock * 0xbf58476d1ce4e5b9ull);
+	x ^= x >> 31;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 29;
+	return (uint32_t)x;
+}
+
+/* When the thread can next run: its clock, its timeout, or never. */
+static uint64_t ready_at(const struct sim_thread *t)
+{
+	switch (t->state) {
+	case SIM_RUNNABLE:
+		return t->clock;
+	case SIM_FUTEX_WAIT:
+	case SIM_SLEEPING:
+	case SIM_JOIN_WAIT:
+		return t->wake_at;
+	default:
+		return SIM_FOREVER;
+	}
+}
+
+static bool before(uint64_t clock_a, uint32_t tie_a, int id_a, uint64_t clock_b, uint32_t tie_b,
+		   int id_b)
+{
+	if (clock_a != clock_b)
+		return clock_a < clock_b;
+	if (tie_a != tie_b)
+		return tie_a < tie_b;
+	return id_a < id_b;
+}
+
+/* The first thread in the order, `skip` left out; NULL if none can ever run. */
+static struct sim_thread *first_ready(const struct sim_thread *skip)
+{
+	struct sim_thread *best = NULL;
+	uint64_t best_at = SIM_FOREVER;
+	uint32_t best_tie = 0;
+	for (int i = 0; i < nthreads; i++) {
+		struct sim_thread *t = threads[i];
+		if (t == skip)
+			continue;
+		uint64_t at = ready_at(t);
+		if (at == SIM_FOREVER)
+			continue;
+		uint32_t tie = tie_of(t, at);
+		if (best == NULL || before(at, tie, t->id, best_at, best_tie, best->id)) {
+			best = t;
+			best_at = at;
+			best_tie = tie;
+		}
+	}
+	return best;
+}
+
+static void horizon_update(const struct sim_thread *self)
+{
+	struct sim_thread *next = first_ready(self);
+	horizon_clock = next ? ready_at(next) : SIM_FOREVER;
+	horizon_tie = next ? tie_of(next, horizon_clock) : 0;
+	horizon_id = next ? next->id : 0;
+	horizon_valid = true;
+}
+
+bool sim_may_run_ahead(void)
+{
+	const struct sim_thread *self = sim_self;
+	if (!horizon_valid)
+		horizon_update(self);
+	return horizon_clock == SIM_FOREVER || self->clock < horizon_clock + sim_lookahead;
+}
+
+void sim_order_access(void)
+{
+	struct sim_thread *self = sim_self;
+	if (!horizon_valid)
+		horizon_update(self);
+	if (self->clock < horizon_clock)
+		return;
+	if (!before(self->clock, tie_of(self, self->clock), self->id, horizon_clock, horizon_tie,
+		    horizon_id))
+		sim_reschedule();
+}
+
+/*
+ * The baton: BATON_RUN lets a thread run; one that sleeps in the host's futex says so first
+ * (BATON_ASLEEP), so a hand-over to a thread still polling costs no system call. A thread
+ * that passed the baton polls a while before sleeping: the baton often comes straight back.
+ */
+enum { BATON_WAIT, BATON_RUN, BATON_ASLEEP };
+
+static inline void host_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+#define BATON_POLLS 4000
+
+static void pass_baton(struct sim_thread *to)
+{
+	host_switches++;
+	if (__atomic_exchange_n(&to->baton, BATON_RUN, __ATOMIC_ACQ_REL) == BATON_ASLEEP)
+		host_futex(&to->baton, FUTEX_WAKE_PRIVATE, 1);
+}
+
+/* The one thread allowed to poll: on a host of two cores, a second poller would take the
+ * core the woken thread needs. */
+static int poller = -1;
+
+void sim_thread_wait_for_baton(struct sim_thread *t)
+{
+	__atomic_store_n(&poller, t->id, __ATOMIC_RELAXED);
+	for (int polls = 0;; polls++) {
+		uint32_t seen = __atomic_load_n(&t->baton, __ATOMIC_ACQUIRE);
+		if (seen == BATON_RUN && __atomic_compare_exchange_n(&t->baton, &seen, BATON_WAIT,
+								       false, __ATOMIC_ACQUIRE,
+								       __ATOMIC_RELAXED))
+			break;
+		if (polls < BATON_POLLS && __atomic_load_n(&poller, __ATOMIC_RELAXED) == t->id) {
+			host_pause();
+			continue;
+		}
+		seen = BATON_WAIT;
+		if (__atomic_compare_exchange_n(&t->baton, &seen, BATON_ASLEEP, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_RELAXED) ||
+		    seen == BATON_ASLEEP)
+			host_futex(&t->baton, FUTEX_WAIT_PRIVATE, BATON_ASLEEP);
+	}
+	sim_self = t;
+}
+
+/* Picks who runs next; a thread whose timeout came runs with the time it had waited for. */
+static struct sim_thread *choose_next(void)
+{
+	struct sim_thread *next = first_ready(NULL);
+	if (next == NULL)
+		sim_fatal("every thread waits forever (a deadlock at %.6f virtual seconds)",
+			  sim_cycles_to_ns(sim_self->clock) * 1e-9);
+	if (next->state != SIM_RUNNABLE) {
+		next->timed_out = true;
+		next->state = SIM_RUNNABLE;
+		if (next->wake_at > next->clock)
+			next->clock = next->wake_at;
+		next->wake_at = SIM_FOREVER;
+	}
+	horizon_valid = false;
+	return next;
+}
+
+void sim_reschedule(void)
+{
+	struct sim_thread *self = sim_self;
+	struct sim_thread *next = choose_next();
+	if (next == self)
+		return;
+	pass_baton(next);
+	sim_thread_wait_for_baton(self);
+	horizon_valid = false;
+}
+
+void sim_make_runnable(struct sim_thread *t, uint64_t clock)
+{
+	t->state = SIM_RUNNABLE;
+	t->wake_at = SIM_FOREVER;
+	t->timed_out = false;
+	if (clock > t->clock)
+		t->clock = clock;
+	horizon_valid = false;
+}
+
+void sim_thread_exit(struct sim_thread *t, void *result)
+{
+	t->result = result;
+	t->state = SIM_DONE;
+	for (int i = 0; i < nthreads; i++)
+		if (threads[i]->state == SIM_JOIN_WAIT && threads[i]->join_target == t)
+			sim_make_runnable(threads[i], t->clock);
+	pass_baton(choose_next());
+}
+
+/* ---- futexes --------------------------------------------------------------------------------- */
+int sim_futex_wake(uintptr_t addr, int count)
+{
+	int woken = 0;
+	while (woken < count) {
+		struct sim_thread *first = NULL;
+		for (int i = 0; i < nthreads; i++) {
+			struct sim_thread *t = threads[i];
+			if (t->state == SIM_FUTEX_WAIT && t->futex_addr == addr &&
+			    (first == NULL || t->futex_order < first->futex_order))
+				first = t;
+		}
+		if (first == NULL)
+			break;
+		sim_make_runnable(first, sim_self->clock + sim_machine.costs.context_switch);
+		woken++;
+	}
+	return woken;
+}
+
+long sim_futex_wait(uintptr_t addr, uint32_t expected, uint64_t timeout_cycles)
+{
+	struct sim_thread *self = sim_self;
+	sim_spin_dirty();
+	sim_access(addr, sizeof(uint32_t), SIM_LOAD); /* the kernel reads the word */
+	if (__atomic_load_n((uint32_t *)addr, __ATOMIC_RELAXED) != expected) {
+		errno = EAGAIN;
+		return -1;
+	}
+	self->clock += sim_machine.costs.futex_wait;
+	self->state = SIM_FUTEX_WAIT;
+	self->futex_addr = addr;
+	self->futex_order = ++futex_arrivals;
+	self->wake_at = timeout_cycles == SIM_FOREVER ? SIM_FOREVER : self->clock + timeout_cycles;
+	self->timed_out = false;
+	self->futex_sleeps++;
+	self->voluntary_switches++;
+	horizon_valid = false;
+	sim_reschedule();
+	if (self->timed_out) {
+		errno = ETIMEDOUT;
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- spin recognition ------------------------------------------------------------------------ */
+void sim_spin_load(uintptr_t addr, unsigned int size, uint64_t value, bool hit)
+{
+	struct sim_thread *self = sim_self;
+	if (!hit)
+		self->iteration_dirty = true;
+	if (self->npolls == SIM_POLLS) {
+		self->iteration_dirty = true;
+		return;
+	}
+	self->polls[self->npolls++] = (struct sim_poll){ addr, value, size };
+}
+
+void sim_spin_dirty(void)
+{
+	if (sim_self != NULL)
+		sim_self->iteration_dirty = true;
+}
+
+static void park(struct sim_thread *self, uint64_t period)
+{
+	self->nparked_lines = 0;
+	for (unsigned int i = 0; i < self->last_npolls; i++) { /* the iteration just ended */
+		uintptr_t key = sim_line_of(self->last_polls[i].addr);
+		bool seen = false;
+		for (unsigned int j = 0; j < self->nparked_lines; j++)
+			seen |= self->parked_lines[j] == key;
+		if (seen)
+			continue;
+		self->parked_lines[self->nparked_lines++] = key;
+		sim_line_park(key, +1);
+	}
+	self->state = SIM_SPIN_PARKED;
+	self->parked_at = self->clock;
+	self->spin_period = period ? period : 1;
+	self->spin_parks++;
+	horizon_valid = false;
+	sim_reschedule();
+	self->identical_iterations = 0;
+	self->last_npolls = 0;
+}
+
+void sim_spin_iteration_end(void)
+{
+	struct sim_thread *self = sim_self;
+	bool same = !self->iteration_dirty && self->npolls != 0 &&
+		    self->npolls == self->last_npolls &&
+		    memcmp(self->polls, self->last_polls, self->npolls * sizeof(self->polls[0])) == 0;
+	self->identical_iterations = same ? self->identical_iterations + 1 : 0;
+	uint64_t period = self->clock - self->iteration_start;
+	self->last_npolls = self->iteration_dirty ? 0 : self->npolls;
+	memcpy(self->last_polls, self->polls, self->npolls * sizeof(self->polls[0]));
+	self->npolls = 0;
+	self->iteration_dirty = false;
+	self->iteration_start = self->clock;
+	if (same && sim_spin_parking)
+		park(self, period);
+}
+
+void sim_wake_spinners(uintptr_t line, uint64_t when)
+{
+	for (int i = 0; i < nthreads; i++) {
+		struct sim_thread *t = threads[i];
+		if (t->state != SIM_SPIN_PARKED || t == sim_self)
+			continue;
+		bool on_line = false;
+		for (unsigned int j = 0; j < t->nparked_lines; j++)
+			on_line |= t->parked_lines[j] == line;
+		if (!on_line)
+			continue;
+		for (unsigned int j = 0; j < t->nparked_lines; j++)
+			sim_line_park(t->parked_lines[j], -1);
+		t->nparked_lines = 0;
+		/* Its next poll after the line left: whole iterations of the period it spun at. */
+		uint64_t resume = t->parked_at;
+		if (when > resume)
+			resume += (when - resume + t->spin_period - 1) / t->spin_period * t->spin_period;
+		sim_make_runnable(t, resume);
+	}
+}
+
+/* ---- what the report reads ------------------------------------------------------------------- */
+void locklab_sim_counts(struct locklab_sim_counts *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (int i = 0; i < nthreads; i++) {
+		const struct sim_thread *t = threads[i];
+		if (t->clock > out->virtual_cycles)
+			out->virtual_cycles = t->clock;
+		if (!t->counted)
+			continue;
+		for (int d = 0; d < SIM_DISTANCES; d++)
+			out->transfers[d] += t->transfers[d];
+		out->spin_parks += t->spin_parks;
+		out->futex_sleeps += t->futex_sleeps;
+	}
+	out->switches = host_switches;
+}
+
+double locklab_sim_host_seconds(void)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
+	return (double)(now.tv_sec - host_start.tv_sec) +
+	       (double)(now.tv_nsec - host_start.tv_nsec) * 1e-9;
+}
+
+void locklab_sim_describe_threads(void)
+{
+	static const char *const names[] = {
+		[SIM_RUNNABLE] = "runnable",         [SIM_SPIN_PARKED] = "spinning",
+		[SIM_FUTEX_WAIT] = "futex wait",     [SIM_SLEEPING] = "sleeping",
+		[SIM_BARRIER_WAIT] = "barrier wait", [SIM_JOIN_WAIT] = "join wait",
+		[SIM_DONE] = "done",
+	};
+	fprintf(stderr, "locklab-sim: the threads at %.6f virtual s (seed %llu replays this):\n",
+		sim_cycles_to_ns(sim_self->clock) * 1e-9, (unsigned long long)seed);
+	for (int i = 0; i < nthreads; i++) {
+		const struct sim_thread *t = threads[i];
+		fprintf(stderr, "  thread %d on %s %d: %s at %.6f s", t->id,
+			t->counted ? "CPU" : "the control CPU", t->counted ? t->cpu : 0,
+			names[t->state], sim_cycles_to_ns(t->clock) * 1e-9);
+		if (t->state == SIM_FUTEX_WAIT)
+			fprintf(stderr, ", on futex %#lx", (unsigned long)t->futex_addr);
+		for (unsigned int j = 0; t->state == SIM_SPIN_PARKED && j < t->nparked_lines; j++)
+			fprintf(stderr, "%s%#lx", j ? ", " : ", on line ",
+				(unsigned long)((t->parked_lines[j] - 1) << sim_machine.line_shift));
+		fputc('\n', stderr);
+	}
+}

@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tsan_hooks.c - the entry points GCC's -fsanitize=thread instrumentation calls, as
+ * libsanitizer's tsan_interface.h declares them: a hook before each plain load and store (with
+ * its address and size), and each atomic as a call that must do the operation itself. Here
+ * each one charges the coherence model (coherence.c) and feeds spin recognition (scheduler.c);
+ * the atomics then run as plain GCC atomics, since only the baton's holder runs.
+ *
+ * Memory orders cost nothing of their own: an ordered access costs what the model says a
+ * locked instruction or a plain access costs, and fences cost a full barrier where one is
+ * emitted (locklab_sim_fence). What a weaker order lets a real core overlap is not modelled.
+ */
+#include <stdint.h>
+
+#include "runtime.h"
+
+#define ATOMIC_ORDER __ATOMIC_SEQ_CST
+
+static inline uint64_t peek(const volatile void *p, unsigned int size)
+{
+	switch (size) {
+	case 1:
+		return *(const volatile uint8_t *)p;
+	case 2:
+		return *(const volatile uint16_t *)p;
+	case 4:
+		return *(const volatile uint32_t *)p;
+	default:
+		return *(const volatile uint64_t *)p;
+	}
+}
+
+static inline void load(const volatile void *p, unsigned int size)
+{
+	if (sim_self == NULL)
+		return;
+	bool hit = sim_access((uintptr_t)p, size, SIM_LOAD);
+	sim_spin_load((uintptr_t)p, size, size <= 8 ? peek(p, size) : 0, hit);
+}
+
+static inline void store(volatile void *p, unsigned int size, enum sim_access kind)
+{
+	if (sim_self == NULL)
+		return;
+	sim_spin_dirty();
+	sim_access((uintptr_t)p, size, kind);
+}
+
+void __tsan_init(void);
+void __tsan_init(void) { sim_runtime_init(); }
+void __tsan_func_entry(void *pc);
+void __tsan_func_exit(void);
+void __tsan_func_entry(void *pc) { (void)pc; }
+void __tsan_func_exit(void) {}
+
+#define PLAIN_ACCESS(size)                                                                     \
+	void __tsan_read##size(void *p);                                                       \
+	void __tsan_read##size(void *p) { load(p, size); }                                     \
+	void __tsan_write##size(void *p);                                                      \
+	void __tsan_write##size(void *p) { store(p, size, SIM_STORE); }                        \
+	void __tsan_unaligned_read##size(void *p);                                             \
+	void __tsan_unaligned_read##size(void *p) { load(p, size); }                           \
+	void __tsan_unaligned_write##size(void *p);                                            \
+	void __tsan_unaligned_write##size(void *p) { store(p, size, SIM_STORE); }              \
+	void __tsan_volatile_read##size(void *p);                                              \
+	void __tsan_volatile_read##size(void *p) { load(p, size); }                            \
+	void __tsan_volatile_write##size(void *p);                                             \
+	void __tsan_volatile_write##size(void *p) { store(p, size, SIM_STORE); }
+
+PLAIN_ACCESS(1)
+PLAIN_ACCESS(2)
+PLAIN_ACCESS(4)
+PLAIN_ACCESS(8)
+PLAIN_ACCESS(16)
+
+/* Structure copies: each line once, and a loop that copies is not a spin. */
+static void range(void *p, unsigned long size, enum sim_access kind)
+{
+	if (sim_self == NULL || size == 0)
+		return;
+	sim_spin_dirty();
+	uintptr_t line_bytes = (uintptr_t)1 << sim_machine.line_shift;
+	uintptr_t first = (uintptr_t)p & ~(line_bytes - 1);
+	for (uintptr_t a = first; a < (uintptr_t)p + size; a += line_bytes)
+		sim_access(a, (unsigned int)line_bytes, kind);
+}
+
+void __tsan_read_range(void *p, unsigned long size);
+void __tsan_read_range(void *p, unsigned long size) { range(p, size, SIM_LOAD); }
+void __tsan_write_range(void *p, unsigned long size);
+void __tsan_write_range(void *p, unsigned long size) { range(p, size, SIM_STORE); }
+
+void __tsan_atomic_thread_fence(int order);
+void __tsan_atomic_thread_fence(int order)
+{
+	if (order != __ATOMIC_RELAXED)
+		locklab_sim_fence(SIM_FENCE_FULL);
+}
+void __tsan_atomic_signal_fence(int order);
+void __tsan_atomic_signal_fence(int order) { (void)order; }
+
+#define ATOMICS(bits, type)                                                                    \
+	type __tsan_atomic##bits##_load(const volatile type *a, int mo);                       \
+	type __tsan_atomic##bits##_load(const volatile type *a, int mo)                        \
+	{                                                                                      \
+		(void)mo;                                                                      \
+		load(a, sizeof(type));                                                         \
+		return __atomic_load_n(a, ATOMIC_ORDER);                                       \
+	}                                                                                      \
+	void __tsan_atomic##bits##_store(volatile type *a, type v, int mo);                    \
+	void __tsan_atomic##bits##_store(volatile type *a, type v, int mo)                     \
+	{                                                                                      \
+		(void)mo;                                                                      \
+		store(a, sizeof(type), SIM_STORE);                                             \
+		__atomic_store_n(a, v, ATOMIC_ORDER);                                          \
+	}                                                                                      \
+	RMW(bits, type, exchange, __atomic_exchange_n)                                         \
+	RMW(bits, type, fetch_add, __atomic_fetch_add)                                         \
+	RMW(bits, type, fetch_sub, __atomic_fetch_sub)                                         \
+	RMW(bits, type, fetch_and, __atomic_fetch_and)                                         \
+	RMW(bits, type, fetch_or, __atomic_fetch_or)                                           \
+	RMW(bits, type, fetch_xor, __atomic_fetch_xor)                                         \
+	RMW(bits, type, fetch_nand, __atomic_fetch_nand)                                       \
+	int __tsan_atomic##bits##_compare_exchange_strong(volatile type *a, type *c, type v,   \
+							  int mo, int fail_mo);                \
+	int __tsan_atomic##bits##_compare_exchange_strong(volatile type *a, type *c, type v,   \
+							  int mo, int fail_mo)                 \
+	{                                                                                      \
+		(void)mo;                                                                      \
+		(void)fail_mo;                                                                 \
+		store(a, sizeof(type), SIM_RMW);                                               \
+		return __atomic_compare_exchange_n(a, c, v, false, ATOMIC_ORDER,               \
+						   ATOMIC_ORDER);                              \
+	}                                                                                      \
+	int __tsan_atomic##bits##_compare_exchange_weak(volatile type *a, type *c, type v,     \
+							int mo, int fail_mo);                  \
+	int __tsan_atomic##bits##_compare_exchange_weak(volatile type *a, type *c, type v,     \
+							int mo, int fail_mo)                   \
+	{                                                                                      \
+		return __tsan_atomic##bits##_compare_exchange_strong(a, c, v, mo, fail_mo);    \
+	}                                                                                      \
+	type __tsan_atomic##bits##_compare_exchange_val(volatile type *a, type c, type v,      \
+							int mo, int fail_mo);                  \
+	type __tsan_atomic##bits##_compare_exchange_val(volatile type *a, type c, type v,      \
+							int mo, int fail_mo)                   \
+	{                                                                                      \
+		__tsan_atomic##bits##_compare_exchange_strong(a, &c, v, mo, fail_mo);          \
+		return c;                                                                      \
+	}
+
+/* A failed compare-and-swap still takes the line exclusive, as a locked cmpxchg does. */
+#define RMW(bits, type, name, builtin)                                                         \
+	type __tsan_atomic##bits##_##name(volatile type *a, type v, int mo);                   \
+	type __tsan_atomic##bits##_##name(volatile type *a, type v, int mo)                    \
+	{                                                                                      \
+		(void)mo;                                                                      \
+		store(a, sizeof(type), SIM_RMW);                                               \
+		return builtin(a, v, ATOMIC_ORDER);                                            \
+	}
+
+ATOMICS(8, uint8_t)
+ATOMICS(16, uint16_t)
+ATOMICS(32, uint32_t)
+ATOMICS(64, uint64_t)
+
+/* ---- what arch.h's cpu_relax(), barriers and cycle counter become --------------------------- */
+void locklab_sim_relax(void)
+{
+	struct sim_thread *self = sim_self;
+	if (self == NULL)
+		return;
+	self->clock += sim_machine.costs.cpu_relax;
+	sim_spin_iteration_end();
+}
+
+/*
+ * A full barrier drains the store buffer: about a locked instruction's cost. The read and
+ * write barriers are compiler barriers on x86 and cheap on arm64: the model charges nothing.
+ * smp_mb__{before,after}_atomic() are barriers only on arm64 (arch.h's table).
+ */
+void locklab_sim_fence(enum locklab_sim_fence kind)
+{
+	if (sim_self == NULL)
+		return;
+	if (kind == SIM_FENCE_FULL || (kind == SIM_FENCE_ATOMIC && sim_machine_is_arm64()))
+		sim_self->clock += sim_machine.costs.atomic;
+}
+
+uint64_t locklab_sim_cycles(void)
+{
+	if (sim_self == NULL)
+		return 0;
+	sim_spin_dirty();
+	return sim_self->clock;
+}
+
+void locklab_sim_work(uint64_t cycles)
+{
+	if (sim_self == NULL)
+		return;
+	sim_spin_dirty();
+	sim_self->clock += cycles;
+}
+
+__attribute__((constructor)) static void start_runtime(void) { sim_runtime_init(); }
