@@ -1,0 +1,238 @@
+"""Machine profiles for the simulator: the seeds' machines as data (machines/*.toml).
+
+A profile describes a machine's shape (sockets, NUMA nodes, cores, SMT, which cores share the
+last-level cache, how many interconnect hops lie between sockets) and what the coherence model
+charges for each kind of access, in core cycles, each cost with its public source or the word
+"estimate:" and how it was derived. This module reads and checks a profile and writes the flat
+file the simulation runtime reads (native/sim/machine.c); docs/simulator.md describes the model.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from locklab.errors import LocklabError
+
+PROFILES_DIR = Path(__file__).resolve().parents[3] / "machines"
+FLAT_VERSION = 1
+MAX_CPUS = 512  # native/sim/runtime.h: SIM_MAX_CPUS
+SCALAR_COSTS = (
+    "hit", "atomic", "smt_sibling", "same_llc", "same_socket", "memory_local",
+    "memory_same_socket", "cpu_relax", "futex_wait", "futex_wake", "context_switch",
+)  # fmt: skip
+PER_HOP_COSTS = ("other_socket", "memory_remote")
+TOPOLOGY_KEYS = ("sockets", "nodes_per_socket", "cores_per_socket", "threads_per_core",
+                 "cores_per_llc")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SimCpu:
+    cpu: int
+    package: int
+    core: int  # within the package
+    node: int
+    smt_rank: int
+    llc: int  # unique over the machine
+
+
+@dataclass(frozen=True)
+class MachineProfile:
+    name: str
+    summary: str
+    arch: str
+    ghz: float
+    seeds: tuple[str, ...]
+    topology: dict[str, int]
+    socket_hops: tuple[tuple[int, ...], ...]
+    costs: dict[str, int | tuple[int, ...]]
+    sources: dict[str, str]
+    path: Path
+    line_bytes: int = 64
+
+    @property
+    def cpus(self) -> int:
+        t = self.topology
+        return t["sockets"] * t["cores_per_socket"] * t["threads_per_core"]
+
+    def shape(self) -> str:
+        t = self.topology
+        smt = f" x {t['threads_per_core']} threads" if t["threads_per_core"] > 1 else ""
+        nodes = t["sockets"] * t["nodes_per_socket"]
+        return (
+            f"{t['sockets']} socket{'s' if t['sockets'] > 1 else ''} x "
+            f"{t['cores_per_socket']} cores{smt}, {nodes} NUMA node{'s' if nodes > 1 else ''}"
+        )
+
+    def estimates(self) -> list[str]:
+        """The costs whose source says they are estimates."""
+        return [k for k, v in self.sources.items() if v.lower().startswith("estimate")]
+
+    def cpu_table(self) -> list[SimCpu]:
+        """Linux's usual numbering: the first thread of every core, socket by socket, then the
+        second threads in the same order (SMT siblings are N/2 apart)."""
+        t = self.topology
+        cores = t["cores_per_socket"]
+        cores_per_node = cores // t["nodes_per_socket"]
+        llcs_per_socket = cores // t["cores_per_llc"]
+        table = []
+        for rank in range(t["threads_per_core"]):
+            for socket in range(t["sockets"]):
+                for core in range(cores):
+                    table.append(
+                        SimCpu(
+                            cpu=len(table),
+                            package=socket,
+                            core=core,
+                            node=socket * t["nodes_per_socket"] + core // cores_per_node,
+                            smt_rank=rank,
+                            llc=socket * llcs_per_socket + core // t["cores_per_llc"],
+                        )
+                    )
+        return table
+
+    def flat_text(self) -> str:
+        """The file native/sim/machine.c reads: one fact a line."""
+        lines = [
+            f"locklab-sim-machine {FLAT_VERSION}",
+            f"name {self.name}",
+            f"summary {self.summary}",
+            f"arch {self.arch}",
+            f"ghz {self.ghz}",
+            f"line_bytes {self.line_bytes}",
+        ]
+        lines += [f"cost {key} {self.costs[key]}" for key in SCALAR_COSTS]
+        for key in PER_HOP_COSTS:
+            values = self.costs[key]
+            assert isinstance(values, tuple)
+            lines.append(f"{key} {' '.join(str(v) for v in values)}")
+        lines.append(f"sockets {self.topology['sockets']}")
+        lines += [f"hops {i} {' '.join(str(h) for h in row)}" for i, row in
+                  enumerate(self.socket_hops)]  # fmt: skip
+        cores = self.topology["cores_per_socket"]
+        lines.append(f"cpus {self.cpus}")
+        lines += [
+            f"cpu {c.cpu} {c.package} {c.core} {c.package * cores + c.core} {c.node} "
+            f"{c.smt_rank} {c.llc}"
+            for c in self.cpu_table()
+        ]
+        return "\n".join(lines) + "\n"
+
+
+def profile_names() -> list[str]:
+    return sorted(p.stem for p in PROFILES_DIR.glob("*.toml"))
+
+
+def find_profile(name_or_path: str) -> MachineProfile:
+    """A profile by name (machines/NAME.toml) or by the path of a user's own file."""
+    if name_or_path.endswith(".toml") or "/" in name_or_path:
+        path = Path(name_or_path)
+        if not path.is_file():
+            raise LocklabError(f"--sim: no profile file {name_or_path}")
+    else:
+        path = PROFILES_DIR / f"{name_or_path}.toml"
+        if not path.is_file():
+            raise LocklabError(
+                f"--sim: unknown machine '{name_or_path}' (known: {', '.join(profile_names())}; "
+                "or the path of a profile file)"
+            )
+    return load_profile(path)
+
+
+def load_profile(path: Path) -> MachineProfile:
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, UnicodeDecodeError) as error:
+        raise LocklabError(f"profile {path}: cannot read it: {error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise LocklabError(f"profile {path}: not valid TOML: {error}") from None
+    return _checked(data, path)
+
+
+def _checked(data: dict, path: Path) -> MachineProfile:
+    where = f"profile {path.name}"
+
+    def need(table: dict, key: str, kind: type | tuple[type, ...], what: str) -> object:
+        if key not in table:
+            raise LocklabError(f"{where}: {what}{key} is missing")
+        value = table[key]
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise LocklabError(f"{where}: {what}{key} has the wrong type ({value!r})")
+        return value
+
+    topology_table = need(data, "topology", dict, "")
+    costs_table = need(data, "costs", dict, "")
+    sources = need(data, "sources", dict, "")
+    assert isinstance(topology_table, dict) and isinstance(costs_table, dict)
+    assert isinstance(sources, dict)
+    topology: dict[str, int] = {}
+    for key in TOPOLOGY_KEYS:
+        value = need(topology_table, key, int, "topology.")
+        assert isinstance(value, int)
+        if value < 1:
+            raise LocklabError(f"{where}: topology.{key} must be at least 1")
+        topology[key] = value
+    cores = topology["cores_per_socket"]
+    for key in ("nodes_per_socket", "cores_per_llc"):
+        if cores % topology[key]:
+            raise LocklabError(f"{where}: topology.{key} must divide cores_per_socket ({cores})")
+    sockets = topology["sockets"]
+    hops_value = topology_table.get(
+        "socket_hops", [[0 if a == b else 1 for b in range(sockets)] for a in range(sockets)]
+    )
+    if not (
+        isinstance(hops_value, list)
+        and len(hops_value) == sockets
+        and all(isinstance(row, list) and len(row) == sockets for row in hops_value)
+        and all(isinstance(h, int) and h >= 0 for row in hops_value for h in row)
+    ):
+        raise LocklabError(f"{where}: topology.socket_hops must be {sockets} rows of {sockets}")
+    hops = tuple(tuple(row) for row in hops_value)
+    max_hops = max((h for row in hops for h in row), default=0)
+
+    costs: dict[str, int | tuple[int, ...]] = {}
+    for key in SCALAR_COSTS:
+        value = need(costs_table, key, int, "costs.")
+        assert isinstance(value, int)
+        if value < 0:
+            raise LocklabError(f"{where}: costs.{key} must not be negative")
+        costs[key] = value
+    for key in PER_HOP_COSTS:
+        value = need(costs_table, key, list, "costs.")
+        assert isinstance(value, list)
+        if not all(isinstance(v, int) and v >= 0 for v in value) or len(value) < max(max_hops, 1):
+            raise LocklabError(
+                f"{where}: costs.{key} needs one cycle count per hop, 1 to {max(max_hops, 1)}"
+            )
+        costs[key] = tuple(value)
+    if costs["hit"] == 0:
+        raise LocklabError(f"{where}: costs.hit must be at least 1 cycle")
+    unsourced = [key for key in (*SCALAR_COSTS, *PER_HOP_COSTS) if not sources.get(key)]
+    if unsourced:
+        raise LocklabError(
+            f"{where}: no source for {', '.join(unsourced)} (cite one, or write 'estimate: ...' "
+            "with how it was derived)"
+        )
+    ghz = need(data, "ghz", (int, float), "")
+    assert isinstance(ghz, int | float)
+    if not 0.1 <= float(ghz) <= 10:
+        raise LocklabError(f"{where}: ghz must be between 0.1 and 10")
+    arch = str(data.get("arch", "x86_64"))
+    if arch not in ("x86_64", "arm64"):
+        raise LocklabError(f"{where}: arch must be x86_64 or arm64, not {arch}")
+    profile = MachineProfile(
+        name=str(data.get("name", path.stem)),
+        summary=" ".join(str(data.get("summary", path.stem)).split()),
+        arch=arch,
+        ghz=float(ghz),
+        seeds=tuple(str(s) for s in data.get("seeds", [])),
+        topology=topology,
+        socket_hops=hops,
+        costs=costs,
+        sources={str(k): " ".join(str(v).split()) for k, v in sources.items()},
+        path=path,
+    )
+    if profile.cpus > MAX_CPUS:
+        raise LocklabError(f"{where}: {profile.cpus} CPUs, the simulator runs at most {MAX_CPUS}")
+    return profile
