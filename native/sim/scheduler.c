@@ -23,6 +23,7 @@
  * LOCKLAB_SIM_SPIN=exact runs every iteration instead, to check that it matters not.
  */
 #include <dlfcn.h>
+#include <sched.h>
 #include <errno.h>
 #include <linux/futex.h>
 #include <stdarg.h>
@@ -50,6 +51,7 @@ static uint32_t horizon_tie;
 static int horizon_id;
 static struct timespec host_start;
 static long (*real_syscall)(long, ...);
+static bool one_host_cpu; /* then polling for the baton only delays its holder */
 
 const char *const locklab_sim_distance_names[SIM_DISTANCES] = {
 	"smt_sibling", "same_llc", "same_socket", "other_socket", "memory",
@@ -72,6 +74,24 @@ static void host_futex(uint32_t *word, int op, uint32_t value)
 	real_syscall(SYS_futex, word, op, value, NULL, NULL, 0);
 }
 
+/*
+ * Every thread of the simulation on the host CPU it started on (threads inherit it): one runs
+ * at a time anyway, and a hand-over between two threads of one CPU is a plain context switch,
+ * where waking a thread on an idle CPU costs an interrupt to it (tens of microseconds in a
+ * virtual machine, where that CPU is halted). LOCKLAB_SIM_HOST_CPUS=all leaves them free.
+ */
+static void keep_to_one_host_cpu(void)
+{
+	const char *choice = getenv("LOCKLAB_SIM_HOST_CPUS");
+	if (choice != NULL && strcmp(choice, "all") == 0)
+		return;
+	cpu_set_t one;
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu(), &one);
+	if (real_syscall(SYS_sched_setaffinity, 0, sizeof(one), &one) == 0)
+		one_host_cpu = true;
+}
+
 void sim_runtime_init(void)
 {
 	static bool done;
@@ -82,6 +102,7 @@ void sim_runtime_init(void)
 	if (real_syscall == NULL)
 		sim_fatal("cannot find the C library's syscall()");
 	clock_gettime(CLOCK_MONOTONIC_RAW, &host_start);
+	keep_to_one_host_cpu();
 	sim_machine_load();
 	const char *spin = getenv("LOCKLAB_SIM_SPIN");
 	if (spin != NULL && strcmp(spin, "exact") == 0)
@@ -253,7 +274,8 @@ void sim_thread_wait_for_baton(struct sim_thread *t)
 								       false, __ATOMIC_ACQUIRE,
 								       __ATOMIC_RELAXED))
 			break;
-		if (polls < BATON_POLLS && __atomic_load_n(&poller, __ATOMIC_RELAXED) == t->id) {
+		if (!one_host_cpu && polls < BATON_POLLS &&
+		    __atomic_load_n(&poller, __ATOMIC_RELAXED) == t->id) {
 			host_pause();
 			continue;
 		}

@@ -18,3 +18,12 @@
 #undef WORKER_LOOP_NAME
 #undef WORKER_LOCK
 #undef WORKER_UNLOCK
+
+/* Seed 002's CNA: compared with qspinlock at one writer, so measured by the same kind of loop. */
+#define WORKER_LOOP_NAME writer_loop_cna_v1
+#define WORKER_LOCK(lock, self) cna_v1_lock(lock, self)
+#define WORKER_UNLOCK(lock, self) qspinlock_unlock(lock, self)
+#include "../worker_loop.h"
+#undef WORKER_LOOP_NAME
+#undef WORKER_LOCK
+#undef WORKER_UNLOCK
