@@ -161,8 +161,9 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 # The front end is installed editable, so pip compiles none of it; compiled here, every
 # `locklab` start reads bytecode instead of compiling about 50 modules (0.08 s), also where
 # PYTHONDONTWRITEBYTECODE keeps Python from caching them itself.
-venv: $(VENV)/.installed $(BUILD)/opt/locklab-bench
+venv: $(VENV)/.installed $(BUILD)/opt/locklab-bench $(BUILD)/sim/locklab-sim
 	cp $(BUILD)/opt/locklab-bench $(VENV)/bin/locklab-bench
+	cp $(BUILD)/sim/locklab-sim $(VENV)/bin/locklab-sim
 	$(VENV)/bin/python -m compileall -q python/locklab
 
 demo: deps build venv

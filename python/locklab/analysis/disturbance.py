@@ -55,6 +55,8 @@ def rule_text() -> str:
 
 def of_run(run: Run) -> RunDisturbance | None:
     """None for runs that recorded neither steal nor context switches (older engines, logs)."""
+    if (run.machine or {}).get("simulated"):  # virtual time: nothing on the host reaches it
+        return None
     result = run.result or {}
     steal = result.get("steal")
     switches = result.get("context_switches") or {}
@@ -113,6 +115,8 @@ def summary_line(runs: list[Run]) -> str:
     """'noisy machine: VM, 2 vCPUs, 3.1% steal during runs, 2 of 9 runs disturbed, no perf
     counters' from what the runs stored (the engine's figures and the sweep's machine check);
     'quiet machine: ...' when nothing there can disturb a measurement."""
+    if runs and all((run.machine or {}).get("simulated") for run in runs):
+        return "simulated machine: virtual time, which nothing on this host disturbs"
     checks = [c for run in runs if (c := (run.machine or {}).get("check"))]
     measured = [(run, d) for run in runs if (d := of_run(run)) is not None]
     if not checks and not measured:

@@ -135,6 +135,14 @@ def machine_lines(runs: list[Run]) -> list[str]:
         if not m:
             continue
         nodes = m.get("numa_nodes")
+        if m.get("simulated"):  # never to be mistaken for a measured machine
+            line = (
+                f"simulated: {m.get('hostname')} ({m.get('cpu_model')}), {m.get('arch')}, "
+                f"{m.get('cpus_online')} virtual CPUs, {nodes} NUMA nodes, virtual time "
+                "(model: docs/simulator.md)"
+            )
+            pauses.setdefault(line, [])
+            continue
         facts = [
             m.get("hostname"),
             m.get("arch"),

@@ -17,7 +17,15 @@ from locklab.analysis.stats import TESTS
 from locklab.errors import LocklabError
 from locklab.kernel.build import ROOT
 from locklab.kernel.from_source import BUILDS, build_source_locks, is_source_lock
-from locklab.model.spec import ExperimentSpec, default
+from locklab.model.machine_profile import MachineProfile
+from locklab.model.spec import (
+    SIM_DURATION_S,
+    SIM_PIN,
+    SIM_WARMUP_S,
+    ExperimentSpec,
+    default,
+    threads_at,
+)
 from locklab.run.engine import Engine, find_engine
 
 DEFAULT_STORE = "locklab-results"
@@ -198,6 +206,50 @@ def fit_to_machine(spec: ExperimentSpec, oversubscribe: bool) -> None:
         print(f"locklab: skipped nwriters={','.join(map(str, dropped))}: more threads than the "
               f"{cpus} CPUs here (--oversubscribe runs them, labelled oversubscribed)",
               file=sys.stderr)  # fmt: skip
+
+
+def sim_option(parser: argparse._ActionsContainer) -> None:
+    parser.add_argument(
+        "--sim", metavar="MACHINE",
+        help="run in the simulator on this machine profile ('locklab machines' lists them; or "
+        "a profile file): the same compiled locks on N virtual CPUs, in virtual time",
+    )  # fmt: skip
+
+
+def run_times(args: argparse.Namespace, machine: MachineProfile | None) -> dict[str, Any]:
+    """Duration, warm-up, series interval and pinning: the user's, else the defaults of a
+    measured run or, with --sim, of a simulated one (virtual seconds)."""
+    if machine is None:
+        return {
+            "duration_s": default(ExperimentSpec, "duration_s")
+            if args.duration is None
+            else args.duration,
+            "warmup_s": default(ExperimentSpec, "warmup_s") if args.warmup is None else args.warmup,
+            "interval_s": args.interval,
+            "pin": args.pin or default(ExperimentSpec, "pin"),
+        }
+    if args.plugin:
+        raise LocklabError("--sim with --plugin: run build/sim/locklab-sim --plugin "
+                           "build/sim/plugins/NAME.so directly (docs/simulator.md)")  # fmt: skip
+    duration = SIM_DURATION_S if args.duration is None else args.duration
+    return {
+        "duration_s": duration,
+        "warmup_s": SIM_WARMUP_S if args.warmup is None else args.warmup,
+        "interval_s": min(args.interval, max(duration / 2, 0.001)),
+        "pin": args.pin or SIM_PIN,
+        "sim": args.sim,
+        "sim_machine": machine.flat_text(),
+    }
+
+
+def fit_to_simulated(spec: ExperimentSpec, machine: MachineProfile) -> None:
+    """The simulator runs one thread per virtual CPU: a point with more is one line."""
+    crowded = [dict(p)["nwriters"] for p in spec.points() if threads_at(p) > machine.cpus]
+    if crowded:
+        raise LocklabError(
+            f"--sim {machine.name}: nwriters={crowded[0]} needs more than its {machine.cpus} "
+            "CPUs (the simulator runs one thread per virtual CPU)"
+        )
 
 
 def host() -> str:

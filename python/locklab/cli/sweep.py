@@ -16,11 +16,14 @@ from locklab.cli.common import (
     chosen_engine,
     engine_option,
     fit_to_machine,
+    fit_to_simulated,
     host,
     number,
     oversubscribe_option,
     repeat_count,
+    run_times,
     settings,
+    sim_option,
     source_options,
     source_plugins,
     statistics_options,
@@ -32,7 +35,15 @@ from locklab.errors import LocklabError
 from locklab.kernel import campaign as kernel_campaign
 from locklab.kernel.campaign import KernelCampaign
 from locklab.model.campaign import campaign_hosts, campaign_kind, load_campaign, locate_error
-from locklab.model.spec import AutoRepeat, ExperimentSpec, default
+from locklab.model.machine_profile import find_profile
+from locklab.model.spec import (
+    SIM_DURATION_S,
+    SIM_PIN,
+    SIM_WARMUP_S,
+    AutoRepeat,
+    ExperimentSpec,
+    default,
+)
 from locklab.model.targeting import spec_for_locks
 from locklab.model.values import AXES
 from locklab.output import listing
@@ -101,16 +112,20 @@ def register(commands: Commands) -> None:
     how.add_argument(
         "--duration",
         type=number,
-        default=_spec("duration_s"),
-        help=f"measured seconds per run (default {_spec('duration_s'):g})",
+        help=f"measured seconds per run (default {_spec('duration_s'):g}; with --sim "
+        f"{SIM_DURATION_S:g} virtual seconds)",
     )
     how.add_argument(
         "--warmup",
         type=number,
-        default=_spec("warmup_s"),
-        help=f"seconds run and discarded before measuring " f"(default {_spec('warmup_s'):g})",
+        help=f"seconds run and discarded before measuring (default {_spec('warmup_s'):g}; "
+        f"with --sim {SIM_WARMUP_S:g} virtual seconds)",
     )
-    how.add_argument("--pin", default=_spec("pin"), help="none | compact | scatter | CPU list")
+    how.add_argument(
+        "--pin", default=None,
+        help=f"none | compact | scatter | CPU list (default {_spec('pin')}; {SIM_PIN} with --sim)",
+    )  # fmt: skip
+    sim_option(how)
     how.add_argument(
         "--numa-nodes",
         type=int,
@@ -195,18 +210,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         aliases = check_aliases(args.hosts)
         return measure_on_hosts(args, chosen, aliases, *remote_command(args))
     engine = Engine(chosen_engine(args))
-    plugins = built_plugins(args.plugin, args.build or engine.build(), engine.path)
+    machine = find_profile(args.sim) if args.sim else None
+    build = "sim" if machine else args.build or engine.build()
+    plugins = built_plugins(args.plugin, build, engine.path)
     spec = spec_for_locks(
         engine.catalogue, args.lock, args.param, plugins,
         {axis: getattr(args, axis) for axis in AXES}, source_plugins(args, engine),
         name=args.name, baseline=args.baseline,
         repeat=args.max_repeat if args.repeat == "auto" else args.repeat,
         repeat_auto=args.repeat == "auto", min_repeat=args.min_repeat,
-        precision=args.precision, duration_s=args.duration, warmup_s=args.warmup,
-        pin=args.pin, seed=args.seed, interval_s=args.interval, numa_nodes=args.numa_nodes,
+        precision=args.precision, seed=args.seed, numa_nodes=args.numa_nodes,
         torture_delays=args.torture_delays, numa_remote_ns=args.numa_remote_ns,
-        checks=not args.no_checks,
+        checks=not args.no_checks, **run_times(args, machine),
     )  # fmt: skip
+    if machine:
+        fit_to_simulated(spec, machine)
     engine.check(spec)
     store = Store(Path(args.store))
     experiment = store.create_experiment(spec, host(), provenance.version(), provenance.commit())

@@ -37,6 +37,16 @@ TORTURE_DELAY_TYPES = TORTURE_TYPES_6_1
 # Beyond warm-up + duration + watchdog: thread start, calibration and the JSON, with room to spare
 # on a loaded machine. Past it the run is killed and recorded as a timeout.
 RUN_TIMEOUT_MARGIN_S = 60.0
+# A simulated run (--sim, docs/simulator.md) counts virtual seconds: milliseconds of a many-core
+# machine already hold thousands of acquisitions. Its watchdog is virtual too (a deadlock costs
+# the host little), and its host time is bounded apart, since it has no relation to the virtual.
+SIM_DURATION_S = 0.002
+SIM_WARMUP_S = 0.0005
+SIM_WATCHDOG_S = 1.0
+SIM_RUN_TIMEOUT_S = 600.0
+# Where a simulated run's threads go unless --pin says otherwise: spread over the NUMA nodes, as
+# Linux's load balancer spreads the threads of an idle machine (locktorture's kthreads, say).
+SIM_PIN = "scatter"
 
 
 def threads_at(point: Point) -> int:
@@ -187,6 +197,10 @@ class ExperimentSpec:
     kernel_tree: str = ""
     # False: --no-checks, the bare loop's section alone (no owner word, no hand-over test).
     checks: bool = True
+    # --sim: the simulated machine's name (or profile path) and its flat description, kept
+    # whole so that a stored experiment replays on the machine it ran on.
+    sim: str = ""
+    sim_machine: str = ""
 
     def __post_init__(self) -> None:
         for axis in AXES:
@@ -263,6 +277,8 @@ class ExperimentSpec:
         """Rough wall time of one run, for the progress bar's ETA."""
         if self.source == "guest":  # a guest's boot and power-off under emulation, mostly
             return GUEST_RUN_ESTIMATE_S
+        if self.sim:
+            return 1.0
         return self.warmup_s + self.duration_s + 0.1
 
     def engine_args(self, config: Configuration, repeat: int) -> list[str]:
@@ -292,12 +308,14 @@ class ExperimentSpec:
         # A different engine seed per repeat: random choices (backoff, long holds) must not be
         # the same sequence in every repeat, or the repeats are not independent.
         args += ["--seed", str(self.seed * 1000 + repeat + 1)]
-        args += ["--watchdog", _num(RUN_WATCHDOG_S)]
+        args += ["--watchdog", _num(SIM_WATCHDOG_S if self.sim else RUN_WATCHDOG_S)]
         return args
 
     def run_timeout_s(self) -> float:
         if self.program:
             return self.program_timeout_s
+        if self.sim:
+            return SIM_RUN_TIMEOUT_S
         return self.warmup_s + self.duration_s + RUN_WATCHDOG_S + RUN_TIMEOUT_MARGIN_S
 
     # -- storage -------------------------------------------------------------------------------

@@ -51,7 +51,11 @@ class EngineOutcome:
             return str(self.result["error"])
         lines = [line for line in self.stderr.splitlines() if line.strip()]
         if lines:
-            return lines[-1].removeprefix("locklab-bench: error: ")
+            return (
+                lines[-1]
+                .removeprefix("locklab-bench: error: ")
+                .removeprefix("locklab-sim: error: ")
+            )
         if self.exit_code < 0:  # the engine crashed, as a kernel that oopses
             return f"crashed ({signal.Signals(-self.exit_code).name})"
         return f"exit status {self.exit_code}"

@@ -1,0 +1,43 @@
+"""Running the simulator, ``locklab-sim``: the engine compiled for virtual machines.
+
+The simulator takes the engine's command line; what differs is the binary (build/sim/, copied
+beside locklab-bench by ``make venv``) and the machine it simulates, a flat file named by
+$LOCKLAB_SIM_MACHINE that model/machine_profile.py writes from a profile. docs/simulator.md
+describes the model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+from locklab.errors import LocklabError
+
+SIM_ENGINE_NAME = "locklab-sim"
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def find_sim_engine(engine: Path) -> Path:
+    """The simulator beside the engine in use (the virtualenv's bin/ or build/BUILD/), else
+    the repository's build/sim/."""
+    for candidate in (engine.parent / SIM_ENGINE_NAME, ROOT / "build" / "sim" / SIM_ENGINE_NAME):
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    raise LocklabError(f"--sim: no {SIM_ENGINE_NAME} beside {engine} or in build/sim (make build)")
+
+
+def machine_file(flat_text: str) -> Path:
+    """The machine's flat file, written once per content where every run can read it."""
+    digest = hashlib.sha256(flat_text.encode()).hexdigest()[:16]
+    path = Path(tempfile.gettempdir()) / f"locklab-sim-{os.getuid()}-{digest}.machine"
+    if not path.is_file() or path.read_text() != flat_text:
+        partial = path.with_suffix(f".{os.getpid()}.partial")
+        partial.write_text(flat_text)
+        partial.replace(path)
+    return path
+
+
+def sim_environment(base: dict[str, str], flat_text: str) -> dict[str, str]:
+    return {**base, "LOCKLAB_SIM_MACHINE": str(machine_file(flat_text))}
