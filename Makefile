@@ -92,10 +92,13 @@ $(BUILD)/sim/locklab-sim: $(SIM_ENGINE_OBJS) $(SIM_RUNTIME_SRC) native/sim/runti
 	$(CC) $(BASE_CFLAGS) -O2 -DLOCKLAB_SIM -rdynamic -o $@ $(SIM_ENGINE_OBJS) \
 		$(SIM_RUNTIME_SRC) -ldl -lm
 
-# Plugins for the simulator: instrumented, resolved against locklab-sim's hooks when loaded.
+# Plugins for the simulator: instrumented, their hooks resolved against locklab-sim's when
+# loaded; linked apart, as the executable is, so that no libtsan comes with them.
 $(BUILD)/sim/plugins/%.so: %.c $(HEADERS) Makefile
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(CFLAGS_sim) -shared -fPIC -o $@ $<
+	$(CC) $(BASE_CFLAGS) $(CFLAGS_sim) -fPIC -c -o $@.o $<
+	$(CC) $(BASE_CFLAGS) -shared -o $@ $@.o
+	rm -f $@.o
 
 plugins_of = $(patsubst %.c,$(BUILD)/$(1)/plugins/%.so,$(notdir $(PLUGIN_SRC)))
 # C unit tests of lock internals (tests/unit/*.c include the lock's source file).

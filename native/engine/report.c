@@ -594,6 +594,12 @@ static void run_result_print(const struct run_state *run, const struct run_resul
 	fflush(human);
 	if (r->status != EXIT_FINE)
 		fprintf(stderr, "locklab-bench: %s\n", r->error_text);
+#ifdef LOCKLAB_SIM
+	if (r->status != EXIT_FINE) /* a bug found at 96 virtual CPUs can be stepped through */
+		fprintf(stderr, "locklab-sim: the same command with --seed %llu on %s replays this "
+			"interleaving exactly\n", (unsigned long long)locklab_sim_seed(),
+			locklab_sim_machine_name());
+#endif
 }
 
 /* The JSON document (result.schema.json); returns the final exit status. */

@@ -46,6 +46,31 @@ static inline void store(volatile void *p, unsigned int size, enum sim_access ki
 	sim_access((uintptr_t)p, size, kind);
 }
 
+/*
+ * A read-modify-write is charged before it runs; afterwards, one that hit a line this CPU
+ * already held and left memory as it was (a test-and-set of a taken lock, a failed CAS) is
+ * a poll for spin recognition: nobody else can see it. Any other is a write.
+ */
+static inline bool rmw_begin(volatile void *p, unsigned int size, uint64_t *before)
+{
+	if (sim_self == NULL)
+		return false;
+	bool hit = sim_access((uintptr_t)p, size, SIM_RMW);
+	*before = peek(p, size);
+	return hit;
+}
+
+static inline void rmw_end(volatile void *p, unsigned int size, bool hit, uint64_t before)
+{
+	if (sim_self == NULL)
+		return;
+	uint64_t after = peek(p, size);
+	if (hit && after == before)
+		sim_spin_load((uintptr_t)p, size, after, true);
+	else
+		sim_spin_dirty();
+}
+
 void __tsan_init(void);
 void __tsan_init(void) { sim_runtime_init(); }
 void __tsan_func_entry(void *pc);
@@ -128,9 +153,12 @@ void __tsan_atomic_signal_fence(int order) { (void)order; }
 	{                                                                                      \
 		(void)mo;                                                                      \
 		(void)fail_mo;                                                                 \
-		store(a, sizeof(type), SIM_RMW);                                               \
-		return __atomic_compare_exchange_n(a, c, v, false, ATOMIC_ORDER,               \
-						   ATOMIC_ORDER);                              \
+		uint64_t before = 0;                                                           \
+		bool hit = rmw_begin(a, sizeof(type), &before);                                \
+		int done = __atomic_compare_exchange_n(a, c, v, false, ATOMIC_ORDER,           \
+						       ATOMIC_ORDER);                          \
+		rmw_end(a, sizeof(type), hit, before);                                         \
+		return done;                                                                   \
 	}                                                                                      \
 	int __tsan_atomic##bits##_compare_exchange_weak(volatile type *a, type *c, type v,     \
 							int mo, int fail_mo);                  \
@@ -154,8 +182,11 @@ void __tsan_atomic_signal_fence(int order) { (void)order; }
 	type __tsan_atomic##bits##_##name(volatile type *a, type v, int mo)                    \
 	{                                                                                      \
 		(void)mo;                                                                      \
-		store(a, sizeof(type), SIM_RMW);                                               \
-		return builtin(a, v, ATOMIC_ORDER);                                            \
+		uint64_t before = 0;                                                           \
+		bool hit = rmw_begin(a, sizeof(type), &before);                                \
+		type old = builtin(a, v, ATOMIC_ORDER);                                        \
+		rmw_end(a, sizeof(type), hit, before);                                         \
+		return old;                                                                    \
 	}
 
 ATOMICS(8, uint8_t)

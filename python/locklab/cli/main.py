@@ -65,6 +65,7 @@ GROUPS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         ("doctor", "locklab doctor"),
         ("list", "locklab list"),
         ("topology", "locklab topology --numa-nodes 2"),
+        ("machines", "locklab machines x5-4"),
     )),
 )  # fmt: skip
 

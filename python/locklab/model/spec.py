@@ -42,7 +42,7 @@ RUN_TIMEOUT_MARGIN_S = 60.0
 # the host little), and its host time is bounded apart, since it has no relation to the virtual.
 SIM_DURATION_S = 0.002
 SIM_WARMUP_S = 0.0005
-SIM_WATCHDOG_S = 1.0
+SIM_WATCHDOG_S = 0.25  # above locktorture's longest hold (100 ms), well below a second
 SIM_RUN_TIMEOUT_S = 600.0
 # Where a simulated run's threads go unless --pin says otherwise: spread over the NUMA nodes, as
 # Linux's load balancer spreads the threads of an idle machine (locktorture's kthreads, say).
