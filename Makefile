@@ -222,6 +222,7 @@ bench: deps build venv $(BARE_LOOPS)
 	$(VENV)/bin/python bench/from_source.py
 	$(VENV)/bin/python bench/calibration.py
 	$(VENV)/bin/python bench/waiting.py
+	$(VENV)/bin/python bench/simulator.py
 
 clean:
 	rm -rf $(BUILD)
