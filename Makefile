@@ -165,8 +165,8 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 # `locklab` start reads bytecode instead of compiling about 50 modules (0.08 s), also where
 # PYTHONDONTWRITEBYTECODE keeps Python from caching them itself.
 venv: $(VENV)/.installed $(BUILD)/opt/locklab-bench $(BUILD)/sim/locklab-sim
-	cp $(BUILD)/opt/locklab-bench $(VENV)/bin/locklab-bench
-	cp $(BUILD)/sim/locklab-sim $(VENV)/bin/locklab-sim
+	cp --remove-destination $(BUILD)/opt/locklab-bench $(VENV)/bin/locklab-bench
+	cp --remove-destination $(BUILD)/sim/locklab-sim $(VENV)/bin/locklab-sim
 	$(VENV)/bin/python -m compileall -q python/locklab
 
 demo: deps build venv

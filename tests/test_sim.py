@@ -208,3 +208,13 @@ def test_run_sim_refuses_what_it_cannot_run(tmp_path):
     assert malformed.returncode == 2 and "not valid TOML" in malformed.stderr
     for proc in (unknown, crowded, malformed):
         assert "Traceback" not in proc.stderr
+
+
+def test_topology_is_the_simulated_machine(machine):
+    proc = subprocess.run(
+        [str(SIM), "--topology"], capture_output=True, text=True, timeout=30, check=False,
+        env={**os.environ, "LOCKLAB_SIM_MACHINE": str(machine)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "machine:  tiny-2s" in proc.stdout
+    assert "4 online, 4 allowed; 4 cores, 2 packages, 2 NUMA nodes" in proc.stdout

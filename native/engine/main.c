@@ -38,7 +38,8 @@ int main(int argc, char **argv)
 	}
 #ifdef LOCKLAB_SIM
 	locklab_sim_set_seed(config.seed);
-	const char *not_simulated = locklab_sim_unsupported_lock(config.lock->name);
+	const char *not_simulated =
+		config.lock ? locklab_sim_unsupported_lock(config.lock->name) : NULL;
 	if (not_simulated != NULL)
 		usage_error("%s cannot run in the simulator: %s", config.lock->name, not_simulated);
 	if (config.scenario)

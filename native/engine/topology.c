@@ -103,11 +103,27 @@ static int count_distinct(const int *values, int n)
 	return distinct;
 }
 
+/* Cores, packages, nodes and SMT width of the first n allowed CPUs. */
+static void count_topology(struct machine_facts *facts, int n)
+{
+	static int core_keys[MAX_CPUS], packages[MAX_CPUS], nodes[MAX_CPUS];
+	for (int i = 0; i < n; i++) {
+		core_keys[i] = facts->allowed[i].package * 65536 + facts->allowed[i].core;
+		packages[i] = facts->allowed[i].package;
+		nodes[i] = facts->allowed[i].node;
+	}
+	facts->cpus_allowed = n;
+	facts->cores = count_distinct(core_keys, n);
+	facts->packages = count_distinct(packages, n);
+	facts->numa_nodes = count_distinct(nodes, n);
+	facts->numa_nodes_real = facts->numa_nodes;
+	facts->threads_per_core = facts->cores ? n / facts->cores : 1;
+}
+
 #ifdef LOCKLAB_SIM
 /* The simulated machine's CPUs (native/sim/machine.c), every one of them allowed. */
 static void simulated_facts(struct machine_facts *facts)
 {
-	static int core_keys[MAX_CPUS], packages[MAX_CPUS], nodes[MAX_CPUS];
 	int n = locklab_sim_cpu_count();
 	if (n > MAX_CPUS)
 		usage_error("the simulated machine has %d CPUs, more than %d", n, MAX_CPUS);
@@ -121,16 +137,8 @@ static void simulated_facts(struct machine_facts *facts)
 		struct locklab_sim_cpu c;
 		locklab_sim_cpu_at(cpu, &c);
 		facts->allowed[cpu] = (struct cpu_info){ cpu, c.package, c.core, c.node, c.smt_rank };
-		core_keys[cpu] = c.package * 65536 + c.core;
-		packages[cpu] = c.package;
-		nodes[cpu] = c.node;
 	}
-	facts->cpus_allowed = n;
-	facts->cores = count_distinct(core_keys, n);
-	facts->packages = count_distinct(packages, n);
-	facts->numa_nodes = count_distinct(nodes, n);
-	facts->numa_nodes_real = facts->numa_nodes;
-	facts->threads_per_core = facts->cores ? n / facts->cores : 1;
+	count_topology(facts, n);
 }
 #endif
 
@@ -160,7 +168,6 @@ void machine_facts_read(struct machine_facts *facts)
 		for (int cpu = 0; cpu < facts->cpus_online && cpu < MAX_CPUS; cpu++)
 			CPU_SET(cpu, &allowed);
 
-	static int core_keys[MAX_CPUS], packages[MAX_CPUS], nodes[MAX_CPUS];
 	int n = 0;
 	for (int cpu = 0; cpu < MAX_CPUS && cpu < CPU_SETSIZE; cpu++) {
 		if (!CPU_ISSET(cpu, &allowed))
@@ -178,17 +185,9 @@ void machine_facts_read(struct machine_facts *facts)
 			if (facts->allowed[j].package == info->package &&
 			    facts->allowed[j].core == info->core)
 				info->smt_rank++;
-		core_keys[n] = info->package * 65536 + info->core;
-		packages[n] = info->package;
-		nodes[n] = info->node;
 		n++;
 	}
-	facts->cpus_allowed = n;
-	facts->cores = count_distinct(core_keys, n);
-	facts->packages = count_distinct(packages, n);
-	facts->numa_nodes = count_distinct(nodes, n);
-	facts->numa_nodes_real = facts->numa_nodes;
-	facts->threads_per_core = facts->cores ? n / facts->cores : 1;
+	count_topology(facts, n);
 }
 
 void topology_split_nodes(struct machine_facts *facts, unsigned int nodes)
