@@ -111,20 +111,31 @@ def test_transfers_are_counted_by_distance(machine):
     assert result["handoffs"]["total"] > 0
 
 
-@pytest.mark.parametrize(("lock", "low", "high"), [("mcs", 0.95, 1.05), ("ticket", 0.95, 1.4)])
-def test_parked_spinners_measure_as_every_iteration_run(machine, lock, low, high):
-    """Parking a spinner until its line is taken against running every iteration
-    (LOCKLAB_SIM_SPIN=exact). Queue locks, each waiter on a line of its own, agree within 5%.
-    Locks whose waiters all poll one line do not yet: parked, ticket counts fewer re-reads and
-    runs faster, by 28 to 34% here and 2 to 16% on x5-4 (docs/simulator.md); the bound keeps
-    that gap from growing unnoticed."""
+@pytest.mark.parametrize("lock", ["ticket", "qspinlock"])
+def test_parked_spinners_measure_as_every_iteration_run(machine, lock):
+    """Parking a spinner until its line is taken, against running every iteration
+    (LOCKLAB_SIM_SPIN=exact): within 2% for these locks here, within 5% asked. (MCS and CLH
+    can settle into another order of arrivals when a resumed poll moves by less than one
+    iteration, as they do from one seed to the next: see the test below.)"""
     proc, parked = simulate(machine, ["--lock", lock, *RUN])
     proc_exact, exact = simulate(machine, ["--lock", lock, *RUN], {"LOCKLAB_SIM_SPIN": "exact"})
     assert proc.returncode == 0 and proc_exact.returncode == 0, proc_exact.stderr
     assert parked["simulation"]["spin_parks_per_acquisition"] > 0.5
     assert exact["simulation"]["spin_parks_per_acquisition"] == 0
     ratio = parked["throughput_ops_per_s"] / exact["throughput_ops_per_s"]
-    assert low < ratio < high, ratio
+    assert 0.95 < ratio < 1.05, ratio
+
+
+def test_seeds_reach_different_interleavings(machine):
+    """A repeat is another seed: ties break otherwise, and an MCS queue of four writers on two
+    sockets settles into different orders of arrival (seeds 1 to 5 here: 0%, 43% or 50% of
+    its hand-overs on the same node), which the table shows as the cell's spread."""
+    same_node = set()
+    for seed in range(1, 6):
+        proc, result = simulate(machine, ["--lock", "mcs", *RUN, "--seed", str(seed)])
+        assert proc.returncode == 0, proc.stderr
+        same_node.add(round(result["handoffs"]["same_node_fraction"], 2))
+    assert len(same_node) >= 2, same_node
 
 
 def test_a_broken_lock_fails_and_names_its_replay(machine):
@@ -201,12 +212,16 @@ def test_run_sim_refuses_what_it_cannot_run(tmp_path):
     unknown = locklab("--sim", "no-such-machine", "--lock", "ticket")
     assert unknown.returncode == 2 and "unknown machine 'no-such-machine'" in unknown.stderr
     crowded = locklab("--sim", "mach1", "--lock", "ticket", "--nwriters", "32")
-    assert crowded.returncode == 2 and "needs more than its 16 CPUs" in crowded.stderr
+    assert crowded.returncode == 2 and "a point of 32 threads needs more than its 16 CPUs" in (
+        crowded.stderr
+    )
+    kernel = locklab("--sim", "mach1", "--lock", "kernel:rtmutex", "--patch", "k0")
+    assert kernel.returncode == 2 and "kernel locks are not compiled for" in kernel.stderr
     bad = tmp_path / "bad.toml"
     bad.write_text("name = [")
     malformed = locklab("--sim", str(bad), "--lock", "ticket")
     assert malformed.returncode == 2 and "not valid TOML" in malformed.stderr
-    for proc in (unknown, crowded, malformed):
+    for proc in (unknown, crowded, malformed, kernel):
         assert "Traceback" not in proc.stderr
 
 
@@ -218,3 +233,21 @@ def test_topology_is_the_simulated_machine(machine):
     assert proc.returncode == 0, proc.stderr
     assert "machine:  tiny-2s" in proc.stdout
     assert "4 online, 4 allowed; 4 cores, 2 packages, 2 NUMA nodes" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ('name = "tiny-2s"', 'name = "tiny-2s"\nseeds = 5', "seeds must be a list of strings"),
+        ('name = "tiny-2s"', 'name = "tiny 2s"', "name must be letters"),
+        ("cores_per_llc = 2", "cores_per_llc = 2\nsocket_hops = [[0, 0], [0, 0]]",
+         "0 from a socket to itself only"),
+        ("cores_per_llc = 2", "cores_per_llc = 2\nsocket_hops = [[0, 5], [5, 0]]",
+         "at most 16 sockets, 4 hops apart"),
+    ],
+)  # fmt: skip
+def test_a_profile_the_runtime_would_refuse_is_refused_here(tmp_path, old, new, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(TINY_PROFILE.replace(old, new))
+    with pytest.raises(LocklabError, match=message):
+        load_profile(path)

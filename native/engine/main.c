@@ -44,6 +44,8 @@ int main(int argc, char **argv)
 		usage_error("%s cannot run in the simulator: %s", config.lock->name, not_simulated);
 	if (config.scenario)
 		usage_error("--scenario is not simulated: it needs scheduler priorities");
+	if (config.shuffle_interval_s > 0)
+		usage_error("--shuffle-interval is not simulated: one thread runs per virtual CPU");
 #endif
 	check_json_destination(config.json_path);
 	machine_facts_read(&facts);

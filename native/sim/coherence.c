@@ -171,7 +171,7 @@ bool sim_access(uintptr_t addr, unsigned int size, enum sim_access kind)
 	 * code that does not care (copies of unaligned structures). */
 	(void)size;
 	struct sim_line *l = line_find(key, cpu, &created);
-	if (!self->counted && (created || !l->shared)) {
+	if (!self->counted && (created || (!l->shared && l->last_cpu == cpu))) {
 		/*
 		 * The control thread's private lines (its stack, mostly) cost nothing: it is the
 		 * harness, not the workload, and Linux places the main stack at a random offset
@@ -193,14 +193,14 @@ bool sim_access(uintptr_t addr, unsigned int size, enum sim_access kind)
 		l->shared = true;
 	}
 	/*
-	 * A hit changes no state: within the lookahead it goes unordered, so the worst it can do
-	 * is read a word a writer behind it in time is about to change, less than one transfer
-	 * early. Anything else waits until every thread whose clock is lower has gone first
-	 * (the table may grow meanwhile).
+	 * A load that hits changes nothing: within the lookahead (less than the cheapest transfer)
+	 * it goes unordered, so the worst it can do is read a word that a writer behind it in time
+	 * is about to change, less than one transfer early. Anything else, stores included, waits
+	 * until every thread whose clock is lower has gone first (the table may grow meanwhile).
 	 */
-	bool holds = l->owner == cpu || (kind == SIM_LOAD && is_sharer(l, cpu));
+	bool holds = kind == SIM_LOAD && (l->owner == cpu || is_sharer(l, cpu));
 	if (holds && sim_may_run_ahead()) {
-		self->clock += costs->hit + (kind == SIM_RMW ? costs->atomic : 0);
+		self->clock += costs->hit;
 		return true;
 	}
 	sim_order_access();

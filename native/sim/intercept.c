@@ -63,7 +63,7 @@ int clock_gettime(clockid_t id, struct timespec *ts)
 			host = (int (*)(clockid_t, struct timespec *))real("clock_gettime");
 		return host(id, ts);
 	}
-	sim_spin_dirty();
+	sim_spin_clock_read();
 	cycles_timespec(sim_self->clock, ts);
 	if (id == CLOCK_REALTIME || id == CLOCK_REALTIME_COARSE)
 		ts->tv_sec += (time_t)SIM_EPOCH_S;
@@ -79,7 +79,7 @@ static void sleep_until(uint64_t wake_at)
 	self->state = SIM_SLEEPING;
 	self->wake_at = wake_at;
 	self->voluntary_switches++;
-	sim_reschedule();
+	sim_block();
 }
 
 int nanosleep(const struct timespec *request, struct timespec *remaining)
@@ -213,10 +213,11 @@ static int join(pthread_t thread, void **result, uint64_t wake_at)
 		self->join_target = target;
 		self->wake_at = wake_at;
 		self->timed_out = false;
-		sim_reschedule();
+		sim_block();
 		if (self->timed_out)
 			return ETIMEDOUT;
 	}
+	target->joined = true;
 	return host(thread, result); /* the host thread is leaving, or gone */
 }
 
@@ -260,7 +261,7 @@ int pthread_barrier_wait(pthread_barrier_t *barrier)
 	if (++b->arrived < b->count) {
 		self->state = SIM_BARRIER_WAIT;
 		self->barrier = barrier;
-		sim_reschedule();
+		sim_block();
 		return 0;
 	}
 	b->arrived = 0;
@@ -275,8 +276,10 @@ int pthread_barrier_wait(pthread_barrier_t *barrier)
 int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set)
 {
 	struct sim_thread *self = sim_self;
-	if (self == NULL || pid != 0)
-		return EINVAL;
+	if (self == NULL || pid != 0) {
+		errno = EINVAL;
+		return -1;
+	}
 	int cpu = -1;
 	for (int i = 0; i < sim_machine.cpus && i < (int)(size * 8); i++)
 		if (CPU_ISSET_S(i, size, set)) {
@@ -311,7 +314,7 @@ int getrusage(int who, struct rusage *usage)
 		return host(who, usage);
 	}
 	memset(usage, 0, sizeof(*usage));
-	double ns = sim_cycles_to_ns(sim_self->clock);
+	double ns = sim_cycles_to_ns(sim_self->clock - sim_self->blocked_cycles);
 	usage->ru_utime.tv_sec = (time_t)(ns * 1e-9);
 	usage->ru_utime.tv_usec = (long)((ns - (double)usage->ru_utime.tv_sec * 1e9) * 1e-3);
 	usage->ru_nvcsw = (long)sim_self->voluntary_switches;

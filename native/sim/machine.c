@@ -188,6 +188,21 @@ uint64_t sim_transfer_cost(int to, int from, enum locklab_sim_distance *distance
 	return c->same_socket;
 }
 
+uint64_t sim_cheapest_transfer(void)
+{
+	const struct sim_costs *c = &sim_machine.costs;
+	uint64_t cheapest = c->same_llc < c->same_socket ? c->same_llc : c->same_socket;
+	bool smt = false;
+	for (int i = 0; i < sim_machine.cpus && !smt; i++)
+		smt = sim_machine.cpu[i].smt_rank > 0;
+	if (smt && c->smt_sibling < cheapest)
+		cheapest = c->smt_sibling;
+	for (int h = 0; h < sim_machine.max_hops; h++)
+		if (c->other_socket[h] < cheapest)
+			cheapest = c->other_socket[h];
+	return cheapest;
+}
+
 uint64_t sim_memory_cost(int to, int home_node)
 {
 	const struct sim_cpu *a = &sim_machine.cpu[to];

@@ -75,6 +75,8 @@ void sim_machine_load(void); /* from $LOCKLAB_SIM_MACHINE; one line and exit 2 i
 /* The cost of moving a line to `to` from a copy at `from`, and which distance that is. */
 uint64_t sim_transfer_cost(int to, int from, enum locklab_sim_distance *distance);
 uint64_t sim_memory_cost(int to, int home_node);
+/* The cheapest line transfer this machine has (SMT siblings counted where there are any). */
+uint64_t sim_cheapest_transfer(void);
 int sim_service_cpu(void); /* the control thread's place */
 bool sim_machine_is_arm64(void);
 
@@ -129,6 +131,10 @@ struct sim_thread {
 	uint64_t parked_at;
 	uintptr_t parked_lines[SIM_POLLS];
 	unsigned int nparked_lines;
+	uint64_t iterations;            /* spin iterations ended (cpu_relax calls) */
+	uint64_t clock_read_iteration;  /* the iteration in which it last read the clock */
+	bool joined;                    /* its pthread_join has returned: the pthread_t may be reused */
+	uint64_t blocked_cycles;        /* asleep: futex, nanosleep, barrier, join */
 
 	/* Counted for the report. */
 	uint64_t transfers[SIM_DISTANCES];
@@ -139,7 +145,7 @@ struct sim_thread {
 
 extern __thread struct sim_thread *sim_self;
 extern bool sim_spin_parking; /* $LOCKLAB_SIM_SPIN=exact turns it off */
-/* How far past the horizon a hit may run unordered: less than the cheapest line transfer. */
+/* How far past the horizon a load hit may run unordered: the cheapest line transfer. */
 extern uint64_t sim_lookahead;
 
 void sim_runtime_init(void);
@@ -149,7 +155,7 @@ void sim_thread_wait_for_baton(struct sim_thread *t);
 void sim_thread_exit(struct sim_thread *t, void *result);
 /* Before an access to a shared line: let every thread whose clock is lower go first. */
 void sim_order_access(void);
-/* Whether a hit may go now without ordering (within sim_lookahead of the horizon). */
+/* Whether a load hit may go now without ordering (within sim_lookahead of the horizon). */
 bool sim_may_run_ahead(void);
 /* Give the baton to the next thread; returns when this one runs again. */
 void sim_reschedule(void);
@@ -166,6 +172,10 @@ int sim_thread_count(void);
 /* Spin recognition, fed by every load and by cpu_relax(). */
 void sim_spin_load(uintptr_t addr, unsigned int size, uint64_t value, bool hit);
 void sim_spin_dirty(void);
+/* A read of the clock: a loop that reads it may be bounded by time, and is never parked. */
+void sim_spin_clock_read(void);
+/* Sleep in `state` (set by the caller) until woken; the time asleep is not CPU time. */
+void sim_block(void);
 void sim_spin_iteration_end(void);
 /* A line was taken from its other holders: parked spinners on it run again. */
 void sim_wake_spinners(uintptr_t line, uint64_t when);

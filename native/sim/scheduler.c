@@ -110,8 +110,7 @@ void sim_runtime_init(void)
 	else if (spin != NULL && *spin != '\0' && strcmp(spin, "park") != 0)
 		sim_fatal("LOCKLAB_SIM_SPIN is park or exact, not '%s'", spin);
 	sim_coherence_init();
-	sim_lookahead = sim_machine.costs.same_llc < sim_machine.costs.same_socket
-				? sim_machine.costs.same_llc : sim_machine.costs.same_socket;
+	sim_lookahead = sim_cheapest_transfer();
 	struct sim_thread *main_thread = sim_thread_new();
 	main_thread->cpu = sim_service_cpu();
 	main_thread->counted = false;
@@ -144,8 +143,9 @@ int sim_thread_count(void) { return nthreads; }
 
 struct sim_thread *sim_thread_of_host(pthread_t host)
 {
-	for (int i = 0; i < nthreads; i++)
-		if (pthread_equal(threads[i]->host, host))
+	/* Newest first, joined ones skipped: the C library reuses a joined thread's pthread_t. */
+	for (int i = nthreads - 1; i >= 0; i--)
+		if (!threads[i]->joined && pthread_equal(threads[i]->host, host))
 			return threads[i];
 	return NULL;
 }
@@ -374,8 +374,7 @@ long sim_futex_wait(uintptr_t addr, uint32_t expected, uint64_t timeout_cycles)
 	self->timed_out = false;
 	self->futex_sleeps++;
 	self->voluntary_switches++;
-	horizon_valid = false;
-	sim_reschedule();
+	sim_block();
 	if (self->timed_out) {
 		errno = ETIMEDOUT;
 		return -1;
@@ -400,6 +399,30 @@ void sim_spin_dirty(void)
 {
 	if (sim_self != NULL)
 		sim_self->iteration_dirty = true;
+}
+
+/*
+ * A spin that reads the clock now and then (a spin budget: wait.h reads it every 32 polls,
+ * rtmutex's spin_on_owner every 64) has identical iterations in between, yet ends on time,
+ * not on a line: it runs every iteration while it has read the clock within this many.
+ */
+#define SIM_CLOCK_QUIET_ITERATIONS 1024
+
+void sim_spin_clock_read(void)
+{
+	if (sim_self == NULL)
+		return;
+	sim_self->iteration_dirty = true;
+	sim_self->clock_read_iteration = sim_self->iterations;
+}
+
+void sim_block(void)
+{
+	struct sim_thread *self = sim_self;
+	uint64_t asleep_from = self->clock;
+	horizon_valid = false;
+	sim_reschedule();
+	self->blocked_cycles += self->clock - asleep_from;
 }
 
 static void park(struct sim_thread *self, uint64_t period)
@@ -438,7 +461,9 @@ void sim_spin_iteration_end(void)
 	self->npolls = 0;
 	self->iteration_dirty = false;
 	self->iteration_start = self->clock;
-	if (same && sim_spin_parking)
+	self->iterations++;
+	if (same && sim_spin_parking &&
+	    self->iterations - self->clock_read_iteration > SIM_CLOCK_QUIET_ITERATIONS)
 		park(self, period);
 }
 

@@ -221,7 +221,7 @@ uint64_t locklab_sim_cycles(void)
 {
 	if (sim_self == NULL)
 		return 0;
-	sim_spin_dirty();
+	sim_spin_clock_read();
 	return sim_self->clock;
 }
 

@@ -17,7 +17,7 @@ from locklab.analysis.stats import TESTS
 from locklab.errors import LocklabError
 from locklab.kernel.build import ROOT
 from locklab.kernel.from_source import BUILDS, build_source_locks, is_source_lock
-from locklab.model.machine_profile import MachineProfile
+from locklab.model.machine_profile import MachineProfile, find_profile
 from locklab.model.spec import (
     SIM_DURATION_S,
     SIM_PIN,
@@ -216,6 +216,21 @@ def sim_option(parser: argparse._ActionsContainer) -> None:
     )  # fmt: skip
 
 
+def simulated_machine(args: argparse.Namespace) -> MachineProfile | None:
+    """--sim's profile, once what the simulator cannot take yet is refused, before anything
+    is compiled: a lock built outside its instrumentation would spin on the host unseen."""
+    if not args.sim:
+        return None
+    if args.plugin:
+        raise LocklabError("--sim with --plugin: run build/sim/locklab-sim --plugin "
+                           "build/sim/plugins/NAME.so directly (docs/simulator.md)")  # fmt: skip
+    kernel_locks = [name for name in (args.lock or "").split(",") if is_source_lock(name.strip())]
+    if kernel_locks:
+        raise LocklabError(f"--sim with {kernel_locks[0]}: kernel locks are not compiled for the "
+                           "simulator yet (docs/simulator.md)")  # fmt: skip
+    return find_profile(args.sim)
+
+
 def run_times(args: argparse.Namespace, machine: MachineProfile | None) -> dict[str, Any]:
     """Duration, warm-up, series interval and pinning: the user's, else the defaults of a
     measured run or, with --sim, of a simulated one (virtual seconds)."""
@@ -228,9 +243,6 @@ def run_times(args: argparse.Namespace, machine: MachineProfile | None) -> dict[
             "interval_s": args.interval,
             "pin": args.pin or default(ExperimentSpec, "pin"),
         }
-    if args.plugin:
-        raise LocklabError("--sim with --plugin: run build/sim/locklab-sim --plugin "
-                           "build/sim/plugins/NAME.so directly (docs/simulator.md)")  # fmt: skip
     duration = SIM_DURATION_S if args.duration is None else args.duration
     return {
         "duration_s": duration,
@@ -244,11 +256,11 @@ def run_times(args: argparse.Namespace, machine: MachineProfile | None) -> dict[
 
 def fit_to_simulated(spec: ExperimentSpec, machine: MachineProfile) -> None:
     """The simulator runs one thread per virtual CPU: a point with more is one line."""
-    crowded = [dict(p)["nwriters"] for p in spec.points() if threads_at(p) > machine.cpus]
+    crowded = [threads_at(p) for p in spec.points() if threads_at(p) > machine.cpus]
     if crowded:
         raise LocklabError(
-            f"--sim {machine.name}: nwriters={crowded[0]} needs more than its {machine.cpus} "
-            "CPUs (the simulator runs one thread per virtual CPU)"
+            f"--sim {machine.name}: a point of {crowded[0]} threads needs more than its "
+            f"{machine.cpus} CPUs (the simulator runs one thread per virtual CPU)"
         )
 
 

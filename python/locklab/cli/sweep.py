@@ -24,6 +24,7 @@ from locklab.cli.common import (
     run_times,
     settings,
     sim_option,
+    simulated_machine,
     source_options,
     source_plugins,
     statistics_options,
@@ -35,7 +36,6 @@ from locklab.errors import LocklabError
 from locklab.kernel import campaign as kernel_campaign
 from locklab.kernel.campaign import KernelCampaign
 from locklab.model.campaign import campaign_hosts, campaign_kind, load_campaign, locate_error
-from locklab.model.machine_profile import find_profile
 from locklab.model.spec import (
     SIM_DURATION_S,
     SIM_PIN,
@@ -210,7 +210,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         aliases = check_aliases(args.hosts)
         return measure_on_hosts(args, chosen, aliases, *remote_command(args))
     engine = Engine(chosen_engine(args))
-    machine = find_profile(args.sim) if args.sim else None
+    machine = simulated_machine(args)
     build = "sim" if machine else args.build or engine.build()
     plugins = built_plugins(args.plugin, build, engine.path)
     spec = spec_for_locks(
@@ -235,6 +235,7 @@ def _resume(args: argparse.Namespace, chosen: Settings) -> int:
     """--resume: the stored plan, finished here, or on the host it was measured on."""
     given = [f"--{axis}" for axis in AXES if getattr(args, axis) is not None]
     given += ["--lock"] if args.lock else []
+    given += [f"--{name}" for name in ("sim", "duration", "warmup", "pin") if getattr(args, name)]
     if given:
         raise LocklabError(f"--resume runs the stored plan: drop {', '.join(given)}")
     store = Store(Path(args.store), create=False)

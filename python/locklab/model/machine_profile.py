@@ -9,6 +9,7 @@ file the simulation runtime reads (native/sim/machine.c); docs/simulator.md desc
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,10 @@ from locklab.errors import LocklabError
 
 PROFILES_DIR = Path(__file__).resolve().parents[3] / "machines"
 FLAT_VERSION = 1
-MAX_CPUS = 512  # native/sim/runtime.h: SIM_MAX_CPUS
+# native/sim/runtime.h: SIM_MAX_CPUS, SIM_MAX_SOCKETS, SIM_MAX_HOPS
+MAX_CPUS = 512
+MAX_SOCKETS = 16
+MAX_HOPS = 4
 SCALAR_COSTS = (
     "hit", "atomic", "smt_sibling", "same_llc", "same_socket", "memory_local",
     "memory_same_socket", "cpu_relax", "futex_wait", "futex_wake", "context_switch",
@@ -190,6 +194,12 @@ def _checked(data: dict, path: Path) -> MachineProfile:
         raise LocklabError(f"{where}: topology.socket_hops must be {sockets} rows of {sockets}")
     hops = tuple(tuple(row) for row in hops_value)
     max_hops = max((h for row in hops for h in row), default=0)
+    if sockets > MAX_SOCKETS or max_hops > MAX_HOPS:
+        raise LocklabError(
+            f"{where}: the simulator takes at most {MAX_SOCKETS} sockets, {MAX_HOPS} hops apart"
+        )
+    if any((h == 0) != (a == b) for a, row in enumerate(hops) for b, h in enumerate(row)):
+        raise LocklabError(f"{where}: topology.socket_hops is 0 from a socket to itself only")
 
     costs: dict[str, int | tuple[int, ...]] = {}
     for key in SCALAR_COSTS:
@@ -218,15 +228,21 @@ def _checked(data: dict, path: Path) -> MachineProfile:
     assert isinstance(ghz, int | float)
     if not 0.1 <= float(ghz) <= 10:
         raise LocklabError(f"{where}: ghz must be between 0.1 and 10")
+    name = data.get("name", path.stem)
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9._-]+", name):
+        raise LocklabError(f"{where}: name must be letters, digits, '.', '_' or '-'")
+    seeds = data.get("seeds", [])
+    if not isinstance(seeds, list) or not all(isinstance(seed, str) for seed in seeds):
+        raise LocklabError(f'{where}: seeds must be a list of strings, like ["002"]')
     arch = str(data.get("arch", "x86_64"))
     if arch not in ("x86_64", "arm64"):
         raise LocklabError(f"{where}: arch must be x86_64 or arm64, not {arch}")
     profile = MachineProfile(
-        name=str(data.get("name", path.stem)),
+        name=name,
         summary=" ".join(str(data.get("summary", path.stem)).split()),
         arch=arch,
         ghz=float(ghz),
-        seeds=tuple(str(s) for s in data.get("seeds", [])),
+        seeds=tuple(seeds),
         topology=topology,
         socket_hops=hops,
         costs=costs,
