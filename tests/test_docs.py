@@ -27,6 +27,9 @@ PARSED_ONLY = {"kernel", "kernel-build", "import-locktorture", "merge"}
 # Each replaced where the command has the option, or added where it has it and lacks it.
 TINY = {"--repeat": "2", "--duration": "0.05", "--warmup": "0", "--cells": "2", "--grid": "2",
         "--rounds": "1"}  # fmt: skip
+# A simulated command's seconds are virtual: milliseconds of a many-core machine already hold
+# thousands of acquisitions, and a repeat replays the same model (docs/simulator.md).
+SIM_TINY = {"--duration": "0.001", "--repeat": "1"}
 OUTPUTS = ("-o", "--output", "--report")
 COMMAND_TIMEOUT_S = 600
 
@@ -75,11 +78,21 @@ def runs_at_tiny_scale(argv: list[str]) -> bool:
     return True
 
 
+def simulated(argv: list[str]) -> bool:
+    """A command that runs in the simulator: --sim, or a campaign file that says sim = ..."""
+    if "--sim" in argv:
+        return True
+    return argv[0] == "campaign" and bool(
+        re.search(r"^sim = ", (ROOT / argv[1]).read_text(), re.MULTILINE)
+    )
+
+
 def tiny(argv: list[str], options: set[str], out: Path) -> list[str]:
     argv = list(argv)
     program = argv.index("--") if "--" in argv else len(argv)
     own, rest = argv[:program], argv[program:]
-    for option, value in TINY.items():
+    scale = {**TINY, **SIM_TINY} if simulated(argv) else TINY
+    for option, value in scale.items():
         if option not in options:
             continue
         if option in own:

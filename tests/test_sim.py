@@ -251,3 +251,37 @@ def test_a_profile_the_runtime_would_refuse_is_refused_here(tmp_path, old, new, 
     path.write_text(TINY_PROFILE.replace(old, new))
     with pytest.raises(LocklabError, match=message):
         load_profile(path)
+
+
+def test_a_simulated_seed_campaign_and_its_other_machine(tmp_path):
+    """Seed 004's simulated campaign on mach1 at a small scale, then the same file on
+    precision-490 with --sim: a machine too small for its sweep is one line."""
+    campaign = ROOT / "campaigns" / "seed-004-sim.toml"
+    store = str(tmp_path / "store")
+    proc = subprocess.run(
+        [str(LOCKLAB), "campaign", str(campaign), "--store", store, "--repeat", "1",
+         "--duration", "0.001", "--warmup", "0", "--plain"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "simulated: mach1 (" in proc.stdout
+    assert "fixed-375" in proc.stdout and "load" in proc.stdout
+    small = subprocess.run(
+        [str(LOCKLAB), "campaign", str(campaign), "--sim", "precision-490", "--store", store],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert small.returncode == 2 and "a point of 8 threads needs more than its 4 CPUs" in (
+        small.stderr
+    )
+
+
+def test_tune_finds_a_delay_on_a_simulated_machine(tmp_path):
+    proc = subprocess.run(
+        [str(LOCKLAB), "tune", "ticket_fixed_delay", "--param", "spinlock_delay", "--range",
+         "0:400", "--sim", "mach1", "--nwriters", "8", "--workload", "noload:0:0",
+         "--repeat", "1", "--duration", "0.001", "--warmup", "0", "--grid", "3", "--rounds",
+         "1", "--store", str(tmp_path / "store"), "-o", str(tmp_path / "tune.png")],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "ticket_fixed_delay: chosen spinlock_delay = " in proc.stdout

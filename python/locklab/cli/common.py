@@ -17,7 +17,7 @@ from locklab.analysis.stats import TESTS
 from locklab.errors import LocklabError
 from locklab.kernel.build import ROOT
 from locklab.kernel.from_source import BUILDS, build_source_locks, is_source_lock
-from locklab.model.machine_profile import MachineProfile, find_profile
+from locklab.model.machine_profile import MachineProfile, find_profile, flat_cpus
 from locklab.model.spec import (
     SIM_DURATION_S,
     SIM_PIN,
@@ -198,6 +198,9 @@ def fit_to_machine(spec: ExperimentSpec, oversubscribe: bool) -> None:
     """A campaign's engine sweep without its oversubscribed points, unless asked for them:
     more threads than CPUs measure the scheduler (a preempted holder or next waiter), and a
     first look at a lock should not read that as the lock's collapse. Says what it skipped."""
+    if spec.sim:
+        fit_to_simulated(spec)
+        return
     if oversubscribe or spec.source != "locklab-bench":
         return
     cpus = spec.usable_cpus(len(os.sched_getaffinity(0)))
@@ -254,13 +257,14 @@ def run_times(args: argparse.Namespace, machine: MachineProfile | None) -> dict[
     }
 
 
-def fit_to_simulated(spec: ExperimentSpec, machine: MachineProfile) -> None:
+def fit_to_simulated(spec: ExperimentSpec) -> None:
     """The simulator runs one thread per virtual CPU: a point with more is one line."""
-    crowded = [threads_at(p) for p in spec.points() if threads_at(p) > machine.cpus]
+    cpus = flat_cpus(spec.sim_machine)
+    crowded = [threads_at(p) for p in spec.points() if threads_at(p) > cpus]
     if crowded:
         raise LocklabError(
-            f"--sim {machine.name}: a point of {crowded[0]} threads needs more than its "
-            f"{machine.cpus} CPUs (the simulator runs one thread per virtual CPU)"
+            f"--sim {spec.sim}: a point of {crowded[0]} threads needs more than its {cpus} "
+            "CPUs (the simulator runs one thread per virtual CPU)"
         )
 
 

@@ -194,6 +194,11 @@ def _register_campaign(commands: Commands) -> None:
         help="start a new experiment even if an unfinished one of this "
         "campaign is in the store (default: resume it)",
     )
+    campaign.add_argument(
+        "--sim", metavar="MACHINE",
+        help="run it in the simulator on this machine, as if the file said sim = MACHINE "
+        "(docs/simulator.md)",
+    )  # fmt: skip
     scale = campaign.add_argument_group("override the file (a quick check, a tiny scale)")
     scale.add_argument("--repeat", type=int, help="runs per cell")
     scale.add_argument("--duration", type=number, help="measured seconds per run")
@@ -224,7 +229,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         checks=not args.no_checks, **run_times(args, machine),
     )  # fmt: skip
     if machine:
-        fit_to_simulated(spec, machine)
+        fit_to_simulated(spec)
     engine.check(spec)
     store = Store(Path(args.store))
     experiment = store.create_experiment(spec, host(), provenance.version(), provenance.commit())
@@ -261,6 +266,9 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     if args.hosts and kind != "engine":
         raise LocklabError(f"--hosts: a {kind} campaign runs here; for kernels on other "
                            "machines: locklab kernel --patch ... --hosts A,B")  # fmt: skip
+    if args.sim and kind != "engine":
+        raise LocklabError(f"--sim: a {kind} campaign runs real kernels or programs, not in the "
+                           "simulator")  # fmt: skip
     if kind == "kernel":
         return _kernel_campaign(args, chosen, kernel_campaign.load(args.file, args.full))
     if kind == "places":
@@ -269,7 +277,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         return run_places(args, chosen)
     if kind != "engine":
         raise LocklabError(f"{args.file}: kind must be engine, kernel or places (got {kind!r})")
-    spec = load_campaign(args.file, args.full)
+    spec = load_campaign(args.file, args.full, args.sim)
     # A locklab a --hosts run started measures here, whatever hosts the file names.
     aliases = [] if mirror.active() else campaign_hosts(args.file)
     if args.hosts or aliases:

@@ -12,12 +12,15 @@ from locklab.cli.common import (
     Commands,
     chosen_engine,
     engine_option,
+    fit_to_simulated,
     host,
     number,
+    sim_option,
     store_option,
 )
 from locklab.errors import LocklabError
-from locklab.model.spec import default
+from locklab.model.machine_profile import find_profile
+from locklab.model.spec import SIM_DURATION_S, SIM_PIN, SIM_WARMUP_S, default
 from locklab.model.values import AXES, parse_int_list
 from locklab.output import listing
 from locklab.printable import file_stem, printable
@@ -43,9 +46,20 @@ def register(commands: Commands) -> None:
         help="a named (hold, gap) pair, like load:2000:2000 (repeatable)",
     )
     tuning.add_argument("--repeat", type=int, default=default(StoredTuning, "repeat"))
-    tuning.add_argument("--duration", type=number, default=default(StoredTuning, "duration_s"))
-    tuning.add_argument("--warmup", type=number, default=default(StoredTuning, "warmup_s"))
-    tuning.add_argument("--pin", default=default(StoredTuning, "pin"))
+    tuning.add_argument(
+        "--duration", type=number,
+        help=f"measured seconds per run (default {default(StoredTuning, 'duration_s'):g}; "
+        f"with --sim {SIM_DURATION_S:g} virtual seconds)",
+    )  # fmt: skip
+    tuning.add_argument(
+        "--warmup", type=number,
+        help=f"seconds discarded before measuring (default {default(StoredTuning, 'warmup_s'):g};"
+        f" with --sim {SIM_WARMUP_S:g} virtual seconds)",
+    )  # fmt: skip
+    tuning.add_argument(
+        "--pin", help=f"default {default(StoredTuning, 'pin')}; {SIM_PIN} with --sim"
+    )
+    sim_option(tuning)
     tuning.add_argument(
         "--grid",
         type=int,
@@ -74,10 +88,19 @@ def cmd_tune(args: argparse.Namespace) -> int:
     sweep = {a: parse_int_list(a, getattr(args, a)) for a in AXES if getattr(args, a) is not None}
     workloads = [workload(text) for text in args.workload]
     output = _chart_path(args.output, f"tune-{file_stem(args.lock)}-{file_stem(args.param)}")
+    machine = find_profile(args.sim) if args.sim else None
+    simulated = (SIM_DURATION_S, SIM_WARMUP_S, SIM_PIN)
+    measured = tuple(default(StoredTuning, key) for key in ("duration_s", "warmup_s", "pin"))
+    duration, warmup, pin = simulated if machine else measured
     tuning = StoredTuning(
         engine, Store(Path(args.store)), host(), listing.stderr_console(), args.lock, args.param,
-        sweep, workloads, args.repeat, args.duration, args.warmup, args.pin,
+        sweep, workloads, args.repeat,
+        duration if args.duration is None else args.duration,
+        warmup if args.warmup is None else args.warmup, args.pin or pin,
+        sim=args.sim or "", sim_machine=machine.flat_text() if machine else "",
     )  # fmt: skip
+    if machine:
+        fit_to_simulated(tuning.spec([], "check"))
     try:
         result = tune(tuning, search)
     except KeyboardInterrupt:

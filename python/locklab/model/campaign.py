@@ -8,7 +8,17 @@ from pathlib import Path
 from typing import Any
 
 from locklab.errors import LocklabError
-from locklab.model.spec import AutoRepeat, ExperimentSpec, Variant, Workload, default
+from locklab.model.machine_profile import find_profile
+from locklab.model.spec import (
+    SIM_DURATION_S,
+    SIM_PIN,
+    SIM_WARMUP_S,
+    AutoRepeat,
+    ExperimentSpec,
+    Variant,
+    Workload,
+    default,
+)
 from locklab.model.values import AXES
 
 TOP_KEYS = {
@@ -40,6 +50,7 @@ TOP_KEYS = {
     "source",
     "checks",
     "hosts",
+    "sim",
 }
 VARIANT_KEYS = {"label", "lock", "params", "plugin", "patches"}
 # What [full] may override: the seed's own scale, run with `locklab campaign FILE --full`.
@@ -49,9 +60,10 @@ FULL_KEYS = {
 }  # fmt: skip
 
 
-def load_campaign(path: Path, full: bool = False) -> ExperimentSpec:
-    """Parse and shape-check a campaign file (with its [full] overrides when `full`); lock names
-    and params are checked later, against the engine's catalogue, by ExperimentSpec.validate."""
+def load_campaign(path: Path, full: bool = False, sim: str | None = None) -> ExperimentSpec:
+    """Parse and shape-check a campaign file (with its [full] overrides when `full`, and on the
+    simulated machine `sim` when given, as if the file said sim = ...); lock names and params
+    are checked later, against the engine's catalogue, by ExperimentSpec.validate."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
@@ -69,6 +81,8 @@ def load_campaign(path: Path, full: bool = False) -> ExperimentSpec:
             "(at end of document)", f"(at end of document, line {last_line})"
         )
         raise LocklabError(f"{path}: malformed TOML: {message}") from None
+    if sim:
+        data["sim"] = sim
     return _CampaignReader(path, text).spec(data, full)
 
 
@@ -154,6 +168,12 @@ class _CampaignReader:
             name += "-full"
         variants = self.variants(data.get("variant"))
         sweep = self.sweep(data.get("sweep", {}))
+        sim = self.typed(data, "sim", str, "")
+        # A simulated campaign's times are virtual seconds: its own defaults (docs/simulator.md).
+        duration, warmup, pin = (
+            (SIM_DURATION_S, SIM_WARMUP_S, SIM_PIN) if sim
+            else (_default("duration_s"), _default("warmup_s"), _default("pin"))
+        )  # fmt: skip
         spec = ExperimentSpec(
             name=name,
             variants=variants,
@@ -162,10 +182,10 @@ class _CampaignReader:
             repeat_auto=data.get("repeat") == "auto",
             min_repeat=self.typed(data, "min_repeat", int, _default("min_repeat")),
             precision=self.number(data, "precision", _default("precision")),
-            duration_s=self.number(data, "duration", _default("duration_s")),
-            warmup_s=self.number(data, "warmup", _default("warmup_s")),
+            duration_s=self.number(data, "duration", duration),
+            warmup_s=self.number(data, "warmup", warmup),
             baseline=self.typed(data, "baseline", str, _default("baseline")),
-            pin=self.typed(data, "pin", str, _default("pin")),
+            pin=self.typed(data, "pin", str, pin),
             seed=self.typed(data, "seed", int, _default("seed")),
             interval_s=self.number(data, "interval", _default("interval_s")),
             long_hold_ms=self.typed(data, "long_hold_ms", int, _default("long_hold_ms")),
@@ -191,7 +211,26 @@ class _CampaignReader:
             spec.program_timeout_s = self.number(
                 data, "program_timeout", _default("program_timeout_s")
             )
+        if sim:
+            self.simulated(spec, sim)
         return spec
+
+    def simulated(self, spec: ExperimentSpec, sim: str) -> None:
+        """sim = "x5-4" (or a profile file, relative to the campaign's): the simulator's runs,
+        for what it can run (docs/simulator.md)."""
+        if spec.program:
+            raise self.fail("sim: a program runs on this machine, not in the simulator", "sim")
+        for variant in spec.variants:
+            if variant.plugin or variant.patches or variant.lock.startswith("kernel:"):
+                raise self.fail(f"sim: variant '{variant.label}': plugins and kernel locks are "
+                                "not compiled for the simulator yet", "sim")  # fmt: skip
+        relative = sim.endswith(".toml") or "/" in sim
+        try:
+            machine = find_profile(str(self.path.parent / sim) if relative else sim, "sim")
+        except LocklabError as error:
+            raise self.fail(str(error), "sim") from None
+        spec.sim, spec.sim_machine = sim, machine.flat_text()
+        spec.interval_s = min(spec.interval_s, max(spec.duration_s / 2, 0.001))
 
     def variants(self, raw: object) -> list[Variant]:
         if raw is None:

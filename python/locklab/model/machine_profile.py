@@ -128,20 +128,27 @@ def profile_names() -> list[str]:
     return sorted(p.stem for p in PROFILES_DIR.glob("*.toml"))
 
 
-def find_profile(name_or_path: str) -> MachineProfile:
-    """A profile by name (machines/NAME.toml) or by the path of a user's own file."""
+def find_profile(name_or_path: str, what: str = "--sim") -> MachineProfile:
+    """A profile by name (machines/NAME.toml) or by the path of a user's own file; `what` is
+    where the name was given, for the error line."""
     if name_or_path.endswith(".toml") or "/" in name_or_path:
         path = Path(name_or_path)
         if not path.is_file():
-            raise LocklabError(f"--sim: no profile file {name_or_path}")
+            raise LocklabError(f"{what}: no profile file {name_or_path}")
     else:
         path = PROFILES_DIR / f"{name_or_path}.toml"
         if not path.is_file():
             raise LocklabError(
-                f"--sim: unknown machine '{name_or_path}' (known: {', '.join(profile_names())}; "
+                f"{what}: unknown machine '{name_or_path}' (known: {', '.join(profile_names())}; "
                 "or the path of a profile file)"
             )
     return load_profile(path)
+
+
+def flat_cpus(flat_text: str) -> int:
+    """The CPU count of a machine's flat file (what a stored spec keeps)."""
+    line = next(line for line in flat_text.splitlines() if line.startswith("cpus "))
+    return int(line.split()[1])
 
 
 def load_profile(path: Path) -> MachineProfile:

@@ -42,6 +42,9 @@ class StoredTuning:
     duration_s: float = 1.0
     warmup_s: float = 0.2
     pin: str = "compact"
+    # --sim: the simulated machine (ExperimentSpec's fields of the same names).
+    sim: str = ""
+    sim_machine: str = ""
     rounds_run: int = 0  # rounds this process measured (reused ones not counted)
     reused: list[int] = field(default_factory=list)  # experiment ids whose runs were reused
 
@@ -50,7 +53,8 @@ class StoredTuning:
         return ExperimentSpec(
             name=name, variants=variants, sweep={k: list(v) for k, v in self.sweep.items()},
             repeat=self.repeat, duration_s=self.duration_s, warmup_s=self.warmup_s,
-            pin=self.pin, workloads=list(self.workloads),
+            pin=self.pin, workloads=list(self.workloads), sim=self.sim,
+            sim_machine=self.sim_machine,
         )  # fmt: skip
 
     @property
