@@ -18,14 +18,7 @@ from locklab.errors import LocklabError
 from locklab.kernel.build import ROOT
 from locklab.kernel.from_source import BUILDS, build_source_locks, is_source_lock
 from locklab.model.machine_profile import MachineProfile, find_profile, flat_cpus
-from locklab.model.spec import (
-    SIM_DURATION_S,
-    SIM_PIN,
-    SIM_WARMUP_S,
-    ExperimentSpec,
-    default,
-    threads_at,
-)
+from locklab.model.spec import ExperimentSpec, default, run_times, threads_at
 from locklab.run.engine import Engine, find_engine
 
 DEFAULT_STORE = "locklab-results"
@@ -234,24 +227,21 @@ def simulated_machine(args: argparse.Namespace) -> MachineProfile | None:
     return find_profile(args.sim)
 
 
-def run_times(args: argparse.Namespace, machine: MachineProfile | None) -> dict[str, Any]:
-    """Duration, warm-up, series interval and pinning: the user's, else the defaults of a
-    measured run or, with --sim, of a simulated one (virtual seconds)."""
+def run_settings(args: argparse.Namespace, machine: MachineProfile | None) -> dict[str, Any]:
+    """`run`'s duration, warm-up, series interval and pinning (virtual with --sim), and the
+    simulated machine's fields of the spec."""
+    measured = (
+        default(ExperimentSpec, "duration_s"), default(ExperimentSpec, "warmup_s"),
+        default(ExperimentSpec, "pin"),
+    )  # fmt: skip
+    duration, warmup, pin = run_times(machine is not None, measured, args.duration,
+                                      args.warmup, args.pin)  # fmt: skip
+    chosen = {"duration_s": duration, "warmup_s": warmup, "pin": pin, "interval_s": args.interval}
     if machine is None:
-        return {
-            "duration_s": default(ExperimentSpec, "duration_s")
-            if args.duration is None
-            else args.duration,
-            "warmup_s": default(ExperimentSpec, "warmup_s") if args.warmup is None else args.warmup,
-            "interval_s": args.interval,
-            "pin": args.pin or default(ExperimentSpec, "pin"),
-        }
-    duration = SIM_DURATION_S if args.duration is None else args.duration
+        return chosen
     return {
-        "duration_s": duration,
-        "warmup_s": SIM_WARMUP_S if args.warmup is None else args.warmup,
+        **chosen,
         "interval_s": min(args.interval, max(duration / 2, 0.001)),
-        "pin": args.pin or SIM_PIN,
         "sim": args.sim,
         "sim_machine": machine.flat_text(),
     }

@@ -21,7 +21,7 @@ from locklab.cli.common import (
     number,
     oversubscribe_option,
     repeat_count,
-    run_times,
+    run_settings,
     settings,
     sim_option,
     simulated_machine,
@@ -226,7 +226,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         repeat_auto=args.repeat == "auto", min_repeat=args.min_repeat,
         precision=args.precision, seed=args.seed, numa_nodes=args.numa_nodes,
         torture_delays=args.torture_delays, numa_remote_ns=args.numa_remote_ns,
-        checks=not args.no_checks, **run_times(args, machine),
+        checks=not args.no_checks, **run_settings(args, machine),
     )  # fmt: skip
     if machine:
         fit_to_simulated(spec)

@@ -20,7 +20,7 @@ from locklab.cli.common import (
 )
 from locklab.errors import LocklabError
 from locklab.model.machine_profile import find_profile
-from locklab.model.spec import SIM_DURATION_S, SIM_PIN, SIM_WARMUP_S, default
+from locklab.model.spec import SIM_DURATION_S, SIM_PIN, SIM_WARMUP_S, default, run_times
 from locklab.model.values import AXES, parse_int_list
 from locklab.output import listing
 from locklab.printable import file_stem, printable
@@ -89,14 +89,15 @@ def cmd_tune(args: argparse.Namespace) -> int:
     workloads = [workload(text) for text in args.workload]
     output = _chart_path(args.output, f"tune-{file_stem(args.lock)}-{file_stem(args.param)}")
     machine = find_profile(args.sim) if args.sim else None
-    simulated = (SIM_DURATION_S, SIM_WARMUP_S, SIM_PIN)
-    measured = tuple(default(StoredTuning, key) for key in ("duration_s", "warmup_s", "pin"))
-    duration, warmup, pin = simulated if machine else measured
+    measured = (
+        default(StoredTuning, "duration_s"), default(StoredTuning, "warmup_s"),
+        default(StoredTuning, "pin"),
+    )  # fmt: skip
+    duration, warmup, pin = run_times(machine is not None, measured, args.duration,
+                                      args.warmup, args.pin)  # fmt: skip
     tuning = StoredTuning(
         engine, Store(Path(args.store)), host(), listing.stderr_console(), args.lock, args.param,
-        sweep, workloads, args.repeat,
-        duration if args.duration is None else args.duration,
-        warmup if args.warmup is None else args.warmup, args.pin or pin,
+        sweep, workloads, args.repeat, duration, warmup, pin,
         sim=args.sim or "", sim_machine=machine.flat_text() if machine else "",
     )  # fmt: skip
     if machine:

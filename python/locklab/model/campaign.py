@@ -9,16 +9,7 @@ from typing import Any
 
 from locklab.errors import LocklabError
 from locklab.model.machine_profile import find_profile
-from locklab.model.spec import (
-    SIM_DURATION_S,
-    SIM_PIN,
-    SIM_WARMUP_S,
-    AutoRepeat,
-    ExperimentSpec,
-    Variant,
-    Workload,
-    default,
-)
+from locklab.model.spec import AutoRepeat, ExperimentSpec, Variant, Workload, default, run_times
 from locklab.model.values import AXES
 
 TOP_KEYS = {
@@ -170,10 +161,9 @@ class _CampaignReader:
         sweep = self.sweep(data.get("sweep", {}))
         sim = self.typed(data, "sim", str, "")
         # A simulated campaign's times are virtual seconds: its own defaults (docs/simulator.md).
-        duration, warmup, pin = (
-            (SIM_DURATION_S, SIM_WARMUP_S, SIM_PIN) if sim
-            else (_default("duration_s"), _default("warmup_s"), _default("pin"))
-        )  # fmt: skip
+        duration, warmup, pin = run_times(
+            bool(sim), (_default("duration_s"), _default("warmup_s"), _default("pin"))
+        )
         spec = ExperimentSpec(
             name=name,
             variants=variants,

@@ -49,6 +49,23 @@ SIM_RUN_TIMEOUT_S = 600.0
 SIM_PIN = "scatter"
 
 
+def run_times(
+    simulated: bool,
+    measured: tuple[float, float, str],
+    duration: float | None = None,
+    warmup: float | None = None,
+    pin: str | None = None,
+) -> tuple[float, float, str]:
+    """Duration, warm-up and pinning: those given, else the defaults of a simulated run or of
+    the measured one (`measured`, the caller's: a sweep's, a tuning's)."""
+    base = (SIM_DURATION_S, SIM_WARMUP_S, SIM_PIN) if simulated else measured
+    return (
+        base[0] if duration is None else duration,
+        base[1] if warmup is None else warmup,
+        pin or base[2],
+    )
+
+
 def threads_at(point: Point) -> int:
     """The threads a point runs: its writers and readers."""
     axes = dict(point)
