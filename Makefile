@@ -125,7 +125,7 @@ $(BUILD)/opt/anon-vma-load: native/workloads/anon_vma_load.c native/workloads/lo
 
 build-all: $(WORKLOAD_PROGRAMS) $(foreach v,$(VARIANTS),$(BUILD)/$(v)/locklab-bench $(call plugins_of,$(v)) \
 	$(call units_of,$(v))) $(foreach v,$(INTERPOSE_VARIANTS),$(call interpose_of,$(v))) \
-	arm64
+	$(BUILD)/sim/locklab-sim $(call plugins_of,sim) arm64
 
 # arm64 (seed 000 ran on a Kunpeng 920): the engine cross-built for aarch64 with Debian's
 # gcc-aarch64-linux-gnu, run by tests/test_arm64.py under qemu-aarch64-static. armv8.2-a is
