@@ -230,21 +230,12 @@ def simulated_machine(args: argparse.Namespace) -> MachineProfile | None:
 def run_settings(args: argparse.Namespace, machine: MachineProfile | None) -> dict[str, Any]:
     """`run`'s duration, warm-up, series interval and pinning (virtual with --sim), and the
     simulated machine's fields of the spec."""
-    measured = (
-        default(ExperimentSpec, "duration_s"), default(ExperimentSpec, "warmup_s"),
-        default(ExperimentSpec, "pin"),
-    )  # fmt: skip
-    duration, warmup, pin = run_times(machine is not None, measured, args.duration,
+    duration, warmup, pin = run_times(machine is not None, ExperimentSpec, args.duration,
                                       args.warmup, args.pin)  # fmt: skip
     chosen = {"duration_s": duration, "warmup_s": warmup, "pin": pin, "interval_s": args.interval}
     if machine is None:
         return chosen
-    return {
-        **chosen,
-        "interval_s": min(args.interval, max(duration / 2, 0.001)),
-        "sim": args.sim,
-        "sim_machine": machine.flat_text(),
-    }
+    return {**chosen, "sim": args.sim, "sim_machine": machine.flat_text()}
 
 
 def fit_to_simulated(spec: ExperimentSpec) -> None:

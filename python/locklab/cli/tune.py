@@ -89,11 +89,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     workloads = [workload(text) for text in args.workload]
     output = _chart_path(args.output, f"tune-{file_stem(args.lock)}-{file_stem(args.param)}")
     machine = find_profile(args.sim) if args.sim else None
-    measured = (
-        default(StoredTuning, "duration_s"), default(StoredTuning, "warmup_s"),
-        default(StoredTuning, "pin"),
-    )  # fmt: skip
-    duration, warmup, pin = run_times(machine is not None, measured, args.duration,
+    duration, warmup, pin = run_times(machine is not None, StoredTuning, args.duration,
                                       args.warmup, args.pin)  # fmt: skip
     tuning = StoredTuning(
         engine, Store(Path(args.store)), host(), listing.stderr_console(), args.lock, args.param,

@@ -161,9 +161,7 @@ class _CampaignReader:
         sweep = self.sweep(data.get("sweep", {}))
         sim = self.typed(data, "sim", str, "")
         # A simulated campaign's times are virtual seconds: its own defaults (docs/simulator.md).
-        duration, warmup, pin = run_times(
-            bool(sim), (_default("duration_s"), _default("warmup_s"), _default("pin"))
-        )
+        duration, warmup, pin = run_times(bool(sim), ExperimentSpec)
         spec = ExperimentSpec(
             name=name,
             variants=variants,
@@ -220,7 +218,6 @@ class _CampaignReader:
         except LocklabError as error:
             raise self.fail(str(error), "sim") from None
         spec.sim, spec.sim_machine = sim, machine.flat_text()
-        spec.interval_s = min(spec.interval_s, max(spec.duration_s / 2, 0.001))
 
     def variants(self, raw: object) -> list[Variant]:
         if raw is None:

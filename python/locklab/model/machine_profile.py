@@ -177,13 +177,18 @@ def _checked(data: dict, path: Path) -> MachineProfile:
     sources = need(data, "sources", dict, "")
     assert isinstance(topology_table, dict) and isinstance(costs_table, dict)
     assert isinstance(sources, dict)
-    topology: dict[str, int] = {}
-    for key in TOPOLOGY_KEYS:
-        value = need(topology_table, key, int, "topology.")
-        assert isinstance(value, int)
-        if value < 1:
-            raise LocklabError(f"{where}: topology.{key} must be at least 1")
-        topology[key] = value
+
+    def counts(table: dict, keys: tuple[str, ...], what: str, least: int) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for key in keys:
+            value = need(table, key, int, what)
+            assert isinstance(value, int)
+            if value < least:
+                raise LocklabError(f"{where}: {what}{key} must be at least {least}")
+            found[key] = value
+        return found
+
+    topology = counts(topology_table, TOPOLOGY_KEYS, "topology.", 1)
     cores = topology["cores_per_socket"]
     for key in ("nodes_per_socket", "cores_per_llc"):
         if cores % topology[key]:
@@ -208,13 +213,7 @@ def _checked(data: dict, path: Path) -> MachineProfile:
     if any((h == 0) != (a == b) for a, row in enumerate(hops) for b, h in enumerate(row)):
         raise LocklabError(f"{where}: topology.socket_hops is 0 from a socket to itself only")
 
-    costs: dict[str, int | tuple[int, ...]] = {}
-    for key in SCALAR_COSTS:
-        value = need(costs_table, key, int, "costs.")
-        assert isinstance(value, int)
-        if value < 0:
-            raise LocklabError(f"{where}: costs.{key} must not be negative")
-        costs[key] = value
+    costs: dict[str, int | tuple[int, ...]] = {**counts(costs_table, SCALAR_COSTS, "costs.", 0)}
     for key in PER_HOP_COSTS:
         value = need(costs_table, key, list, "costs.")
         assert isinstance(value, list)

@@ -51,14 +51,17 @@ SIM_PIN = "scatter"
 
 def run_times(
     simulated: bool,
-    measured: tuple[float, float, str],
+    measured: type,
     duration: float | None = None,
     warmup: float | None = None,
     pin: str | None = None,
 ) -> tuple[float, float, str]:
-    """Duration, warm-up and pinning: those given, else the defaults of a simulated run or of
-    the measured one (`measured`, the caller's: a sweep's, a tuning's)."""
-    base = (SIM_DURATION_S, SIM_WARMUP_S, SIM_PIN) if simulated else measured
+    """Duration, warm-up and pinning: those given, else the defaults of a simulated run or of a
+    measured one, as the dataclass `measured` declares them (a sweep's spec, a tuning's)."""
+    base = (
+        (SIM_DURATION_S, SIM_WARMUP_S, SIM_PIN) if simulated
+        else tuple(default(measured, key) for key in ("duration_s", "warmup_s", "pin"))
+    )  # fmt: skip
     return (
         base[0] if duration is None else duration,
         base[1] if warmup is None else warmup,
@@ -309,7 +312,7 @@ class ExperimentSpec:
         for axis, value in config.axes:
             args += [f"--{axis.replace('_', '-')}", str(value)]
         args += ["--duration", _num(self.duration_s), "--warmup", _num(self.warmup_s)]
-        args += ["--pin", self.pin, "--interval", _num(self.interval_s)]
+        args += ["--pin", self.pin, "--interval", _num(self.series_interval_s())]
         if self.long_hold_ms:
             args += ["--long-hold", str(self.long_hold_ms)]
         if self.stutter_s:
@@ -327,6 +330,13 @@ class ExperimentSpec:
         args += ["--seed", str(self.seed * 1000 + repeat + 1)]
         args += ["--watchdog", _num(SIM_WATCHDOG_S if self.sim else RUN_WATCHDOG_S)]
         return args
+
+    def series_interval_s(self) -> float:
+        """The throughput series' period: a simulated run lasts milliseconds, so at most half
+        of it, that the series has points to judge the steady state by."""
+        if not self.sim:
+            return self.interval_s
+        return min(self.interval_s, max(self.duration_s / 2, 0.001))
 
     def run_timeout_s(self) -> float:
         if self.program:
