@@ -120,7 +120,7 @@ def test_tsan_finds_seed_000_race_in_k0_only(tmp_path):
 
 
 def test_broken_patch_fails_its_run(tmp_path):
-    """Every 8th try_to_take_rt_mutex() takes an owned lock: the userspace torture catches it
+    """Every other try_to_take_rt_mutex() takes an owned lock: the userspace torture catches it
     (two holders at once; or the state it corrupts deadlocks or crashes the run, as the same
     patch oopses a booted kernel), while the stock lock beside it passes."""
     proc = run_cli(
