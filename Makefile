@@ -49,7 +49,7 @@ WORKLOAD_PROGRAMS := $(BUILD)/opt/memcached-load $(BUILD)/opt/pi-futex-load $(BU
 PLUGIN_SRC := examples/plugin/example_ticket.c $(wildcard tests/plugins/*.c)
 vpath %.c examples/plugin tests/plugins
 
-.PHONY: all build build-all arm64 deps venv demo test test-slow test-c test-python lint bench bench-loops clean
+.PHONY: all build build-all arm64 static deps venv demo test test-slow test-c test-python lint bench bench-loops clean
 
 all: build
 
@@ -126,6 +126,20 @@ $(BUILD)/opt/anon-vma-load: native/workloads/anon_vma_load.c native/workloads/lo
 build-all: $(WORKLOAD_PROGRAMS) $(foreach v,$(VARIANTS),$(BUILD)/$(v)/locklab-bench $(call plugins_of,$(v)) \
 	$(call units_of,$(v))) $(foreach v,$(INTERPOSE_VARIANTS),$(call interpose_of,$(v))) \
 	$(BUILD)/sim/locklab-sim $(call plugins_of,sim) arm64
+
+# A machine lent without build tools (a many-core machine to check the simulator against):
+# the engine and line-latency (native/tools/, a cache line's transfer cost between two CPUs,
+# what a machine profile's costs are) linked statically, so they run on any x86-64 Linux.
+# Built-in locks only: a static engine cannot load plugins.
+static: $(BUILD)/static/locklab-bench $(BUILD)/static/line-latency
+
+$(BUILD)/static/locklab-bench: $(ENGINE_SRC) $(LOCK_SRC) $(LOOP_SRC) $(HEADERS) Makefile
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS_opt) -static -o $@ $(ENGINE_SRC) $(ENGINE_LOCK_SRC) -ldl -lm
+
+$(BUILD)/%/line-latency: native/tools/line_latency.c $(HEADERS) Makefile
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS_opt) $(if $(filter static,$*),-static) -o $@ $<
 
 # arm64 (seed 000 ran on a Kunpeng 920): the engine cross-built for aarch64 with Debian's
 # gcc-aarch64-linux-gnu, run by tests/test_arm64.py under qemu-aarch64-static. armv8.2-a is
