@@ -120,7 +120,7 @@ def test_parked_spinners_measure_as_every_iteration_run(machine, lock):
     proc, parked = simulate(machine, ["--lock", lock, *RUN])
     proc_exact, exact = simulate(machine, ["--lock", lock, *RUN], {"LOCKLAB_SIM_SPIN": "exact"})
     assert proc.returncode == 0 and proc_exact.returncode == 0, proc_exact.stderr
-    assert parked["simulation"]["spin_parks_per_acquisition"] > 0.5
+    assert parked["simulation"]["spin_parks_per_acquisition"] > 0.3  # parking is in play
     assert exact["simulation"]["spin_parks_per_acquisition"] == 0
     ratio = parked["throughput_ops_per_s"] / exact["throughput_ops_per_s"]
     assert 0.95 < ratio < 1.05, ratio

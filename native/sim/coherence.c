@@ -12,10 +12,14 @@
  *                     farthest copy has been invalidated (the acknowledgements' round trip);
  *   an RMW            costs the profile's `atomic` on top (a locked instruction, an LSE atomic).
  *
- * A line serves one transfer at a time (busy_until): waiters that all miss on one line queue
- * behind each other, which is why a ticket lock's hand-over slows with every waiter, and why
- * MCS gives each waiter a line of its own. A transfer's latency is also its occupancy of the
- * line. A line's home is the node of the CPU that touched it first (Linux's first-touch
+ * A miss's request travels half the transfer to the line's holder, and the access takes effect
+ * when it arrives: a load reads, and a store or RMW takes the line, after whatever other CPUs
+ * did in the meantime (a holder that re-takes a lock before a spinner's request arrives still
+ * finds the line its own, as on real hardware). The answer travels the other half. A line
+ * answers one transfer at a time (busy_until), each occupying it for the answer's half, so
+ * waiters that all miss on a line held exclusive queue behind each other; a line already
+ * shared (clean) answers its readers back to back, each occupying it for one hit, as a shared
+ * cache serves many readers of one line. A line's home is the node of the CPU that touched it first (Linux's first-touch
  * policy). Lines never leave a cache for lack of room: there are no capacity or conflict
  * misses, and nothing is prefetched.
  *
@@ -158,6 +162,42 @@ static void transfer(struct sim_thread *self, struct sim_line *l, uint64_t cost,
 		self->transfers[distance]++;
 }
 
+/*
+ * A miss's request travels half the transfer before it reaches the line's holder, and the
+ * access takes effect there and then: what a load reads, and who owns the line, is decided
+ * half a transfer after the access was issued, after everything other CPUs did meanwhile (a
+ * holder that re-takes a lock in that time still finds the line its own). Only the answer's
+ * half occupies the line. The state is decided when the request arrives; a write's
+ * invalidations are charged as one transfer, the slower of the data and the farthest ack.
+ */
+static struct sim_line *request_travels(struct sim_thread *self, uintptr_t key, uint64_t cost)
+{
+	bool created;
+	self->clock += cost / 2;
+	sim_order_access();
+	return line_find(key, self->cpu, &created);
+}
+
+static bool line_has_copies(const struct sim_line *l)
+{
+	for (int w = 0; w < SHARER_WORDS; w++)
+		if (l->sharers[w] != 0)
+			return true;
+	return false;
+}
+
+/* A read of a line already shared: the answer takes `cost`, but occupies the line only as
+ * long as a hit, so that many readers of one clean line do not queue a transfer each. */
+static void read_shared(struct sim_thread *self, struct sim_line *l, uint64_t cost,
+			enum locklab_sim_distance distance)
+{
+	uint64_t start = self->clock > l->busy_until ? self->clock : l->busy_until;
+	l->busy_until = start + sim_machine.costs.hit;
+	self->clock = start + cost;
+	if (self->counted)
+		self->transfers[distance]++;
+}
+
 bool sim_access(uintptr_t addr, unsigned int size, enum sim_access kind)
 {
 	struct sim_thread *self = sim_self;
@@ -216,7 +256,13 @@ bool sim_access(uintptr_t addr, unsigned int size, enum sim_access kind)
 		enum locklab_sim_distance distance = SIM_FROM_MEMORY;
 		if (nearest_copy(l, cpu, &cost, &distance) < 0)
 			cost = sim_memory_cost(cpu, l->home_node);
-		transfer(self, l, cost, distance);
+		l = request_travels(self, key, cost);
+		if (l->owner < 0 && line_has_copies(l)) {
+			/* A clean shared line: its readers are answered back to back. */
+			read_shared(self, l, cost - cost / 2, distance);
+		} else {
+			transfer(self, l, cost - cost / 2, distance);
+		}
 		if (l->owner >= 0)
 			add_sharer(l, l->owner);
 		l->owner = -1;
@@ -233,19 +279,23 @@ bool sim_access(uintptr_t addr, unsigned int size, enum sim_access kind)
 	bool had_copy = is_sharer(l, cpu);
 	int source = nearest_copy(l, cpu, &cost, &distance);
 	bool hit = false;
+	uint64_t taken_at = self->clock; /* when the other copies are gone */
 	if (source < 0) {
 		/* Ours was the only copy: an upgrade from shared to exclusive, no other cache. */
 		self->clock += costs->hit;
 		hit = had_copy;
 	} else {
 		uint64_t acks = farthest_copy_cost(l, cpu);
-		transfer(self, l, acks > cost ? acks : cost, distance);
+		uint64_t slowest = acks > cost ? acks : cost;
+		l = request_travels(self, key, slowest);
+		taken_at = self->clock;
+		transfer(self, l, slowest - slowest / 2, distance);
 	}
 	self->clock += rmw;
 	memset(l->sharers, 0, sizeof(l->sharers));
 	l->owner = cpu;
 	if (l->parked != 0)
-		sim_wake_spinners(key, self->clock);
+		sim_wake_spinners(key, taken_at);
 	return hit;
 }
 

@@ -110,7 +110,10 @@ void sim_runtime_init(void)
 	else if (spin != NULL && *spin != '\0' && strcmp(spin, "park") != 0)
 		sim_fatal("LOCKLAB_SIM_SPIN is park or exact, not '%s'", spin);
 	sim_coherence_init();
-	sim_lookahead = sim_cheapest_transfer();
+	/* No access by another CPU takes effect sooner than half the cheapest transfer after it
+	 * is issued (coherence.c, request_travels): a load hit within that of the horizon reads
+	 * what it would have read in order. */
+	sim_lookahead = sim_cheapest_transfer() / 2;
 	struct sim_thread *main_thread = sim_thread_new();
 	main_thread->cpu = sim_service_cpu();
 	main_thread->counted = false;
