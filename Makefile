@@ -28,6 +28,12 @@ VARIANTS := opt tsan asan
 # Function entry and exit hooks carry nothing the model uses.
 CFLAGS_sim := -O2 -fsanitize=thread --param=tsan-instrument-func-entry-exit=0 -DLOCKLAB_SIM
 SIM_RUNTIME_SRC := $(wildcard native/sim/*.c)
+# What a build's shared objects are linked with: its flags, sanitizer runtimes included; the
+# simulator's plugins without -fsanitize, their hooks resolved against locklab-sim's.
+LINK_FLAGS_opt = $(CFLAGS_opt)
+LINK_FLAGS_tsan = $(CFLAGS_tsan)
+LINK_FLAGS_asan = $(CFLAGS_asan)
+LINK_FLAGS_sim := -O2
 
 ENGINE_SRC := $(wildcard native/engine/*.c)
 LOCK_SRC := $(wildcard native/locks/*.c)
@@ -247,7 +253,7 @@ clean:
 # the build's flags, into one plugin with its own writer loop. Only the tree's files may warn:
 # an undeclared function is an error (a patch that calls what the shim lacks), and the shim's
 # own files are held to the project's warnings.
-#   KSHIM_TREE=DIR KSHIM_LOCK=rtmutex|mutex|rwsem|qspinlock KSHIM_BUILD=opt|tsan|asan
+#   KSHIM_TREE=DIR KSHIM_LOCK=rtmutex|mutex|rwsem|qspinlock KSHIM_BUILD=opt|tsan|asan|sim
 #   KSHIM_OUT=PATH.so KSHIM_SOURCE='text for the catalogue'
 KSHIM_FILES_rtmutex := kernel/locking/rtmutex_api.c
 KSHIM_FILES_mutex := kernel/locking/mutex.c kernel/locking/osq_lock.c
@@ -273,19 +279,26 @@ $(KSHIM_OBJ)/%.o: native/kshim/%.c
 	@mkdir -p $(@D)
 	$(CC) $(KERNEL_CFLAGS) -Wextra -Werror -Wno-unused-parameter $(CFLAGS_$(KSHIM_BUILD)) -c -o $@ $<
 
+KSHIM_HOST_FLAGS = $(BASE_CFLAGS) $(CFLAGS_$(KSHIM_BUILD)) -fPIC -fvisibility=hidden \
+	-DKSHIM_LOCK_$(KSHIM_LOCK) -DKSHIM_SOURCE='"$(KSHIM_SOURCE)"'
+
 $(KSHIM_OUT): $(KSHIM_TREE_OBJS) $(KSHIM_OWN_OBJS) native/kshim/host.c native/kshim/plugin.c \
 		$(HEADERS) Makefile
-	$(CC) $(BASE_CFLAGS) $(CFLAGS_$(KSHIM_BUILD)) -fPIC -fvisibility=hidden -shared \
-		-DKSHIM_LOCK_$(KSHIM_LOCK) -DKSHIM_SOURCE='"$(KSHIM_SOURCE)"' -o $@ \
-		native/kshim/host.c native/kshim/plugin.c $(KSHIM_TREE_OBJS) $(KSHIM_OWN_OBJS)
+	$(CC) $(KSHIM_HOST_FLAGS) -c -o $(KSHIM_OBJ)/host.o native/kshim/host.c
+	$(CC) $(KSHIM_HOST_FLAGS) -c -o $(KSHIM_OBJ)/plugin.o native/kshim/plugin.c
+	$(CC) $(BASE_CFLAGS) $(LINK_FLAGS_$(KSHIM_BUILD)) -fPIC -shared -o $@ \
+		$(KSHIM_OBJ)/host.o $(KSHIM_OBJ)/plugin.o $(KSHIM_TREE_OBJS) $(KSHIM_OWN_OBJS)
 
 # A plugin given as C source (python/locklab/run/source_plugin.py calls this): the user's file,
 # unmodified, with a writer loop of its own (native/engine/source_plugin/loop.c), in the
 # build's flags. -fno-semantic-interposition lets the loop call the file's lock() and unlock()
 # directly, as the engine's own loops do.
-#   SOURCE_PLUGIN=FILE.c SOURCE_PLUGIN_BUILD=opt|tsan|asan SOURCE_PLUGIN_OUT=PATH.so
+#   SOURCE_PLUGIN=FILE.c SOURCE_PLUGIN_BUILD=opt|tsan|asan|sim SOURCE_PLUGIN_OUT=PATH.so
 .PHONY: source-plugin
 source-plugin:
-	$(CC) $(BASE_CFLAGS) $(CFLAGS_$(SOURCE_PLUGIN_BUILD)) -shared -fPIC \
+	$(CC) $(BASE_CFLAGS) $(CFLAGS_$(SOURCE_PLUGIN_BUILD)) -fPIC -c \
 		-fno-semantic-interposition -DLOCKLAB_PLUGIN_SOURCE='"$(abspath $(SOURCE_PLUGIN))"' \
-		-o $(SOURCE_PLUGIN_OUT) native/engine/source_plugin/loop.c
+		-o $(SOURCE_PLUGIN_OUT).o native/engine/source_plugin/loop.c
+	$(CC) $(BASE_CFLAGS) $(LINK_FLAGS_$(SOURCE_PLUGIN_BUILD)) -shared -o $(SOURCE_PLUGIN_OUT) \
+		$(SOURCE_PLUGIN_OUT).o
+	rm -f $(SOURCE_PLUGIN_OUT).o

@@ -215,13 +215,16 @@ def test_run_sim_refuses_what_it_cannot_run(tmp_path):
     assert crowded.returncode == 2 and "a point of 32 threads needs more than its 16 CPUs" in (
         crowded.stderr
     )
-    kernel = locklab("--sim", "mach1", "--lock", "kernel:rtmutex", "--patch", "k0")
-    assert kernel.returncode == 2 and "kernel locks are not compiled for" in kernel.stderr
+    opt_plugin = ROOT / "build" / "opt" / "plugins" / "example_ticket.so"
+    plugin = locklab("--sim", "mach1", "--plugin", str(opt_plugin), "--lock", "example_ticket")
+    assert plugin.returncode == 2 and "built without the simulator's instrumentation" in (
+        plugin.stderr
+    )
     bad = tmp_path / "bad.toml"
     bad.write_text("name = [")
     malformed = locklab("--sim", str(bad), "--lock", "ticket")
     assert malformed.returncode == 2 and "not valid TOML" in malformed.stderr
-    for proc in (unknown, crowded, malformed, kernel):
+    for proc in (unknown, crowded, malformed, plugin):
         assert "Traceback" not in proc.stderr
 
 
@@ -285,3 +288,34 @@ def test_tune_finds_a_delay_on_a_simulated_machine(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "ticket_fixed_delay: chosen spinlock_delay = " in proc.stdout
+
+
+def test_kernel_locks_and_c_plugins_compile_for_the_simulator(tmp_path):
+    """kernel:rtmutex compiled from the tree, stock and with the deliberately broken patch,
+    and a plugin given as C source, all in the simulator's build: the stock lock and the
+    plugin run, the broken patch fails its run and names the seed that replays it."""
+    profile = tmp_path / "tiny-2s.toml"
+    profile.write_text(TINY_PROFILE)
+    broken = ROOT / "campaigns" / "patches" / "broken" / (
+        "0001-rtmutex-take-an-owned-lock-now-and-then.patch")  # fmt: skip
+    proc = subprocess.run(
+        [str(LOCKLAB), "run", "--sim", str(profile), "--lock", "kernel:rtmutex",
+         "--patch", "stock", "--patch", f"broken={broken}", "--nwriters", "1,4",
+         "--repeat", "1", "--duration", "0.001", "--warmup", "0",
+         "--store", str(tmp_path / "store")],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert "Traceback" not in proc.stderr
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "kernel:rtmutex from linux-source-6.1.tar.xz with no patches (sim)" in proc.stdout
+    row = next(line for line in proc.stdout.splitlines() if line.startswith("4 "))
+    assert row.split()[-1] == "x" and "replays this interleaving exactly" in proc.stderr
+    source = ROOT / "examples" / "plugin" / "example_ticket.c"
+    plugin = subprocess.run(
+        [str(LOCKLAB), "run", "--sim", str(profile), "--plugin", str(source),
+         "--lock", "example_ticket", "--nwriters", "4", "--repeat", "1",
+         "--duration", "0.001", "--warmup", "0", "--store", str(tmp_path / "store")],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert plugin.returncode == 0, plugin.stderr[-2000:]
+    assert "simulated: tiny-2s" in plugin.stdout

@@ -174,6 +174,9 @@ static void *thread_start(void *arg)
 	sim_thread_wait_for_baton(t);
 	void *result = t->start(t->arg);
 	sim_thread_exit(t, result);
+	/* What runs after the start routine, the C library's thread-specific data destructors
+	 * (the kernel shim's task records), is teardown: unordered, and free. */
+	sim_self = NULL;
 	return result;
 }
 

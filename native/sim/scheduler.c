@@ -24,6 +24,7 @@
  */
 #include <dlfcn.h>
 #include <sched.h>
+#include <signal.h>
 #include <errno.h>
 #include <linux/futex.h>
 #include <stdarg.h>
@@ -92,6 +93,52 @@ static void keep_to_one_host_cpu(void)
 		one_host_cpu = true;
 }
 
+/*
+ * A lock that corrupts its state may crash the run (the deliberately broken rtmutex patch
+ * does, as it oopses a booted kernel): the crash says which seed replays it, then ends as it
+ * would have. Only async-signal-safe calls here.
+ */
+static void append(char *line, size_t *used, size_t size, const char *text)
+{
+	while (*text != '\0' && *used + 1 < size)
+		line[(*used)++] = *text++;
+}
+
+static void on_crash(int signal_number)
+{
+	char line[256], digits[24];
+	size_t used = 0;
+	int count = 0;
+	uint64_t value = seed;
+	do
+		digits[count++] = (char)('0' + value % 10);
+	while ((value /= 10) != 0 && count < 21);
+	char number[24];
+	for (int i = 0; i < count; i++)
+		number[i] = digits[count - 1 - i];
+	number[count] = '\0';
+	append(line, &used, sizeof(line), "locklab-sim: the same command with --seed ");
+	append(line, &used, sizeof(line), number);
+	append(line, &used, sizeof(line), " on ");
+	append(line, &used, sizeof(line), sim_machine.name);
+	append(line, &used, sizeof(line), " replays this interleaving exactly\n");
+	if (write(STDERR_FILENO, line, used) < 0)
+		signal_number += 0; /* nothing more can be said */
+	raise(signal_number); /* SA_RESETHAND: the default action, a crash as before */
+}
+
+static void say_the_seed_on_crashes(void)
+{
+	struct sigaction action;
+	memset(&action, 0, sizeof(action));
+	action.sa_handler = on_crash;
+	action.sa_flags = (int)SA_RESETHAND;
+	sigemptyset(&action.sa_mask);
+	const int crashes[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+	for (size_t i = 0; i < sizeof(crashes) / sizeof(crashes[0]); i++)
+		sigaction(crashes[i], &action, NULL);
+}
+
 void sim_runtime_init(void)
 {
 	static bool done;
@@ -110,6 +157,7 @@ void sim_runtime_init(void)
 	else if (spin != NULL && *spin != '\0' && strcmp(spin, "park") != 0)
 		sim_fatal("LOCKLAB_SIM_SPIN is park or exact, not '%s'", spin);
 	sim_coherence_init();
+	say_the_seed_on_crashes();
 	/* No access by another CPU takes effect sooner than half the cheapest transfer after it
 	 * is issued (coherence.c, request_travels): a load hit within that of the horizon reads
 	 * what it would have read in order. */

@@ -16,10 +16,11 @@ from locklab.analysis.metrics import METRICS
 from locklab.analysis.stats import TESTS
 from locklab.errors import LocklabError
 from locklab.kernel.build import ROOT
-from locklab.kernel.from_source import BUILDS, build_source_locks, is_source_lock
+from locklab.kernel.from_source import BUILDS, SIM_BUILD, build_source_locks, is_source_lock
 from locklab.model.machine_profile import MachineProfile, find_profile, flat_cpus
 from locklab.model.spec import ExperimentSpec, default, run_times, threads_at
 from locklab.run.engine import Engine, find_engine
+from locklab.run.source_plugin import check_simulated_plugin
 
 DEFAULT_STORE = "locklab-results"
 EXIT_RUN_FAILED = 1
@@ -213,17 +214,13 @@ def sim_option(parser: argparse._ActionsContainer) -> None:
 
 
 def simulated_machine(args: argparse.Namespace) -> MachineProfile | None:
-    """--sim's profile, once what the simulator cannot take yet is refused, before anything
-    is compiled: a lock built outside its instrumentation would spin on the host unseen."""
+    """--sim's profile, once a plugin built outside the simulator's instrumentation is refused,
+    before anything is compiled: it would spin on the host unseen. Plugins given as C source
+    and kernel: locks are compiled for the simulator."""
     if not args.sim:
         return None
-    if args.plugin:
-        raise LocklabError("--sim with --plugin: run build/sim/locklab-sim --plugin "
-                           "build/sim/plugins/NAME.so directly (docs/simulator.md)")  # fmt: skip
-    kernel_locks = [name for name in (args.lock or "").split(",") if is_source_lock(name.strip())]
-    if kernel_locks:
-        raise LocklabError(f"--sim with {kernel_locks[0]}: kernel locks are not compiled for the "
-                           "simulator yet (docs/simulator.md)")  # fmt: skip
+    for plugin in args.plugin or []:
+        check_simulated_plugin(Path(plugin))
     return find_profile(args.sim)
 
 
@@ -300,16 +297,18 @@ def source_options(parser: argparse._ActionsContainer) -> None:
 
 
 def source_plugins(
-    args: argparse.Namespace, engine: Engine
+    args: argparse.Namespace, engine: Engine, machine: MachineProfile | None = None
 ) -> dict[str, list[tuple[str, str, tuple[str, ...]]]]:
-    """The kernel: locks of --lock, compiled from the tree (cached) in the engine's build."""
+    """The kernel: locks of --lock, compiled from the tree (cached) in the engine's build, or
+    the simulator's with --sim."""
     names = [name.strip() for name in (args.lock or "").split(",") if is_source_lock(name.strip())]
     if not names:
         if args.patch or args.source:
             raise LocklabError("--patch and --source are for kernel: locks (kernel:rtmutex, ...)")
         return {}
-    build = args.build or engine.build()
-    built = build_source_locks(names, args.patch, build, engine.path, args.source)
+    build = SIM_BUILD if machine else args.build or engine.build()
+    flat = machine.flat_text() if machine else ""
+    built = build_source_locks(names, args.patch, build, engine.path, args.source, flat)
     return {
         name: [(lock.label, str(lock.plugin), lock.patches) for lock in locks]
         for name, locks in built.items()

@@ -13,31 +13,36 @@ from locklab.analysis.cells import Analysis, Settings, analyse_experiment
 from locklab.cli.common import EXIT_INTERRUPTED, EXIT_RUN_FAILED
 from locklab.kernel import campaign as kernel_campaign
 from locklab.kernel.campaign import KernelCampaign
-from locklab.kernel.from_source import build_source_lock, is_source_lock
+from locklab.kernel.from_source import SIM_BUILD, build_source_lock, is_source_lock
 from locklab.kernel.sweep import Target
 from locklab.model.spec import ExperimentSpec
 from locklab.output import listing
 from locklab.printable import printable
 from locklab.run import adaptive
 from locklab.run.engine import Engine
-from locklab.run.source_plugin import compiled, is_source
+from locklab.run.source_plugin import check_simulated_plugin, compiled, is_source
 from locklab.run.sweep import run_sweep
 from locklab.store import Experiment, Run, Store
 
 
 def compile_variants(spec: ExperimentSpec, engine: Engine) -> None:
     """A campaign's compiled variants: a plugin given as C source, and each kernel: lock from the
-    spec's tree with the variant's patches, in the engine's build (cached)."""
+    spec's tree with the variant's patches, in the engine's build, or the simulator's for a
+    simulated campaign (cached)."""
     tree = Path(spec.kernel_tree) if spec.kernel_tree else None
+    build = SIM_BUILD if spec.sim_machine else engine.build()
+    for variant in spec.variants:
+        if variant.plugin and not is_source(variant.plugin) and spec.sim_machine:
+            check_simulated_plugin(Path(variant.plugin))
     spec.variants = [
-        replace(variant, plugin=str(compiled(Path(variant.plugin), engine.build(), engine.path)))
+        replace(variant, plugin=str(compiled(Path(variant.plugin), build, engine.path)))
         if variant.plugin and is_source(variant.plugin) else variant
         for variant in spec.variants
     ]  # fmt: skip
     spec.variants = [
         replace(variant, plugin=str(build_source_lock(
-            variant.lock, variant.label, [Path(p) for p in variant.patches], engine.build(),
-            engine.path, tree).plugin))
+            variant.lock, variant.label, [Path(p) for p in variant.patches], build,
+            engine.path, tree, spec.sim_machine).plugin))
         if is_source_lock(variant.lock) and variant.plugin is None else variant
         for variant in spec.variants
     ]  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from pathlib import Path
 
 from locklab import provenance
@@ -35,6 +36,7 @@ from locklab.cli.measure import KernelPlan, compile_variants, execute, plan_line
 from locklab.errors import LocklabError
 from locklab.kernel import campaign as kernel_campaign
 from locklab.kernel.campaign import KernelCampaign
+from locklab.kernel.from_source import SIM_BUILD
 from locklab.model.campaign import campaign_hosts, campaign_kind, load_campaign, locate_error
 from locklab.model.spec import (
     SIM_DURATION_S,
@@ -216,11 +218,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         return measure_on_hosts(args, chosen, aliases, *remote_command(args))
     engine = Engine(chosen_engine(args))
     machine = simulated_machine(args)
-    build = "sim" if machine else args.build or engine.build()
+    build = SIM_BUILD if machine else args.build or engine.build()
     plugins = built_plugins(args.plugin, build, engine.path)
+    flat = machine.flat_text() if machine else ""
     spec = spec_for_locks(
-        engine.catalogue, args.lock, args.param, plugins,
-        {axis: getattr(args, axis) for axis in AXES}, source_plugins(args, engine),
+        partial(engine.catalogue, sim_machine=flat), args.lock, args.param, plugins,
+        {axis: getattr(args, axis) for axis in AXES}, source_plugins(args, engine, machine),
         name=args.name, baseline=args.baseline,
         repeat=args.max_repeat if args.repeat == "auto" else args.repeat,
         repeat_auto=args.repeat == "auto", min_repeat=args.min_repeat,

@@ -35,6 +35,7 @@ from locklab.kernel.build_inputs import (
     patch_failure,
     patched_files,
 )
+from locklab.run.simulator import find_sim_engine, sim_environment
 
 PREFIX = "kernel:"
 # What each lock is compiled from (the Makefile's KSHIM_FILES_*; qspinlock.c and rbtree.c
@@ -53,6 +54,7 @@ TORTURE_TYPE = {
     "qspinlock": "spin_lock",
 }  # fmt: skip
 BUILDS = ("opt", "tsan", "asan")
+SIM_BUILD = "sim"  # the simulator's instrumented build (docs/simulator.md), chosen by --sim
 CACHE = ROOT / "build" / "kshim"
 SHIM = ROOT / "native" / "kshim"
 # Bumped when the way a plugin is made changes, so older ones are not reused.
@@ -182,10 +184,12 @@ def build_source_lock(
     build: str,
     engine: Path,
     source_dir: Path | None = None,
+    sim_machine: str = "",
 ) -> SourceLock:
-    """The plugin of kernel:NAME with these patches in this build, built unless cached."""
+    """The plugin of kernel:NAME with these patches in this build, built unless cached; the
+    "sim" build is the simulator's (its runs' machine, `sim_machine`, loads it once)."""
     family = check_name(name)
-    if build not in BUILDS:
+    if build not in (*BUILDS, SIM_BUILD):
         raise LocklabError(f"--build {build}: use one of {', '.join(BUILDS)}")
     if source_dir is None:
         source = unpack_default_source()
@@ -224,8 +228,11 @@ def build_source_lock(
         raise LocklabError(compile_failure(proc.stdout + proc.stderr, name, label))
     # Loaded once by the engine it is for: a kernel function the tree declares but the shim
     # does not define is an unresolved symbol there (the link of a shared object allows it).
-    loaded = subprocess.run([str(engine), "--plugin", str(partial), "--list"],
-                            capture_output=True, text=True, check=False)  # fmt: skip
+    loader, env = engine, None
+    if build == SIM_BUILD:
+        loader, env = find_sim_engine(engine), sim_environment(dict(os.environ), sim_machine)
+    loaded = subprocess.run([str(loader), "--plugin", str(partial), "--list"],
+                            capture_output=True, text=True, check=False, env=env)  # fmt: skip
     if loaded.returncode != 0:
         raise LocklabError(compile_failure(loaded.stderr, name, label))
     partial.rename(plugin)
@@ -244,6 +251,7 @@ def build_source_locks(
     build: str,
     engine: Path,
     source_dir: Path | None = None,
+    sim_machine: str = "",
 ) -> dict[str, list[SourceLock]]:
     """Each kernel: lock named, once per --patch LABEL=FILE[,FILE...] (none: the stock tree,
     labelled "stock"), in `build`; every name and patch checked before anything is built."""
@@ -251,7 +259,7 @@ def build_source_locks(
         check_name(name)
     patches = parse_patch_options(patch_texts or ["stock"])
     return {
-        name: [build_source_lock(name, label, files, build, engine, source_dir)
+        name: [build_source_lock(name, label, files, build, engine, source_dir, sim_machine)
                for label, files in patches.items()]
         for name in names
     }  # fmt: skip

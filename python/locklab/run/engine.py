@@ -55,22 +55,26 @@ def find_engine(explicit: str | None = None) -> Path:
 class Engine:
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._catalogues: dict[tuple[str, ...], Catalogue] = {}
+        self._catalogues: dict[tuple[tuple[str, ...], str], Catalogue] = {}
 
-    def catalogue(self, plugins: tuple[str, ...] = ()) -> Catalogue:
-        """Every lock the engine knows, with these plugins loaded, by name."""
-        if plugins not in self._catalogues:
-            command = [str(self.path)]
+    def catalogue(self, plugins: tuple[str, ...] = (), sim_machine: str = "") -> Catalogue:
+        """Every lock the engine knows, with these plugins loaded, by name; with
+        ``sim_machine``, as the simulator lists them (plugins built for it load only there)."""
+        key = (plugins, sim_machine)
+        if key not in self._catalogues:
+            binary = find_sim_engine(self.path) if sim_machine else self.path
+            command = [str(binary)]
             for plugin in plugins:
                 command += ["--plugin", plugin]
             command += ["--list", "--json", "-"]
-            proc = self._call(command, timeout_s=30.0)
+            env = sim_environment(sanitizer_environment(), sim_machine) if sim_machine else None
+            proc = self._call(command, timeout_s=30.0, env=env)
             if proc.returncode != 0:
                 last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-                raise LocklabError(f"engine {self.path}: --list failed: {last}")
+                raise LocklabError(f"engine {binary}: --list failed: {last}")
             locks = json.loads(proc.stdout)["locks"]
-            self._catalogues[plugins] = Catalogue([lock_info(lock) for lock in locks])
-        return self._catalogues[plugins]
+            self._catalogues[key] = Catalogue([lock_info(lock) for lock in locks])
+        return self._catalogues[key]
 
     def build(self) -> str:
         """Which build this engine is, by the sanitizer runtime it links: tsan, asan or opt
@@ -90,14 +94,15 @@ class Engine:
             return
         if spec.sim:
             self._check_simulated(spec)
+        machine = spec.sim_machine
         locks = {name: info for name, info in self.catalogue().items()}
         for plugin in spec.plugins():
-            locks.update(self.catalogue((plugin,)).items())
+            locks.update(self.catalogue((plugin,), machine).items())
         spec.validate(Catalogue(list(locks.values())))
         built_in = self.catalogue()
         for variant in spec.variants:
             if variant.plugin and variant.lock in built_in:
-                provided = sorted(set(self.catalogue((variant.plugin,))) - set(built_in))
+                provided = sorted(set(self.catalogue((variant.plugin,), machine)) - set(built_in))
                 raise LocklabError(
                     f"variant '{variant.label}': lock '{variant.lock}' is built in, not from "
                     f"{Path(variant.plugin).name} (which adds: {', '.join(provided) or 'nothing'})"

@@ -50,17 +50,24 @@ class EngineOutcome:
         if self.result is not None and self.result.get("error"):
             return str(self.result["error"])
         lines = [line for line in self.stderr.splitlines() if line.strip()]
+        replay = next((line for line in lines if line.startswith(REPLAY)), None)
+        lines = [line for line in lines if line is not replay]
         if lines:
-            return (
+            text = (
                 lines[-1]
                 .removeprefix("locklab-bench: error: ")
                 .removeprefix("locklab-sim: error: ")
             )
-        if self.exit_code < 0:  # the engine crashed, as a kernel that oopses
-            return f"crashed ({signal.Signals(-self.exit_code).name})"
-        return f"exit status {self.exit_code}"
+        elif self.exit_code < 0:  # the engine crashed, as a kernel that oopses
+            text = f"crashed ({signal.Signals(-self.exit_code).name})"
+        else:
+            text = f"exit status {self.exit_code}"
+        # The simulator's failure names the seed of its interleaving (docs/simulator.md).
+        return f"{text} ({replay.removeprefix('locklab-sim: ')})" if replay else text
 
 
+# How the simulator names the seed that replays a failed run's interleaving.
+REPLAY = "locklab-sim: the same command with --seed"
 _REPORT = re.compile(
     r"^(?:==\d+==)?(?:WARNING|ERROR): (ThreadSanitizer|AddressSanitizer|"
     r"UndefinedBehaviorSanitizer|LeakSanitizer): ([\w-]+(?: [\w-]+)*)",
