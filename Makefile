@@ -114,7 +114,7 @@ units_of = $(patsubst tests/unit/%.c,$(BUILD)/$(1)/unit/%,$(UNIT_SRC))
 interpose_of = $(BUILD)/$(1)/liblocklab-interpose.so $(BUILD)/$(1)/interpose-torture
 
 build: $(BUILD)/opt/locklab-bench $(call plugins_of,opt) $(call interpose_of,opt) $(WORKLOAD_PROGRAMS) \
-	$(BUILD)/sim/locklab-sim $(call plugins_of,sim)
+	$(BUILD)/sim/locklab-sim $(call plugins_of,sim) $(BUILD)/opt/line-latency
 
 $(BUILD)/opt/memcached-load: native/workloads/memcached_load.c Makefile
 	@mkdir -p $(@D)
@@ -131,7 +131,7 @@ $(BUILD)/opt/anon-vma-load: native/workloads/anon_vma_load.c native/workloads/lo
 
 build-all: $(WORKLOAD_PROGRAMS) $(foreach v,$(VARIANTS),$(BUILD)/$(v)/locklab-bench $(call plugins_of,$(v)) \
 	$(call units_of,$(v))) $(foreach v,$(INTERPOSE_VARIANTS),$(call interpose_of,$(v))) \
-	$(BUILD)/sim/locklab-sim $(call plugins_of,sim) arm64
+	$(BUILD)/sim/locklab-sim $(call plugins_of,sim) $(BUILD)/opt/line-latency arm64
 
 # A machine lent without build tools (a many-core machine to check the simulator against):
 # the engine and line-latency (native/tools/, a cache line's transfer cost between two CPUs,

@@ -319,3 +319,31 @@ def test_kernel_locks_and_c_plugins_compile_for_the_simulator(tmp_path):
     )  # fmt: skip
     assert plugin.returncode == 0, plugin.stderr[-2000:]
     assert "simulated: tiny-2s" in plugin.stdout
+
+
+def test_a_profile_of_this_machine_from_measurements(tmp_path):
+    """locklab machines --measure writes a profile the simulator runs on: its line transfer
+    and cpu_relax measured here, the rest said to be estimates; bad names are one line."""
+    target = tmp_path / "here.toml"
+    proc = subprocess.run(
+        [str(LOCKLAB), "machines", "--measure", "here", "-o", str(target)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    profile = load_profile(target)
+    assert profile.name == "here" and profile.cpus >= 2
+    assert "line-latency's ping-pong" in profile.sources["same_llc"]
+    assert "the engine's calibration" in profile.sources["cpu_relax"]
+    assert "hit" in profile.estimates() and "same_llc" not in profile.estimates()
+    run = subprocess.run(
+        [str(LOCKLAB), "run", "--sim", str(target), "--lock", "mcs", "--nwriters", "2",
+         "--repeat", "1", "--duration", "0.001", "--warmup", "0",
+         "--store", str(tmp_path / "store")],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "simulated: here (" in run.stdout
+    bad = subprocess.run([str(LOCKLAB), "machines", "--measure", "a b"], capture_output=True,
+                         text=True, timeout=60, check=False)  # fmt: skip
+    assert bad.returncode == 2 and "a name is letters" in bad.stderr
+    assert "Traceback" not in bad.stderr

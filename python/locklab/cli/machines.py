@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import re
+from dataclasses import replace
+from pathlib import Path
 
 from locklab.cli.common import Commands
+from locklab.errors import LocklabError
 from locklab.model.machine_profile import (
     PER_HOP_COSTS,
     SCALAR_COSTS,
     MachineProfile,
     find_profile,
+    load_profile,
     profile_names,
 )
+from locklab.run.engine import Engine, find_engine
+from locklab.run.machine_measure import profile_text
 
 
 def register(commands: Commands) -> None:
@@ -19,10 +26,22 @@ def register(commands: Commands) -> None:
         "machines", help="the simulator's machine profiles (locklab run --sim NAME)"
     )
     machines.add_argument("machine", nargs="?", help="one profile in full: its costs and sources")
+    machines.add_argument(
+        "--measure", metavar="NAME",
+        help="write a profile of this machine, named NAME, from measurements (line transfers "
+        "between CPUs, cpu_relax, the shape), to check the simulator against this machine",
+    )  # fmt: skip
+    machines.add_argument(
+        "-o", "--output", type=Path, help="with --measure: the file (default NAME.toml here)"
+    )
     machines.set_defaults(handler=cmd_machines)
 
 
 def cmd_machines(args: argparse.Namespace) -> int:
+    if args.measure:
+        return measure(args)
+    if args.output:
+        raise LocklabError("-o is for --measure")
     if args.machine:
         print("\n".join(profile_lines(find_profile(args.machine))))
         return 0
@@ -53,3 +72,22 @@ def profile_lines(p: MachineProfile) -> list[str]:
     estimates = p.estimates()
     lines.append(f"  estimates: {', '.join(estimates) if estimates else 'none'}")
     return lines
+
+
+def measure(args: argparse.Namespace) -> int:
+    if args.machine:
+        raise LocklabError("--measure writes a new profile: drop the machine name")
+    if not re.fullmatch(r"[A-Za-z0-9._-]+", args.measure):
+        raise LocklabError(f"--measure {args.measure}: a name is letters, digits, '.', '_' or '-'")
+    target = args.output or Path(f"{args.measure}.toml")
+    text = profile_text(args.measure, Engine(find_engine()))
+    partial = target.with_name(target.name + ".partial")
+    try:
+        partial.write_text(text)
+        profile = load_profile(partial)  # what --sim will read, checked before it is kept
+        partial.replace(target)
+    except OSError as error:
+        raise LocklabError(f"--measure: cannot write {target}: {error.strerror}") from None
+    print("\n".join(profile_lines(replace(profile, path=target))))
+    print(f"\nwritten: {target} (--sim {target} runs on it)")
+    return 0

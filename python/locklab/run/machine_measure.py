@@ -1,0 +1,210 @@
+"""A profile of this machine from measurements (`locklab machines --measure`), so the simulator
+can be checked against the machine it runs on.
+
+Measured: the shape, from Linux's /sys (the CPUs this process may use); a cache line's transfer
+between CPU 0 and every other CPU, by line-latency's ping-pong (native/tools/line_latency.c),
+each pair's median kept and the pairs' median taken per distance (SMT sibling, same LLC, same
+socket, other socket); an atomic on an owned line (line-latency too); cpu_relax() from the
+engine's own calibration; the clock from /proc/cpuinfo. Estimated, and said so in the profile:
+a hit, memory, futex waits and wakes, context switches.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from locklab.errors import LocklabError
+from locklab.run.engine import Engine
+
+ROOT = Path(__file__).resolve().parents[3]
+SYS_CPU = Path("/sys/devices/system/cpu")
+# What a profile cannot measure here, in cycles, as the x86 profiles in machines/ estimate it.
+ESTIMATED_CYCLES = {"hit": 4, "futex_wait": 3000, "futex_wake": 2500, "context_switch": 8000}
+MEMORY_NS = 100.0  # a DRAM access on a current server, give or take a third
+
+
+@dataclass(frozen=True)
+class CpuPlace:
+    cpu: int
+    package: int
+    core: int  # package * 10000 + core_id: unique across packages
+    siblings: frozenset[int]
+    llc: frozenset[int]
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return ""
+
+
+def _cpu_list(text: str) -> frozenset[int]:
+    cpus: set[int] = set()
+    for part in filter(None, text.split(",")):
+        low, _, high = part.partition("-")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return frozenset(cpus)
+
+
+def places() -> list[CpuPlace]:
+    """Where each CPU this process may use sits, as /sys says."""
+    found = []
+    for cpu in sorted(os.sched_getaffinity(0)):
+        topology = SYS_CPU / f"cpu{cpu}" / "topology"
+        package = int(_read(topology / "physical_package_id") or 0)
+        core = int(_read(topology / "core_id") or cpu)
+        siblings = _cpu_list(_read(topology / "thread_siblings_list")) or frozenset({cpu})
+        llc = _cpu_list(_read(SYS_CPU / f"cpu{cpu}" / "cache" / "index3" / "shared_cpu_list"))
+        found.append(CpuPlace(cpu, package, package * 10000 + core, siblings, llc or siblings))
+    return found
+
+
+def line_latency_tool() -> Path:
+    tool = ROOT / "build" / "opt" / "line-latency"
+    if not (tool.is_file() and os.access(tool, os.X_OK)):
+        raise LocklabError(f"--measure: no {tool} (make build)")
+    return tool
+
+
+def transfers(tool: Path, source: int, targets: list[int]) -> tuple[dict[int, float], float]:
+    """Nanoseconds per line transfer from `source` to each target, and per owned atomic."""
+    proc = subprocess.run(
+        [str(tool), "--from", str(source), "--trials", "5", *map(str, targets)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+        raise LocklabError(f"--measure: line-latency failed: {last}")
+    per_cpu, atomic = {}, 0.0
+    for line in proc.stdout.splitlines():
+        fields = line.split()
+        if fields[0] == "transfer":
+            per_cpu[int(fields[2])] = float(fields[3])
+        elif fields[0] == "atomic":
+            atomic = float(fields[1])
+    return per_cpu, atomic
+
+
+def clock_ghz() -> float | None:
+    found = re.search(r"^cpu MHz\s*:\s*([\d.]+)", _read(Path("/proc/cpuinfo")), re.M)
+    return round(float(found.group(1)) / 1000, 2) if found else None
+
+
+def cpu_model() -> str:
+    found = re.search(r"^(?:model name|Model)\s*:\s*(.+)$", _read(Path("/proc/cpuinfo")), re.M)
+    return found.group(1).strip() if found else platform.processor() or "unknown CPU"
+
+
+def profile_text(name: str, engine: Engine) -> str:
+    """The TOML of this machine's profile, measured now."""
+    cpus = places()
+    if len(cpus) < 2:
+        raise LocklabError("--measure: a line transfer needs two CPUs, and this process has one")
+    first = cpus[0]
+    per_cpu, atomic_ns = transfers(line_latency_tool(), first.cpu, [c.cpu for c in cpus[1:]])
+    by_distance: dict[str, list[float]] = {}
+    for other in cpus[1:]:
+        if other.core == first.core:
+            distance = "smt_sibling"
+        elif other.cpu in first.llc:
+            distance = "same_llc"
+        elif other.package == first.package:
+            distance = "same_socket"
+        else:
+            distance = "other_socket"
+        by_distance.setdefault(distance, []).append(per_cpu[other.cpu])
+    outcome = engine.run(["--lock", "tas", "--nwriters", "1", "--ops", "1000"], timeout_s=60.0)
+    relax_ns = ((outcome.result or {}).get("machine") or {}).get("cpu_relax_ns")
+    if not isinstance(relax_ns, int | float):
+        raise LocklabError(f"--measure: the engine's calibration failed: {outcome.error_line()}")
+    ghz = clock_ghz()
+    measured_ghz = ghz is not None
+    ghz = ghz or 2.0
+
+    def cycles(ns: float) -> int:
+        return max(1, round(ns * ghz))
+
+    packages = sorted({c.package for c in cpus})
+    per_package = [[c for c in cpus if c.package == p] for p in packages]
+    cores = len({c.core for c in per_package[0]})
+    threads = max(1, len(per_package[0]) // cores)
+    llc_cores = len({c.core for c in per_package[0] if c.cpu in first.llc}) or cores
+    uniform = all(len(group) == len(per_package[0]) for group in per_package) and (
+        cores % llc_cores == 0 and len(per_package[0]) == cores * threads
+    )
+    if not uniform:  # a shape the profile format cannot say: one socket of single cores
+        cores, threads, llc_cores, packages = len(cpus), 1, len(cpus), [0]
+    nodes = len(list(Path("/sys/devices/system/node").glob("node[0-9]*"))) or 1
+    nodes_per_socket = max(1, nodes // len(packages))
+    if cores % nodes_per_socket:
+        nodes_per_socket = 1
+
+    when = datetime.date.today().isoformat()
+    how = f"measured on {platform.node()} on {when} by locklab machines --measure"
+    costs: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    order = ("same_llc", "same_socket", "other_socket", "smt_sibling")
+    nearest = next(statistics.median(by_distance[d]) for d in order if d in by_distance)
+    for distance in order:
+        values = by_distance.get(distance)
+        if values:
+            ns = statistics.median(values)
+            sources[distance] = (f"{how}: line-latency's ping-pong, median of {len(values)} "
+                                 f"pairs from CPU {first.cpu}, {ns:.1f} ns")  # fmt: skip
+        else:
+            ns = nearest
+            sources[distance] = f"no such pair here: the nearest measured, {ns:.1f} ns"
+        costs[distance] = f"[{cycles(ns)}]" if distance == "other_socket" else str(cycles(ns))
+    costs["atomic"] = str(cycles(atomic_ns))
+    sources["atomic"] = f"{how}: line-latency, a chain of fetch-adds on an owned line, " + (
+        f"{atomic_ns:.2f} ns"
+    )
+    costs["cpu_relax"] = str(cycles(float(relax_ns)))
+    sources["cpu_relax"] = f"{how}: the engine's calibration, {float(relax_ns):.1f} ns"
+    for key, value in ESTIMATED_CYCLES.items():
+        costs[key] = str(value)
+        sources[key] = "estimate, as for the x86 profiles in machines/"
+    memory = str(cycles(MEMORY_NS))
+    costs.update(memory_local=memory, memory_same_socket=memory, memory_remote=f"[{memory}]")
+    for key in ("memory_local", "memory_same_socket", "memory_remote"):
+        sources[key] = f"estimate: {MEMORY_NS:.0f} ns, a DRAM access on a current server"
+    sources["ghz"] = (f"{how}: /proc/cpuinfo's cpu MHz" if measured_ghz else
+                      "estimate: /proc/cpuinfo gives no clock")  # fmt: skip
+    sources["topology"] = f"{how}: /sys/devices/system/cpu" + (
+        "" if uniform else " (a shape no profile can say, taken as one socket of single cores)"
+    )
+    arch = {"aarch64": "arm64"}.get(platform.machine(), platform.machine())
+    lines = [
+        f"# {name}: this machine, measured ({how}).",
+        f"# {cpu_model()}, {len(cpus)} CPUs. Check the simulator against it with the same",
+        "# command run with and without --sim (docs/simulator.md).",
+        "",
+        f'name = "{name}"',
+        f"summary = {json.dumps(f'{cpu_model()}, {len(cpus)} CPUs, measured here on {when}')}",
+        "seeds = []",
+        f'arch = "{arch}"',
+        f"ghz = {ghz}",
+        "",
+        "[topology]",
+        f"sockets = {len(packages)}",
+        f"nodes_per_socket = {nodes_per_socket}",
+        f"cores_per_socket = {cores}",
+        f"threads_per_core = {threads}",
+        f"cores_per_llc = {llc_cores}",
+        "",
+        "[costs]",
+        *(f"{key} = {value}" for key, value in costs.items()),
+        "",
+        "[sources]",
+        *(f"{key} = {json.dumps(text)}" for key, text in sources.items()),
+    ]
+    return "\n".join(lines) + "\n"
