@@ -42,7 +42,9 @@ label = "stock"
 
 def test_the_seed_campaign_reads_at_both_scales():
     quick = places.load(SEED)
-    assert quick.places == ["engine", "kernel", "program"]
+    assert quick.places == ["engine", "sim", "kernel", "program"]
+    assert quick.sim is not None and quick.sim.sim == "taishan200-96c"
+    assert [v.patches for v in quick.sim.variants] == [v.patches for v in quick.engine.variants]
     assert quick.labels == ["k0-stock", "k3-alongor"] and quick.baseline == "k0-stock"
     assert quick.engine is not None and quick.program is not None and quick.kernel is not None
     assert [v.label for v in quick.engine.variants] == quick.labels
@@ -56,6 +58,7 @@ def test_the_seed_campaign_reads_at_both_scales():
     assert full.name == "seed-000-places-full"
     assert full.kernel is not None and full.kernel.cpus == 96 and full.kernel.pin_cpus == "0-95"
     assert full.engine is not None and full.engine.duration_s == 60
+    assert full.sim is not None and full.sim.duration_s == 0.02
     assert full.engine.sweep["nwriters"][-1] == 95
 
 
@@ -116,6 +119,10 @@ patches = ["{BROKEN_PATCH}"]
 [engine]
 duration = 0.5
 warmup = 0.1
+[sim]
+machine = "mach1"
+duration = 0.001
+warmup = 0
 [kernel]
 repeat = 1
 duration = 8
@@ -132,15 +139,16 @@ timeout = 60
     dry = cli("campaign", str(campaign), "--dry-run", "--oversubscribe", store=tmp_path / "s",
               timeout=600)  # fmt: skip
     assert dry.returncode == 0, dry.stderr
-    assert "in engine, kernel, program" in dry.stdout and "kernel: " in dry.stdout
+    assert "in engine, sim, kernel, program" in dry.stdout and "kernel: " in dry.stdout
     proc = cli("campaign", str(campaign), "--oversubscribe", store=tmp_path / "s", timeout=1500)
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
     assert proc.returncode == 1, proc.stderr[-3000:]
     out = proc.stdout
-    for place in ("engine", "kernel", "program"):
+    for place in ("engine", "sim", "kernel", "program"):
         assert f"{place} test (" in out and f"{place} broken (" in out, out
     assert "kernel: machine: qemu-tcg (emulated: timing not representative" in out
+    assert "sim: simulated machine: virtual time" in out
     caught = next(line for line in out.splitlines() if line.startswith("  broken: "))
-    assert "caught in engine, kernel (emulated)" in caught, out
+    assert "caught in engine, sim, kernel (emulated)" in caught, out
     assert "locklab: failed run: broken-rtmutex_lock" in proc.stderr
     assert (tmp_path / "s" / "places-test.html").is_file()

@@ -115,7 +115,8 @@ def summary_line(runs: list[Run]) -> str:
     """'noisy machine: VM, 2 vCPUs, 3.1% steal during runs, 2 of 9 runs disturbed, no perf
     counters' from what the runs stored (the engine's figures and the sweep's machine check);
     'quiet machine: ...' when nothing there can disturb a measurement."""
-    if runs and all((run.machine or {}).get("simulated") for run in runs):
+    machines = [run.machine for run in runs if run.machine]  # a failed run may have none
+    if machines and all(machine.get("simulated") for machine in machines):
         return "simulated machine: virtual time, which nothing on this host disturbs"
     checks = [c for run in runs if (c := (run.machine or {}).get("check"))]
     measured = [(run, d) for run in runs if (d := of_run(run)) is not None]

@@ -1,11 +1,13 @@
 """`locklab campaign` of a places file (kind = "places", model/places.py): one set of patches
-measured in the engine, in booted kernels and under a real program, and shown in one table.
+measured in the engine, in the simulator, in booted kernels and under a real program, and shown
+in one table.
 
 Everything is checked first (the file, the locks compiled from the tree, the program, the
 kernels' parameters); then the kernels are built (cached), so no build runs beside a
-measurement; then the engine, the program and the kernels are measured, each into an experiment
-of its own in the store ("NAME-engine", "NAME-program", "NAME-kernel"). An interrupted engine or
-program part is resumed by running the campaign again, as for any campaign.
+measurement; then the engine, the simulator, the program and the kernels are measured, each
+into an experiment of its own in the store ("NAME-engine", "NAME-sim", "NAME-program",
+"NAME-kernel"). An interrupted engine, simulator or program part is resumed by running the
+campaign again, as for any campaign.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from locklab import provenance
 from locklab.analysis.cells import Analysis, Settings, analyse_experiment
 from locklab.analysis.places import combine
 from locklab.cli import figures
-from locklab.cli.common import chosen_engine, fit_to_machine, host
+from locklab.cli.common import chosen_engine, fit_to_machine, fit_to_simulated, host
 from locklab.cli.measure import KernelPlan, compile_variants, execute, plan_line
 from locklab.errors import LocklabError
 from locklab.model import places
@@ -35,8 +37,9 @@ Measured = tuple[Experiment, list[Run], Analysis]
 
 def _override(args: argparse.Namespace, campaign: places.PlacesCampaign) -> None:
     """--repeat for every place; --duration for the engine's runs and the kernels' torture
-    (a program runs as long as it takes); --warmup for the engine."""
-    for spec in (campaign.engine, campaign.program):
+    (a program runs as long as it takes; the simulator's seconds are virtual, its own);
+    --warmup for the engine."""
+    for spec in (campaign.engine, campaign.sim, campaign.program):
         if spec is not None and args.repeat is not None:
             spec.repeat, spec.repeat_auto = args.repeat, False
     if campaign.engine is not None:
@@ -55,7 +58,8 @@ def run_places(args: argparse.Namespace, chosen: Settings) -> int:
     campaign = places.load(args.file, args.full)
     _override(args, campaign)
     engine = Engine(chosen_engine(args))
-    specs = [(p, s) for p, s in (("engine", campaign.engine), ("program", campaign.program)) if s]
+    specs = [(p, s) for p, s in (("engine", campaign.engine), ("sim", campaign.sim),
+                                 ("program", campaign.program)) if s]  # fmt: skip
     try:
         for _, spec in specs:
             compile_variants(spec, engine)
@@ -66,6 +70,11 @@ def run_places(args: argparse.Namespace, chosen: Settings) -> int:
         raise locate_error(args.file, error) from None
     if campaign.engine is not None:
         fit_to_machine(campaign.engine, args.oversubscribe)
+    if campaign.sim is not None:
+        try:
+            fit_to_simulated(campaign.sim)
+        except LocklabError as error:
+            raise locate_error(args.file, error) from None
     kernels = KernelPlan(campaign.kernel) if campaign.kernel is not None else None
     if args.dry_run:
         print(f'{args.file}: "{printable(campaign.name)}": {campaign.lock} with '

@@ -2,6 +2,8 @@
 files measured in up to three places, each a campaign of its own kind, read by its own reader:
 
 - [engine]   the lock compiled from the kernel tree with each patch set, in the engine;
+- [sim]      the same code compiled for the simulator, on a machine profile (machine = "x5-4"):
+             the writer counts a small machine cannot reach (docs/simulator.md);
 - [kernel]   a kernel built from the same tree and patches, booted, running locktorture;
 - [program]  a real program whose pthread mutexes are the lock compiled from the tree.
 
@@ -24,7 +26,7 @@ from locklab.kernel.from_source import TORTURE_TYPE, check_name, is_source_lock
 from locklab.model.campaign import campaign_from_data
 from locklab.model.spec import ExperimentSpec
 
-PLACES = ("engine", "kernel", "program")
+PLACES = ("engine", "sim", "kernel", "program")
 TOP_KEYS = {"name", "kind", "lock", "baseline", "repeat", "source", "sweep", "patch", "full",
             *PLACES}  # fmt: skip
 # What the top level says for every place; a place's table may not say it again (but repeat:
@@ -45,6 +47,7 @@ class PlacesCampaign:
     baseline: str
     labels: list[str]
     engine: ExperimentSpec | None
+    sim: ExperimentSpec | None
     program: ExperimentSpec | None
     kernel: KernelCampaign | None
 
@@ -105,7 +108,7 @@ class _Reader:
             raise self.fail("[sweep] takes nwriters only (threads in the engine and the "
                             "program, nwriters_stress in the kernel)")  # fmt: skip
         if not any(place in data for place in PLACES):
-            raise self.fail("no place: give at least one of [engine], [kernel], [program]")
+            raise self.fail("no place: give at least one of [engine], [sim], [kernel], [program]")
         common = {"name": name, "baseline": baseline, "repeat": data.get("repeat", 3)}
         # The engine's and the program's variants: the lock with each patch set.
         variants = [{"label": label, "lock": lock, "patches": files}
@@ -115,6 +118,7 @@ class _Reader:
         return PlacesCampaign(
             name=name, path=self.path, lock=lock, baseline=baseline, labels=labels,
             engine=self.engine(data, common, variants, sweep),
+            sim=self.sim(data, common, variants, sweep),
             program=self.program(data, common, variants, sweep),
             kernel=self.kernel(data, common, lock, patches, sweep),
         )  # fmt: skip
@@ -155,6 +159,22 @@ class _Reader:
             raise self.fail("engine: 'program' belongs in [program], as command")
         tables = {**common, **table, "name": f"{common['name']}-engine", "sweep": sweep,
                   "variant": variants}  # fmt: skip
+        return campaign_from_data(self.path, self.text, tables)
+
+    def sim(self, data: dict, common: dict, variants: list[dict],
+            sweep: dict) -> ExperimentSpec | None:  # fmt: skip
+        """[sim]: the engine's campaign keys in virtual seconds, on `machine`."""
+        table = self.place(data, "sim")
+        if table is None:
+            return None
+        machine = table.get("machine")
+        if not isinstance(machine, str) or not machine:
+            raise self.fail('sim: give its machine, like machine = "x5-4" (locklab machines)')
+        if "sim" in table or "program" in table:
+            raise self.fail("sim: the machine is 'machine'; a program runs in [program]")
+        own = {key: value for key, value in table.items() if key != "machine"}
+        tables = {**common, **own, "name": f"{common['name']}-sim", "sweep": sweep,
+                  "variant": variants, "sim": machine}  # fmt: skip
         return campaign_from_data(self.path, self.text, tables)
 
     def program(self, data: dict, common: dict, variants: list[dict],
