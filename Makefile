@@ -26,7 +26,10 @@ VARIANTS := opt tsan asan
 # ThreadSanitizer pass, whose hooks locklab's runtime defines instead of libtsan. Hence two
 # steps: the instrumented objects, then a link without -fsanitize (which would add libtsan).
 # Function entry and exit hooks carry nothing the model uses.
-CFLAGS_sim := -O2 -fsanitize=thread --param=tsan-instrument-func-entry-exit=0 -DLOCKLAB_SIM
+# Concurrency Kit on its compiler builtins (ck_pr.h's CK_USE_CC_BUILTINS), which the pass sees,
+# instead of its inline assembly, which it cannot.
+CFLAGS_sim := -O2 -fsanitize=thread --param=tsan-instrument-func-entry-exit=0 -DLOCKLAB_SIM \
+	-DCK_USE_CC_BUILTINS=1
 SIM_RUNTIME_SRC := $(wildcard native/sim/*.c)
 # What a build's shared objects are linked with: its flags, sanitizer runtimes included; the
 # simulator's plugins without -fsanitize, their hooks resolved against locklab-sim's.

@@ -156,6 +156,15 @@ def test_a_deadlock_ends_on_the_virtual_watchdog(machine):
     assert "thread 1 on CPU 0:" in proc.stderr  # where each virtual CPU was
 
 
+def test_concurrency_kit_runs_on_its_compiler_builtins(machine):
+    """ck's locks, built on its builtins for the simulator, hand over and count transfers."""
+    for lock in ("ck_ticket", "ck_mcs", "ck_fas"):
+        proc, result = simulate(machine, ["--lock", lock, *RUN])
+        assert proc.returncode == 0, proc.stderr
+        assert result["handoffs"]["total"] > 0
+        assert result["simulation"]["transfers_per_acquisition"]["total"] > 1
+
+
 def test_locks_it_cannot_run_are_one_line(machine):
     proc, _ = simulate(machine, ["--lock", "pthread_mutex", "--nwriters", "1"])
     assert proc.returncode == 2

@@ -340,8 +340,5 @@ const char *locklab_sim_unsupported_lock(const char *name)
 		       "system calls the simulator cannot see";
 	if (strcmp(name, "pi_futex") == 0)
 		return "its waiting is the kernel's PI futex, not code locklab compiles";
-	if (strncmp(name, "ck_", 3) == 0)
-		return "Concurrency Kit's atomics are inline assembly on this architecture, which the "
-		       "simulator's instrumentation cannot see";
 	return NULL;
 }

@@ -75,6 +75,8 @@ def check_simulated_plugin(plugin: Path) -> None:
     hooks; any other would spin on the host, unseen by the model."""
     if is_source(str(plugin)):
         return
+    if not plugin.is_file():
+        raise LocklabError(f"--plugin {plugin}: no such file")
     proc = subprocess.run(["nm", "-D", "--undefined-only", str(plugin)], capture_output=True,
                           text=True, check=False)  # fmt: skip
     if proc.returncode != 0:
