@@ -21,7 +21,7 @@ from pathlib import Path
 from locklab.model.machine_profile import find_profile
 
 ROOT = Path(__file__).resolve().parent.parent
-SIM = ROOT / ".venv" / "bin" / "locklab-sim"
+SIM = ROOT / "build" / "sim" / "locklab-sim"
 
 
 def real_runs(folder: Path) -> dict[tuple[str, int], list[float]]:

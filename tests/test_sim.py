@@ -114,16 +114,27 @@ def test_transfers_are_counted_by_distance(machine):
 @pytest.mark.parametrize("lock", ["ticket", "qspinlock"])
 def test_parked_spinners_measure_as_every_iteration_run(machine, lock):
     """Parking a spinner until its line is taken, against running every iteration
-    (LOCKLAB_SIM_SPIN=exact): within 2% for these locks here, within 5% asked. (MCS and CLH
-    can settle into another order of arrivals when a resumed poll moves by less than one
-    iteration, as they do from one seed to the next: see the test below.)"""
-    proc, parked = simulate(machine, ["--lock", lock, *RUN])
-    proc_exact, exact = simulate(machine, ["--lock", lock, *RUN], {"LOCKLAB_SIM_SPIN": "exact"})
-    assert proc.returncode == 0 and proc_exact.returncode == 0, proc_exact.stderr
-    assert parked["simulation"]["spin_parks_per_acquisition"] > 0.3  # parking is in play
-    assert exact["simulation"]["spin_parks_per_acquisition"] == 0
-    ratio = parked["throughput_ops_per_s"] / exact["throughput_ops_per_s"]
-    assert 0.95 < ratio < 1.05, ratio
+    (LOCKLAB_SIM_SPIN=exact), over seeds 1 to 4: a queue of four writers on two sockets settles
+    into one of a few orders of arrival (see the test below), in either mode; within one order,
+    parked and exact agree within 5%."""
+    by_order: dict[tuple[str, float], list[float]] = {}
+    for seed in range(1, 5):
+        for spin in ("park", "exact"):
+            proc, result = simulate(machine, ["--lock", lock, *RUN, "--seed", str(seed)],
+                                    {"LOCKLAB_SIM_SPIN": spin})  # fmt: skip
+            assert proc.returncode == 0, proc.stderr
+            parks = result["simulation"]["spin_parks_per_acquisition"]
+            assert parks > 0.3 if spin == "park" else parks == 0  # parking is in play
+            order = round(result["handoffs"]["same_node_fraction"], 1)
+            by_order.setdefault((spin, order), []).append(result["throughput_ops_per_s"])
+    common = {order for spin, order in by_order if spin == "park"} & {
+        order for spin, order in by_order if spin == "exact"
+    }
+    assert common, by_order
+    for order in common:
+        parked = sum(by_order[("park", order)]) / len(by_order[("park", order)])
+        exact = sum(by_order[("exact", order)]) / len(by_order[("exact", order)])
+        assert 0.95 < parked / exact < 1.05, (order, parked, exact)
 
 
 def test_seeds_reach_different_interleavings(machine):

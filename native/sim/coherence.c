@@ -178,6 +178,28 @@ static struct sim_line *request_travels(struct sim_thread *self, uintptr_t key, 
 	return line_find(key, self->cpu, &created);
 }
 
+/*
+ * A plain store that misses waits in the store buffer: its thread goes on once the store has
+ * taken effect, and the answer's half completes behind it. A locked instruction or a full
+ * barrier drains the buffer first (sim_drain_stores), as on x86.
+ */
+static void buffered_store(struct sim_thread *self, struct sim_line *l, uint64_t cost,
+			   enum locklab_sim_distance distance)
+{
+	uint64_t start = self->clock > l->busy_until ? self->clock : l->busy_until;
+	l->busy_until = start + cost;
+	if (start + cost > self->stores_done_at)
+		self->stores_done_at = start + cost;
+	if (self->counted)
+		self->transfers[distance]++;
+}
+
+void sim_drain_stores(struct sim_thread *self)
+{
+	if (self->stores_done_at > self->clock)
+		self->clock = self->stores_done_at;
+}
+
 static bool line_has_copies(const struct sim_line *l)
 {
 	for (int w = 0; w < SHARER_WORDS; w++)
@@ -270,6 +292,8 @@ bool sim_access(uintptr_t addr, unsigned int size, enum sim_access kind)
 		return false;
 	}
 
+	if (kind == SIM_RMW)
+		sim_drain_stores(self);
 	if (l->owner == cpu) {
 		self->clock += costs->hit + rmw;
 		return true;
@@ -289,7 +313,10 @@ bool sim_access(uintptr_t addr, unsigned int size, enum sim_access kind)
 		uint64_t slowest = acks > cost ? acks : cost;
 		l = request_travels(self, key, slowest);
 		taken_at = self->clock;
-		transfer(self, l, slowest - slowest / 2, distance);
+		if (kind == SIM_STORE)
+			buffered_store(self, l, slowest - slowest / 2, distance);
+		else
+			transfer(self, l, slowest - slowest / 2, distance);
 	}
 	self->clock += rmw;
 	memset(l->sharers, 0, sizeof(l->sharers));

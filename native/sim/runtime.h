@@ -135,6 +135,7 @@ struct sim_thread {
 	uint64_t clock_read_iteration;  /* the iteration in which it last read the clock */
 	bool joined;                    /* its pthread_join has returned: the pthread_t may be reused */
 	uint64_t blocked_cycles;        /* asleep: futex, nanosleep, barrier, join */
+	uint64_t stores_done_at;        /* when its buffered stores have all completed */
 
 	/* Counted for the report. */
 	uint64_t transfers[SIM_DISTANCES];
@@ -183,6 +184,8 @@ void sim_wake_spinners(uintptr_t line, uint64_t when);
 /* ---- the coherence model (coherence.c) ------------------------------------------------------ */
 enum sim_access { SIM_LOAD, SIM_STORE, SIM_RMW };
 /* Charge the calling thread for one access; returns whether it hit in its own cache. */
+/* A locked instruction or full barrier waits for the thread's buffered stores. */
+void sim_drain_stores(struct sim_thread *self);
 bool sim_access(uintptr_t addr, unsigned int size, enum sim_access kind);
 uintptr_t sim_line_of(uintptr_t addr);
 /* A spinner parks on (+1) or leaves (-1) the line with this key. */

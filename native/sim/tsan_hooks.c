@@ -213,8 +213,10 @@ void locklab_sim_fence(enum locklab_sim_fence kind)
 {
 	if (sim_self == NULL)
 		return;
-	if (kind == SIM_FENCE_FULL || (kind == SIM_FENCE_ATOMIC && sim_machine_is_arm64()))
+	if (kind == SIM_FENCE_FULL || (kind == SIM_FENCE_ATOMIC && sim_machine_is_arm64())) {
+		sim_drain_stores(sim_self);
 		sim_self->clock += sim_machine.costs.atomic;
+	}
 }
 
 uint64_t locklab_sim_cycles(void)
