@@ -5,7 +5,8 @@
 #
 # Needs only `make static` run beforehand (the machine may have no compiler or Python).
 # Writes under OUT (default ./many-cores): topology.txt, latency.txt, and one JSON per run,
-# named LOCK-WORKLOAD-NWRITERS-REPEAT.json; bench/sim_vs_real.py reads that folder.
+# named LOCK-WORKLOAD-NWRITERS-REPEAT.json, then packs them into OUT.tgz;
+# bench/sim_vs_real.py reads the folder.
 #   bench/many_cores.sh [OUT] [SECONDS]
 set -uo pipefail
 out=${1:-many-cores}
@@ -49,3 +50,5 @@ for repeat in 1 2 3; do
 	done
 done
 echo "done: $(ls "$out"/*.json | wc -l) runs"
+# One file to bring back (the device tool returns a few files, not hundreds).
+tar czf "$out.tgz" -C "$(dirname "$out")" "$(basename "$out")" && echo "packed: $out.tgz"
