@@ -151,15 +151,19 @@ static uint64_t farthest_copy_cost(const struct sim_line *l, int cpu)
 	return worst;
 }
 
-/* A transfer of `cost` on the line, queued behind the one it is serving. */
-static void transfer(struct sim_thread *self, struct sim_line *l, uint64_t cost,
-		     enum locklab_sim_distance distance)
+/*
+ * The answer to a request that has reached the line: it takes `cost` to arrive, queued behind
+ * the answer the line is serving, and occupies the line for `occupancy`. Returns when it
+ * arrives.
+ */
+static uint64_t answer(struct sim_thread *self, struct sim_line *l, uint64_t cost,
+		       uint64_t occupancy, enum locklab_sim_distance distance)
 {
 	uint64_t start = self->clock > l->busy_until ? self->clock : l->busy_until;
-	l->busy_until = start + cost;
-	self->clock = start + cost;
+	l->busy_until = start + occupancy;
 	if (self->counted)
 		self->transfers[distance]++;
+	return start + cost;
 }
 
 /*
@@ -180,18 +184,13 @@ static struct sim_line *request_travels(struct sim_thread *self, uintptr_t key, 
 
 /*
  * A plain store that misses waits in the store buffer: its thread goes on once the store has
- * taken effect, and the answer's half completes behind it. A locked instruction or a full
- * barrier drains the buffer first (sim_drain_stores), as on x86.
+ * taken effect, and the answer completes behind it. A locked instruction or a full barrier
+ * drains the buffer first (sim_drain_stores), as on x86.
  */
-static void buffered_store(struct sim_thread *self, struct sim_line *l, uint64_t cost,
-			   enum locklab_sim_distance distance)
+static void buffer_store(struct sim_thread *self, uint64_t done)
 {
-	uint64_t start = self->clock > l->busy_until ? self->clock : l->busy_until;
-	l->busy_until = start + cost;
-	if (start + cost > self->stores_done_at)
-		self->stores_done_at = start + cost;
-	if (self->counted)
-		self->transfers[distance]++;
+	if (done > self->stores_done_at)
+		self->stores_done_at = done;
 }
 
 void sim_drain_stores(struct sim_thread *self)
@@ -217,18 +216,12 @@ static bool line_has_copies(const struct sim_line *l)
 	return false;
 }
 
-/* A read of a line already shared: the answer takes `cost`, but occupies the line for less
- * (SHARED_READ_OCCUPANCY_PERCENT of it, at least a hit), as a shared cache serves many
- * readers of one line faster than a holder hands the line over. */
-static void read_shared(struct sim_thread *self, struct sim_line *l, uint64_t cost,
-			enum locklab_sim_distance distance)
+/* How long a clean line's answer of `cost` occupies it (at least a hit): a shared cache
+ * serves many readers of one line faster than a holder hands the line over. */
+static uint64_t shared_read_occupancy(uint64_t cost)
 {
-	uint64_t start = self->clock > l->busy_until ? self->clock : l->busy_until;
 	uint64_t occupancy = cost * SHARED_READ_OCCUPANCY_PERCENT / 100;
-	l->busy_until = start + (occupancy > sim_machine.costs.hit ? occupancy : sim_machine.costs.hit);
-	self->clock = start + cost;
-	if (self->counted)
-		self->transfers[distance]++;
+	return occupancy > sim_machine.costs.hit ? occupancy : sim_machine.costs.hit;
 }
 
 bool sim_access(uintptr_t addr, unsigned int size, enum sim_access kind)
@@ -290,12 +283,10 @@ bool sim_access(uintptr_t addr, unsigned int size, enum sim_access kind)
 		if (nearest_copy(l, cpu, &cost, &distance) < 0)
 			cost = sim_memory_cost(cpu, l->home_node);
 		l = request_travels(self, key, cost);
-		if (l->owner < 0 && line_has_copies(l)) {
-			/* A clean shared line: its readers are answered back to back. */
-			read_shared(self, l, cost - cost / 2, distance);
-		} else {
-			transfer(self, l, cost - cost / 2, distance);
-		}
+		uint64_t half = cost - cost / 2;
+		bool clean = l->owner < 0 && line_has_copies(l);
+		self->clock = answer(self, l, half, clean ? shared_read_occupancy(half) : half,
+				     distance);
 		if (l->owner >= 0)
 			add_sharer(l, l->owner);
 		l->owner = -1;
@@ -324,10 +315,12 @@ bool sim_access(uintptr_t addr, unsigned int size, enum sim_access kind)
 		uint64_t slowest = acks > cost ? acks : cost;
 		l = request_travels(self, key, slowest);
 		taken_at = self->clock;
+		uint64_t half = slowest - slowest / 2;
+		uint64_t done = answer(self, l, half, half, distance);
 		if (kind == SIM_STORE)
-			buffered_store(self, l, slowest - slowest / 2, distance);
+			buffer_store(self, done);
 		else
-			transfer(self, l, slowest - slowest / 2, distance);
+			self->clock = done;
 	}
 	self->clock += rmw;
 	memset(l->sharers, 0, sizeof(l->sharers));
