@@ -16,6 +16,13 @@ from locklab.model.machine_profile import find_profile, load_profile, profile_na
 SIM = BUILD / "sim" / "locklab-sim"
 LOCKLAB = ROOT / ".venv" / "bin" / "locklab"
 
+
+def locklab(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """The command line, as a user runs it."""
+    return subprocess.run([str(LOCKLAB), *args], capture_output=True, text=True,
+                          timeout=timeout, check=False)  # fmt: skip
+
+
 # Two sockets of two cores, costs that make the distances visible.
 TINY_PROFILE = """
 name = "tiny-2s"
@@ -212,11 +219,11 @@ def test_a_malformed_profile_is_one_line(tmp_path, change, message):
 def test_run_sim_prints_a_simulated_table(tmp_path, machine):
     profile = tmp_path / "tiny-2s.toml"
     profile.write_text(TINY_PROFILE)
-    proc = subprocess.run(
-        [str(LOCKLAB), "run", "--sim", str(profile), "--lock", "ticket,mcs", "--nwriters", "1,4",
-         "--repeat", "2", "--duration", "0.001", "--warmup", "0.0001",
-         "--store", str(tmp_path / "store")],
-        capture_output=True, text=True, timeout=120, check=False,
+    proc = locklab(
+        "run", "--sim", str(profile), "--lock", "ticket,mcs", "--nwriters", "1,4",
+        "--repeat", "2", "--duration", "0.001", "--warmup", "0.0001",
+        "--store", str(tmp_path / "store"),
+        timeout=120,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "simulated: tiny-2s (a test machine: 2 sockets x 2 cores)" in proc.stdout
@@ -225,24 +232,23 @@ def test_run_sim_prints_a_simulated_table(tmp_path, machine):
 
 
 def test_run_sim_refuses_what_it_cannot_run(tmp_path):
-    def locklab(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(LOCKLAB), "run", *args, "--store", str(tmp_path / "s")],
-                              capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return locklab("run", *args, "--store", str(tmp_path / "s"), timeout=60)
 
-    unknown = locklab("--sim", "no-such-machine", "--lock", "ticket")
+    unknown = run("--sim", "no-such-machine", "--lock", "ticket")
     assert unknown.returncode == 2 and "unknown machine 'no-such-machine'" in unknown.stderr
-    crowded = locklab("--sim", "mach1", "--lock", "ticket", "--nwriters", "32")
+    crowded = run("--sim", "mach1", "--lock", "ticket", "--nwriters", "32")
     assert crowded.returncode == 2 and "a point of 32 threads needs more than its 16 CPUs" in (
         crowded.stderr
     )
     opt_plugin = ROOT / "build" / "opt" / "plugins" / "example_ticket.so"
-    plugin = locklab("--sim", "mach1", "--plugin", str(opt_plugin), "--lock", "example_ticket")
+    plugin = run("--sim", "mach1", "--plugin", str(opt_plugin), "--lock", "example_ticket")
     assert plugin.returncode == 2 and "built without the simulator's instrumentation" in (
         plugin.stderr
     )
     bad = tmp_path / "bad.toml"
     bad.write_text("name = [")
-    malformed = locklab("--sim", str(bad), "--lock", "ticket")
+    malformed = run("--sim", str(bad), "--lock", "ticket")
     assert malformed.returncode == 2 and "not valid TOML" in malformed.stderr
     for proc in (unknown, crowded, malformed, plugin):
         assert "Traceback" not in proc.stderr
@@ -281,17 +287,17 @@ def test_a_simulated_seed_campaign_and_its_other_machine(tmp_path):
     precision-490 with --sim: a machine too small for its sweep is one line."""
     campaign = ROOT / "campaigns" / "seed-004-sim.toml"
     store = str(tmp_path / "store")
-    proc = subprocess.run(
-        [str(LOCKLAB), "campaign", str(campaign), "--store", store, "--repeat", "1",
-         "--duration", "0.001", "--warmup", "0", "--plain"],
-        capture_output=True, text=True, timeout=300, check=False,
+    proc = locklab(
+        "campaign", str(campaign), "--store", store, "--repeat", "1",
+        "--duration", "0.001", "--warmup", "0", "--plain",
+        timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "simulated: mach1 (" in proc.stdout
     assert "fixed-375" in proc.stdout and "load" in proc.stdout
-    small = subprocess.run(
-        [str(LOCKLAB), "campaign", str(campaign), "--sim", "precision-490", "--store", store],
-        capture_output=True, text=True, timeout=60, check=False,
+    small = locklab(
+        "campaign", str(campaign), "--sim", "precision-490", "--store", store,
+        timeout=60,
     )  # fmt: skip
     assert small.returncode == 2 and "a point of 8 threads needs more than its 4 CPUs" in (
         small.stderr
@@ -299,12 +305,12 @@ def test_a_simulated_seed_campaign_and_its_other_machine(tmp_path):
 
 
 def test_tune_finds_a_delay_on_a_simulated_machine(tmp_path):
-    proc = subprocess.run(
-        [str(LOCKLAB), "tune", "ticket_fixed_delay", "--param", "spinlock_delay", "--range",
-         "0:400", "--sim", "mach1", "--nwriters", "8", "--workload", "noload:0:0",
-         "--repeat", "1", "--duration", "0.001", "--warmup", "0", "--grid", "3", "--rounds",
-         "1", "--store", str(tmp_path / "store"), "-o", str(tmp_path / "tune.png")],
-        capture_output=True, text=True, timeout=300, check=False,
+    proc = locklab(
+        "tune", "ticket_fixed_delay", "--param", "spinlock_delay", "--range",
+        "0:400", "--sim", "mach1", "--nwriters", "8", "--workload", "noload:0:0",
+        "--repeat", "1", "--duration", "0.001", "--warmup", "0", "--grid", "3", "--rounds",
+        "1", "--store", str(tmp_path / "store"), "-o", str(tmp_path / "tune.png"),
+        timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "ticket_fixed_delay: chosen spinlock_delay = " in proc.stdout
@@ -318,12 +324,12 @@ def test_kernel_locks_and_c_plugins_compile_for_the_simulator(tmp_path):
     profile.write_text(TINY_PROFILE)
     broken = ROOT / "campaigns" / "patches" / "broken" / (
         "0001-rtmutex-take-an-owned-lock-now-and-then.patch")  # fmt: skip
-    proc = subprocess.run(
-        [str(LOCKLAB), "run", "--sim", str(profile), "--lock", "kernel:rtmutex",
-         "--patch", "stock", "--patch", f"broken={broken}", "--nwriters", "1,4",
-         "--repeat", "1", "--duration", "0.001", "--warmup", "0",
-         "--store", str(tmp_path / "store")],
-        capture_output=True, text=True, timeout=600, check=False,
+    proc = locklab(
+        "run", "--sim", str(profile), "--lock", "kernel:rtmutex",
+        "--patch", "stock", "--patch", f"broken={broken}", "--nwriters", "1,4",
+        "--repeat", "1", "--duration", "0.001", "--warmup", "0",
+        "--store", str(tmp_path / "store"),
+        timeout=600,
     )  # fmt: skip
     assert "Traceback" not in proc.stderr
     assert proc.returncode == 1, proc.stderr[-2000:]
@@ -331,11 +337,11 @@ def test_kernel_locks_and_c_plugins_compile_for_the_simulator(tmp_path):
     row = next(line for line in proc.stdout.splitlines() if line.startswith("4 "))
     assert row.split()[-1] == "x" and "replays this interleaving exactly" in proc.stderr
     source = ROOT / "examples" / "plugin" / "example_ticket.c"
-    plugin = subprocess.run(
-        [str(LOCKLAB), "run", "--sim", str(profile), "--plugin", str(source),
-         "--lock", "example_ticket", "--nwriters", "4", "--repeat", "1",
-         "--duration", "0.001", "--warmup", "0", "--store", str(tmp_path / "store")],
-        capture_output=True, text=True, timeout=300, check=False,
+    plugin = locklab(
+        "run", "--sim", str(profile), "--plugin", str(source),
+        "--lock", "example_ticket", "--nwriters", "4", "--repeat", "1",
+        "--duration", "0.001", "--warmup", "0", "--store", str(tmp_path / "store"),
+        timeout=300,
     )  # fmt: skip
     assert plugin.returncode == 0, plugin.stderr[-2000:]
     assert "simulated: tiny-2s" in plugin.stdout
@@ -345,9 +351,9 @@ def test_a_profile_of_this_machine_from_measurements(tmp_path):
     """locklab machines --measure writes a profile the simulator runs on: its line transfer
     and cpu_relax measured here, the rest said to be estimates; bad names are one line."""
     target = tmp_path / "here.toml"
-    proc = subprocess.run(
-        [str(LOCKLAB), "machines", "--measure", "here", "-o", str(target)],
-        capture_output=True, text=True, timeout=300, check=False,
+    proc = locklab(
+        "machines", "--measure", "here", "-o", str(target),
+        timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     profile = load_profile(target)
@@ -355,15 +361,14 @@ def test_a_profile_of_this_machine_from_measurements(tmp_path):
     assert "line-latency's ping-pong" in profile.sources["same_llc"]
     assert "the engine's calibration" in profile.sources["cpu_relax"]
     assert "hit" in profile.estimates() and "same_llc" not in profile.estimates()
-    run = subprocess.run(
-        [str(LOCKLAB), "run", "--sim", str(target), "--lock", "mcs", "--nwriters", "2",
-         "--repeat", "1", "--duration", "0.001", "--warmup", "0",
-         "--store", str(tmp_path / "store")],
-        capture_output=True, text=True, timeout=120, check=False,
+    run = locklab(
+        "run", "--sim", str(target), "--lock", "mcs", "--nwriters", "2",
+        "--repeat", "1", "--duration", "0.001", "--warmup", "0",
+        "--store", str(tmp_path / "store"),
+        timeout=120,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert "simulated: here (" in run.stdout
-    bad = subprocess.run([str(LOCKLAB), "machines", "--measure", "a b"], capture_output=True,
-                         text=True, timeout=60, check=False)  # fmt: skip
+    bad = locklab("machines", "--measure", "a b", timeout=60)
     assert bad.returncode == 2 and "a name is letters" in bad.stderr
     assert "Traceback" not in bad.stderr

@@ -35,7 +35,7 @@ from locklab.kernel.build_inputs import (
     patch_failure,
     patched_files,
 )
-from locklab.run.simulator import find_sim_engine, sim_environment
+from locklab.run.simulator import engine_invocation
 
 PREFIX = "kernel:"
 # What each lock is compiled from (the Makefile's KSHIM_FILES_*; qspinlock.c and rbtree.c
@@ -228,9 +228,8 @@ def build_source_lock(
         raise LocklabError(compile_failure(proc.stdout + proc.stderr, name, label))
     # Loaded once by the engine it is for: a kernel function the tree declares but the shim
     # does not define is an unresolved symbol there (the link of a shared object allows it).
-    loader, env = engine, None
-    if build == SIM_BUILD:
-        loader, env = find_sim_engine(engine), sim_environment(dict(os.environ), sim_machine)
+    machine = sim_machine if build == SIM_BUILD else ""
+    loader, env = engine_invocation(engine, machine, dict(os.environ))
     loaded = subprocess.run([str(loader), "--plugin", str(partial), "--list"],
                             capture_output=True, text=True, check=False, env=env)  # fmt: skip
     if loaded.returncode != 0:

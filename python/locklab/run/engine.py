@@ -21,7 +21,7 @@ from locklab.run.guest_program import run_in_guest
 from locklab.run.lifetime import die_with_locklab
 from locklab.run.outcome import EngineOutcome
 from locklab.run.program import run_program
-from locklab.run.simulator import find_sim_engine, sim_environment
+from locklab.run.simulator import engine_invocation
 
 if TYPE_CHECKING:
     from locklab.model.spec import Configuration, ExperimentSpec
@@ -62,12 +62,11 @@ class Engine:
         ``sim_machine``, as the simulator lists them (plugins built for it load only there)."""
         key = (plugins, sim_machine)
         if key not in self._catalogues:
-            binary = find_sim_engine(self.path) if sim_machine else self.path
+            binary, env = engine_invocation(self.path, sim_machine, sanitizer_environment())
             command = [str(binary)]
             for plugin in plugins:
                 command += ["--plugin", plugin]
             command += ["--list", "--json", "-"]
-            env = sim_environment(sanitizer_environment(), sim_machine) if sim_machine else None
             proc = self._call(command, timeout_s=30.0, env=env)
             if proc.returncode != 0:
                 last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
@@ -153,8 +152,7 @@ class Engine:
         """One measurement: the engine with ``args`` and ``--json -``, waited for at most
         ``timeout_s``; with ``sim_machine`` (a flat machine file's text) the simulator on that
         machine. Ctrl-C kills the engine and propagates."""
-        binary = find_sim_engine(self.path) if sim_machine else self.path
-        env = sim_environment(sanitizer_environment(), sim_machine) if sim_machine else None
+        binary, env = engine_invocation(self.path, sim_machine, sanitizer_environment())
         command = [str(binary), *args, "--json", "-"]
         start = time.monotonic()
         try:

@@ -41,3 +41,14 @@ def machine_file(flat_text: str) -> Path:
 
 def sim_environment(base: dict[str, str], flat_text: str) -> dict[str, str]:
     return {**base, "LOCKLAB_SIM_MACHINE": str(machine_file(flat_text))}
+
+
+def engine_invocation(
+    engine: Path, sim_machine: str, base: dict[str, str]
+) -> tuple[Path, dict[str, str] | None]:
+    """The binary and environment that run an engine command line: the engine itself (None:
+    the caller's environment), or with `sim_machine` (a flat machine file's text) the simulator
+    beside it, on that machine."""
+    if not sim_machine:
+        return engine, None
+    return find_sim_engine(engine), sim_environment(base, sim_machine)
