@@ -5,6 +5,8 @@ import re
 
 from conftest import bench_path, list_locks, run_engine
 from locklab.cli.main import main
+from locklab.model.catalogue import Catalogue, LockInfo
+from locklab.model.targeting import spec_for_locks
 
 OLD_NAMES = {f"rtmutex-k{k}": f"rtmutex_k{k}" for k in range(6)} | {
     "qspinlock-nr16k": "qspinlock_nr16k",
@@ -33,3 +35,18 @@ def test_a_campaign_with_old_names_still_runs(tmp_path, monkeypatch, capsys):
     )
     assert main(["campaign", str(campaign), "--store", str(tmp_path / "s"), "--plain"]) == 0
     assert "cna-v1" in capsys.readouterr().out  # the label the file gave
+
+
+def test_a_kernel_column_beside_other_locks_names_its_lock():
+    """`--lock mutex,kernel:mutex --patch stock`: the tree's column reads kernel:mutex/stock, not
+    a bare `stock` that hides which code it is; alone, its columns are the patch labels."""
+    mutex = LockInfo("mutex", "sleeping", "", "", (), ())
+    catalogue = Catalogue([mutex])
+    compiled = {"kernel:mutex": [("stock", "stock.so", ())]}
+
+    def labels(locks: str) -> list[str]:
+        spec = spec_for_locks(lambda _: catalogue, locks, [], [], {}, compiled)
+        return [variant.label for variant in spec.variants]
+
+    assert labels("mutex,kernel:mutex") == ["mutex", "kernel:mutex/stock"]
+    assert labels("kernel:mutex") == ["stock"]

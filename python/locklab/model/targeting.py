@@ -28,7 +28,8 @@ def spec_for_locks(
     """The spec of `--lock A,B --param ... --nwriters ...`; `settings` are ExperimentSpec's
     other fields (name and baseline default to the locks). `source_plugins`: for each lock
     compiled from a kernel tree (kernel:NAME), its (patch label, plugin, patch files): one variant
-    each, labelled by the patch (or LOCK/LABEL when several such locks are run)."""
+    each, labelled by the patch alone when it is the only lock run, else LOCK/LABEL, so a column
+    of the tree's code beside a port never reads as a bare label such as `stock`."""
     if not lock_text:
         raise LocklabError("run: give --lock A,B,... (or --resume EXP)")
     locks = [name.strip() for name in lock_text.split(",")]
@@ -49,7 +50,7 @@ def spec_for_locks(
             variants.append(Variant(lock, lock, tuple(params[lock]), plugin_of.get(lock)))
             continue
         for label, plugin, patches in sources[lock]:
-            shown = label if len(sources) == 1 else f"{lock}/{label}"
+            shown = label if len(sources) == 1 and not built_here else f"{lock}/{label}"
             variants.append(Variant(shown, lock, (), plugin, patches))
     sweep = {
         axis: parse_int_list(axis, text) for axis, text in axes_text.items() if text is not None
