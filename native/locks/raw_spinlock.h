@@ -10,9 +10,12 @@
  *                      layout. Ports: mutex.c, rwsem.c, rtmutex.c's k0..k5.
  *   raw_ticket_spin_*  x86 from 2.6.25 (N. Piggin, "x86: FIFO ticket spinlocks", 2008) to 4.1:
  *                      arch/x86/include/asm/spinlock.h and spinlock_types.h of Linux 3.10. Ports:
- *                      mutex_3_10.c, rwsem_xadd_3_10.c, rtmutex.c's rtmutex_rt_2_6_24 and
- *                      rtmutex_adaptive (2.6.24-rt; the adaptive series relied on a FIFO raw
- *                      spinlock, wait_lock pressure having caused its latency spikes).
+ *                      mutex_3_10.c, rwsem_xadd_3_10.c, rtmutex.c's rtmutex_adaptive (the
+ *                      adaptive series carried the ticket lock into 2.6.24-rt as a prerequisite:
+ *                      its latency spikes came from wait_lock's unfairness).
+ *   raw_dec_spin_*     x86 up to 2.6.24: the unfair decrement spinlock (include/asm-x86/
+ *                      spinlock_64.h of 2.6.24; i386 did the same on a byte). Port: rtmutex.c's
+ *                      rtmutex_rt_2_6_24, the baseline the adaptive series was measured against.
  *
  * Queued: a waiter needs a queue node of its own, hence `self`. The nodes are the thread's
  * LOCK_QNODE_RAW_SPIN slots (4, and 5 for one level of nesting: rtmutex takes a task's pi_lock
@@ -123,6 +126,43 @@ static inline void raw_ticket_spin_unlock(struct raw_ticket_spinlock *lock)
 	__atomic_store_n(&lock->head, (q_u16)(READ_ONCE(lock->head) + 1), __ATOMIC_RELEASE);
 }
 
+/* ---- x86 up to 2.6.24: decrement ------------------------------------------------------------ */
+
+/*
+ * The kernel's word `slock` is 1 when free: lock is `lock decl`, taken if the result is not
+ * negative; otherwise spin with pause while slock <= 0, then decrement again. Unlock stores 1;
+ * trylock exchanges 0 in and succeeds if the old value was positive. No order among waiters:
+ * whoever decrements first after the store of 1 wins, often the releasing CPU itself.
+ * Stored here as `taken` = 1 - slock, so that a zeroed word is free as the kernel's static
+ * initialiser {1} makes it (every lock and task here starts zeroed): the same instructions
+ * with `incl` for `decl`, the same costs. (Built with CONFIG_PREEMPT, 2.6.24's spin_lock()
+ * wrapped the arch lock in a trylock-then-wait loop, kernel/spinlock.c's BUILD_LOCK_OPS: the
+ * same unfair test-and-test-and-set, one exchange per attempt.)
+ */
+struct raw_dec_spinlock {
+	s32 taken; /* 0 free; 1 - slock */
+};
+
+static inline void raw_dec_spin_lock(struct raw_dec_spinlock *lock)
+{
+	/* ACQUIRE: pairs with the previous holder's RELEASE store of 0. */
+	while (__atomic_fetch_add(&lock->taken, 1, __ATOMIC_ACQUIRE) != 0) {
+		while (__atomic_load_n(&lock->taken, __ATOMIC_RELAXED) >= 1)
+			cpu_relax();
+	}
+}
+
+static inline bool raw_dec_spin_trylock(struct raw_dec_spinlock *lock)
+{
+	return __atomic_exchange_n(&lock->taken, 1, __ATOMIC_ACQUIRE) == 0;
+}
+
+static inline void raw_dec_spin_unlock(struct raw_dec_spinlock *lock)
+{
+	__atomic_store_n(&lock->taken, 0, __ATOMIC_RELEASE);
+}
+
+_Static_assert(sizeof(struct raw_dec_spinlock) == 4, "one 32-bit word, as the kernel's");
 _Static_assert(sizeof(struct raw_ticket_spinlock) == 4, "one 32-bit word, as the kernel's");
 _Static_assert(sizeof(struct qspinlock) == 4, "one 32-bit word, as the kernel's");
 

@@ -85,9 +85,10 @@
 #include "lock_task.h"
 /*
  * wait_lock and pi_lock: per variant, the raw spinlock of its kernel (raw_spinlock.h): the
- * queued spinlock for k0..k5 (Linux 6.1), the x86 ticket lock for rtmutex_rt_2_6_24 and
- * rtmutex_adaptive (2.6.24-rt). Chosen at init (`ticket_wait_lock`); a task's pi_lock is taken
- * in the form of the lock whose slow path takes it (struct rt_raw_spinlock has both words).
+ * queued spinlock for k0..k5 (Linux 6.1), the unfair decrement lock for rtmutex_rt_2_6_24 (x86
+ * before 2.6.25), and the ticket lock for rtmutex_adaptive, which the series carried as a
+ * prerequisite. Chosen at init (`raw_kind`); a task's pi_lock is taken in the form of the lock
+ * whose slow path takes it (struct rt_raw_spinlock has all three words).
  */
 #include "raw_spinlock.h"
 #include <locklab/futex.h>
@@ -130,15 +131,23 @@
 
 struct rtmutex;
 
+/* Which raw spinlock a variant's kernel had (raw_spinlock.h). */
+enum rt_raw_kind {
+	RT_RAW_QUEUED, /* Linux 6.1 */
+	RT_RAW_TICKET, /* x86 2.6.25 .. 4.1, and the adaptive series on 2.6.24-rt */
+	RT_RAW_DEC,    /* x86 up to 2.6.24 */
+};
+
 /*
- * A raw spinlock of either kernel; the lock's ticket_wait_lock says which word is used. Two
- * words, not a union: a thread may use rtmutexes of both kernels one after the other (the unit
- * test does, so could an interposed program), and a free ticket lock's word is not 0, so a
- * task's pi_lock must not be read in the other form afterwards.
+ * A raw spinlock of any of those kernels; the lock's raw_kind says which word is used. Words
+ * side by side, not a union: a thread may use rtmutexes of several kernels one after the other
+ * (the unit test does, so could an interposed program), and a free ticket lock's word is not
+ * 0, so a task's pi_lock must not be read in another form afterwards.
  */
 struct rt_raw_spinlock {
 	struct qspinlock queued;
 	struct raw_ticket_spinlock ticket;
+	struct raw_dec_spinlock dec;
 };
 
 /* What the lock needs of a task_struct; lives in the thread's queue node 3. */
@@ -170,7 +179,7 @@ struct rtmutex {
 	/* configuration, set by init */
 	rt_mutex_slowlock_fn *slowlock; /* the variant's slow path, for `rtmutex --param variant` */
 	bool lateral_steal;
-	bool ticket_wait_lock; /* 2.6.24-rt: ticket raw spinlocks; else 6.1's qspinlock */
+	enum rt_raw_kind raw_kind; /* the raw spinlock of the variant's kernel */
 	u64 spin_budget_ns; /* how long the top waiter spins on a running owner; 0: it never does */
 };
 
@@ -188,24 +197,29 @@ static inline struct lock_thread *rt_thread_of(struct rt_task *task)
 static inline void rt_raw_lock(const struct rtmutex *lock, struct rt_raw_spinlock *raw,
 			       struct rt_task *me)
 {
-	if (lock->ticket_wait_lock)
-		raw_ticket_spin_lock(&raw->ticket);
-	else
-		raw_qspin_lock(&raw->queued, rt_thread_of(me));
+	switch (lock->raw_kind) {
+	case RT_RAW_QUEUED: raw_qspin_lock(&raw->queued, rt_thread_of(me)); break;
+	case RT_RAW_TICKET: raw_ticket_spin_lock(&raw->ticket); break;
+	case RT_RAW_DEC: raw_dec_spin_lock(&raw->dec); break;
+	}
 }
 
 static inline bool rt_raw_trylock(const struct rtmutex *lock, struct rt_raw_spinlock *raw)
 {
-	return lock->ticket_wait_lock ? raw_ticket_spin_trylock(&raw->ticket)
-				      : raw_qspin_trylock(&raw->queued);
+	switch (lock->raw_kind) {
+	case RT_RAW_TICKET: return raw_ticket_spin_trylock(&raw->ticket);
+	case RT_RAW_DEC: return raw_dec_spin_trylock(&raw->dec);
+	default: return raw_qspin_trylock(&raw->queued);
+	}
 }
 
 static inline void rt_raw_unlock(const struct rtmutex *lock, struct rt_raw_spinlock *raw)
 {
-	if (lock->ticket_wait_lock)
-		raw_ticket_spin_unlock(&raw->ticket);
-	else
-		raw_qspin_unlock(&raw->queued);
+	switch (lock->raw_kind) {
+	case RT_RAW_QUEUED: raw_qspin_unlock(&raw->queued); break;
+	case RT_RAW_TICKET: raw_ticket_spin_unlock(&raw->ticket); break;
+	case RT_RAW_DEC: raw_dec_spin_unlock(&raw->dec); break;
+	}
 }
 
 /* ---- tasks and priorities ------------------------------------------------------------------ */
@@ -601,7 +615,7 @@ static int rtmutex_init_variant(struct rtmutex *lock, long variant)
 		return -EINVAL;
 	lock->slowlock = variant_slowlock[variant];
 	lock->spin_budget_ns = RESCHED_NS; /* mainline: spin until need_resched() */
-	lock->ticket_wait_lock = false; /* 6.1: qspinlock raw spinlocks */
+	lock->raw_kind = RT_RAW_QUEUED; /* 6.1 */
 	return 0;
 }
 
@@ -631,7 +645,7 @@ static int rtmutex_adaptive_init(void *lockp, const struct lock_init_args *args)
 {
 	struct rtmutex *lock = lockp;
 	lock->spin_budget_ns = (u64)args->params[PARAM_SPIN_BUDGET_NS];
-	lock->ticket_wait_lock = true; /* 2.6.24-rt on x86: ticket raw spinlocks */
+	lock->raw_kind = RT_RAW_TICKET; /* the series' prerequisite on 2.6.24-rt */
 	lock->lateral_steal = args->params[PARAM_LATERAL_STEAL] != 0;
 	return 0;
 }
@@ -643,7 +657,7 @@ static int rtmutex_rt_2_6_24_init(void *lockp, const struct lock_init_args *args
 	(void)args;
 	lock->spin_budget_ns = 0;
 	lock->lateral_steal = false;
-	lock->ticket_wait_lock = true; /* 2.6.24-rt on x86: ticket raw spinlocks */
+	lock->raw_kind = RT_RAW_DEC; /* 2.6.24 on x86: the unfair decrement lock */
 	return 0;
 }
 

@@ -116,10 +116,61 @@ static void test_spinning_locks_spin(void)
 	CHECK(polls >= 64, "rtmutex_k0 polled a running owner only %ld times", polls);
 }
 
+/*
+ * Seed 003's two kernels differ in wait_lock as the thread's did: 2.6.24's unfair decrement
+ * lock for the baseline, the ticket lock the series carried for the adaptive lock; 6.1's
+ * stock takes the queued lock. Each lock's wait_lock is taken and released in its own form,
+ * and the other words stay untouched.
+ */
+static void test_each_kernel_takes_its_own_wait_lock(void)
+{
+	const struct {
+		const struct lock_ops *ops;
+		enum rt_raw_kind kind;
+	} kernels[] = {
+		{ &rtmutex_rt_2_6_24_ops, RT_RAW_DEC },
+		{ &rtmutex_adaptive_ops, RT_RAW_TICKET },
+		{ &rtmutex_k0_ops, RT_RAW_QUEUED },
+	};
+	long params[2] = { 0, 0 };
+	struct lock_init_args args = { params, 2 };
+	struct rt_task *me = (struct rt_task *)lock_task_of(&waiter_thread);
+
+	for (size_t i = 0; i < sizeof(kernels) / sizeof(kernels[0]); i++) {
+		memset(lock_memory, 0, sizeof(lock_memory));
+		CHECK(kernels[i].ops->init(test_lock, &args) == 0, "%s: init", kernels[i].ops->name);
+		CHECK(test_lock->raw_kind == kernels[i].kind, "%s: wait_lock of kind %d, not %d",
+		      kernels[i].ops->name, (int)test_lock->raw_kind, (int)kernels[i].kind);
+		rt_raw_lock(test_lock, &test_lock->wait_lock, me);
+		CHECK(!rt_raw_trylock(test_lock, &test_lock->wait_lock),
+		      "%s: a held wait_lock was taken again", kernels[i].ops->name);
+		rt_raw_unlock(test_lock, &test_lock->wait_lock);
+		CHECK(rt_raw_trylock(test_lock, &test_lock->wait_lock),
+		      "%s: a released wait_lock could not be taken", kernels[i].ops->name);
+		rt_raw_unlock(test_lock, &test_lock->wait_lock);
+	}
+}
+
+/* 2.6.24's lock word: free when zeroed, a failed decrement leaves it taken until the store. */
+static void test_decrement_lock(void)
+{
+	struct raw_dec_spinlock lock = { 0 };
+
+	raw_dec_spin_lock(&lock);
+	CHECK(lock.taken == 1, "held: taken %d (slock 0)", (int)lock.taken);
+	CHECK(!raw_dec_spin_trylock(&lock), "trylock took a held decrement lock");
+	raw_dec_spin_unlock(&lock);
+	CHECK(lock.taken == 0, "released: taken %d (slock 1)", (int)lock.taken);
+	CHECK(raw_dec_spin_trylock(&lock), "trylock failed on a free decrement lock");
+	raw_dec_spin_unlock(&lock);
+}
+
 int main(void)
 {
 	waiter_thread.index = 0;
 	owner_thread.index = 1;
+	test_each_kernel_takes_its_own_wait_lock();
+	test_decrement_lock();
 	test_baseline_never_spins();
 	test_adaptive_zero_budget_never_spins();
 	test_spinning_locks_spin();
