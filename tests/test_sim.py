@@ -347,6 +347,21 @@ def test_kernel_locks_and_c_plugins_compile_for_the_simulator(tmp_path):
     assert "simulated: tiny-2s" in plugin.stdout
 
 
+def test_spinners_wake_when_an_earlier_poll_went_stale(tmp_path):
+    """The tree's mutex spins on its owner word and on the owner's on_cpu: the first poll runs
+    ahead, the second waits for slower clocks, and a writer among them can clear the owner
+    word in between. A spinner that parked on the stale value slept for good (the watchdog
+    fired at 2 and 8 writers on this profile); now it sees the change and goes on."""
+    proc = locklab(
+        "run", "--sim", "lent-xeon-16", "--lock", "kernel:mutex", "--nwriters", "2,4,8",
+        "--repeat", "2", "--duration", "0.002", "--warmup", "0.0005",
+        "--store", str(tmp_path / "store"),
+        timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "deadlock" not in proc.stderr
+
+
 def test_a_profile_of_this_machine_from_measurements(tmp_path):
     """locklab machines --measure writes a profile the simulator runs on: its line transfer
     and cpu_relax measured here, the rest said to be estimates; bad names are one line."""

@@ -476,8 +476,38 @@ void sim_block(void)
 	self->blocked_cycles += self->clock - asleep_from;
 }
 
+static uint64_t word_now(const struct sim_poll *poll)
+{
+	switch (poll->size) {
+	case 1: return __atomic_load_n((const uint8_t *)poll->addr, __ATOMIC_RELAXED);
+	case 2: return __atomic_load_n((const uint16_t *)poll->addr, __ATOMIC_RELAXED);
+	case 4: return __atomic_load_n((const uint32_t *)poll->addr, __ATOMIC_RELAXED);
+	case 8: return __atomic_load_n((const uint64_t *)poll->addr, __ATOMIC_RELAXED);
+	default: return poll->value; /* wider polls keep no value (tsan_hooks.c) */
+	}
+}
+
+/*
+ * Whether every word the last iteration polled still holds what it saw. A poll that hit ran
+ * ahead of slower clocks, and a later poll of the same iteration may have waited for them:
+ * a writer among them can have changed an earlier word, and woken nobody, since this thread
+ * was not parked yet. Parking on that stale value would sleep through the change for good.
+ */
+static bool polls_still_current(const struct sim_thread *self)
+{
+	for (unsigned int i = 0; i < self->last_npolls; i++)
+		if (word_now(&self->last_polls[i]) != self->last_polls[i].value)
+			return false;
+	return true;
+}
+
 static void park(struct sim_thread *self, uint64_t period)
 {
+	if (!polls_still_current(self)) {
+		self->identical_iterations = 0;
+		self->last_npolls = 0;
+		return;
+	}
 	self->nparked_lines = 0;
 	for (unsigned int i = 0; i < self->last_npolls; i++) { /* the iteration just ended */
 		uintptr_t key = sim_line_of(self->last_polls[i].addr);
