@@ -8,16 +8,28 @@
 #include <linux/sched.h>
 #include <linux/sched/wake_q.h>
 
-/* Sleep until a waker sets TASK_RUNNING: at once if one already has (__schedule_loop()). */
+/*
+ * Sleep until a waker sets TASK_RUNNING: at once if one already has (__schedule_loop()).
+ * A task about to sleep sets on_cpu to 0, then reads the state again, both sequentially
+ * consistent, and a waker sets the state before it reads on_cpu, the same way round
+ * (wake_up_state()): either that read sees TASK_RUNNING and the task does not sleep, or the
+ * waker sees on_cpu 0 and makes the system call. A waker that finds the task still on its CPU
+ * only flips the state, as the kernel's ttwu_runnable() does for a task still on its run
+ * queue. on_cpu stays 1 when the task was woken before it got here: owner spinners poll it,
+ * and the kernel clears it only when it switches the task out.
+ */
 static void schedule_loop(struct task_struct *self)
 {
-	unsigned int state;
-
-	while ((state = smp_load_acquire(&self->__state)) != TASK_RUNNING) {
-		WRITE_ONCE(self->on_cpu, 0);
+	if (smp_load_acquire(&self->__state) == TASK_RUNNING)
+		return;
+	for (;;) {
+		__atomic_store_n(&self->on_cpu, 0, __ATOMIC_SEQ_CST);
+		unsigned int state = __atomic_load_n(&self->__state, __ATOMIC_SEQ_CST);
+		if (state == TASK_RUNNING)
+			break;
 		kshim_futex_wait(&self->__state, state);
-		WRITE_ONCE(self->on_cpu, 1);
 	}
+	WRITE_ONCE(self->on_cpu, 1);
 }
 
 /*
@@ -103,21 +115,47 @@ void kshim_yield(void)
 }
 
 /*
- * try_to_wake_up(): wake @p if its state is one of @state. Fully ordered when it wakes (a
- * seq_cst exchange of the state word), as the kernel's is: what the waker stored before is
- * seen by the woken task after its schedule() returns.
+ * Each CPU's run-queue lock, which try_to_wake_up() takes for the woken task's CPU (in
+ * ttwu_runnable() when the task is still queued, in ttwu_queue() otherwise): here only its
+ * cost, the line every waker of a task on that CPU takes. One line each, as the kernel's
+ * per-CPU run queues are apart.
+ */
+static struct {
+	raw_spinlock_t lock;
+} ____cacheline_aligned runqueue[NR_CPUS];
+
+/*
+ * try_to_wake_up(): wake @p if its state is one of @state, under @p's pi_lock (which
+ * serialises wakers of one task) and then its CPU's run-queue lock, as the kernel does. Fully
+ * ordered when it wakes (a seq_cst exchange of the state word), as the kernel's is: what the
+ * waker stored before is seen by the woken task after its schedule() returns. The system call
+ * only for a task that may be asleep in the futex (schedule_loop() says why on_cpu tells); a
+ * task still on its CPU only has its state flipped, as ttwu_runnable() does.
  */
 int wake_up_state(struct task_struct *p, unsigned int state)
 {
-	unsigned int seen = READ_ONCE(p->__state);
+	unsigned long flags;
+	int woken = 0;
 
-	do {
-		if (!(seen & state))
-			return 0;
-	} while (!__atomic_compare_exchange_n(&p->__state, &seen, TASK_RUNNING, false,
-					      __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
-	kshim_futex_wake(&p->__state);
-	return 1;
+	raw_spin_lock_irqsave(&p->pi_lock, flags);
+	smp_mb__after_spinlock();
+	unsigned int seen = READ_ONCE(p->__state);
+	while (seen & state) {
+		if (__atomic_compare_exchange_n(&p->__state, &seen, TASK_RUNNING, false,
+						__ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+			woken = 1;
+			break;
+		}
+	}
+	if (woken) {
+		raw_spinlock_t *rq_lock = &runqueue[task_cpu(p) % NR_CPUS].lock;
+		raw_spin_lock(rq_lock);
+		if (!__atomic_load_n(&p->on_cpu, __ATOMIC_SEQ_CST))
+			kshim_futex_wake(&p->__state);
+		raw_spin_unlock(rq_lock);
+	}
+	raw_spin_unlock_irqrestore(&p->pi_lock, flags);
+	return woken;
 }
 
 int wake_up_process(struct task_struct *p)
@@ -217,3 +255,6 @@ void kshim_task_init(struct task_struct *task, unsigned int cpu, pid_t pid, int 
 }
 
 const size_t kshim_task_size = sizeof(struct task_struct);
+_Static_assert(offsetof(struct task_struct, on_cpu) / KSHIM_TASK_GROUP_ALIGN !=
+		       offsetof(struct task_struct, pi_lock) / KSHIM_TASK_GROUP_ALIGN,
+	       "on_cpu and pi_lock share a prefetch pair");

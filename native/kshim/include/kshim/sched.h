@@ -64,9 +64,18 @@ struct hrtimer_sleeper {
 struct rt_mutex_waiter;
 struct mutex_waiter;
 
+/*
+ * Two groups, on lines of their own, as 6.1's task_struct keeps them apart (include/linux/
+ * sched.h: __state and on_cpu in its first lines, pi_lock about 2.9 KB further on): spinners
+ * poll the owner's on_cpu while each new waiter takes the owner's pi_lock. 128 bytes, not 64,
+ * keeps the two out of one adjacent-line prefetch pair, as the kernel's distance does.
+ */
+#define KSHIM_TASK_GROUP_ALIGN 128
+
 struct task_struct {
+	/* What the scheduler and owner spinners read: the kernel's first lines. */
 	unsigned int __state;    /* the futex word schedule() sleeps on */
-	int on_cpu;              /* 0 while asleep in schedule() */
+	int on_cpu;              /* 0 while asleep in schedule(), or about to be */
 	unsigned int cpu;        /* this thread's CPU id: per-CPU data, unique among live threads */
 	int prio;                /* effective: normal_prio, or a PI donor's if more important */
 	int static_prio;
@@ -76,13 +85,15 @@ struct task_struct {
 	unsigned int flags;
 	pid_t pid;
 	struct sched_dl_entity dl;
-	raw_spinlock_t pi_lock;
+	/* Priority inheritance, written by every waiter of a lock this task holds. */
+	raw_spinlock_t pi_lock __attribute__((__aligned__(KSHIM_TASK_GROUP_ALIGN)));
+	struct wake_q_node wake_q;
 	struct rb_root_cached pi_waiters; /* rtmutex waiters blocked on locks this task holds */
 	struct task_struct *pi_top_task;
 	struct rt_mutex_waiter *pi_blocked_on;
 	struct mutex_waiter *blocked_on;
-	struct wake_q_node wake_q;
-	int saved_state;
+	/* The rest: read once per slow path, or never by another task. */
+	int saved_state __attribute__((__aligned__(KSHIM_TASK_GROUP_ALIGN)));
 	unsigned int sched_rt_mutex; /* between rt_mutex_pre_schedule() and _post_schedule() (6.12) */
 	char comm[TASK_COMM_LEN];
 	void *host_thread;       /* the runtime's record of the thread (runtime.c) */
