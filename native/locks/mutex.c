@@ -223,6 +223,7 @@ static void mutex_unlock_slowpath(struct mutex *lock, struct lock_thread *self)
 	raw_qspin_lock(&lock->wait_lock, self);
 	struct mutex_waiter *next = lock->first;
 	u32 *wake = NULL;
+	const struct lock_task *woken = NULL;
 	if (next) {
 		if (owner & MUTEX_FLAG_HANDOFF) {
 			/* owner = next | PICKUP, keeping WAITERS: only it may take the lock now. */
@@ -233,6 +234,7 @@ static void mutex_unlock_slowpath(struct mutex *lock, struct lock_thread *self)
 				false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
 				;
 		}
+		woken = next->task;
 		WRITE_ONCE(next->wake, 1);
 		wake = &next->wake;
 	} else if (owner & MUTEX_FLAG_HANDOFF) {
@@ -242,7 +244,7 @@ static void mutex_unlock_slowpath(struct mutex *lock, struct lock_thread *self)
 	raw_qspin_unlock(&lock->wait_lock);
 	(void)me;
 	if (wake)
-		futex_wake_one(wake);
+		lock_task_wake(woken, wake);
 }
 
 static void mutex_lock_op(void *lockp, struct lock_thread *self)

@@ -52,6 +52,7 @@
 
 struct mutex_3_10_waiter {
 	struct mutex_3_10_waiter *next;
+	struct lock_task *task;
 	u32 wake; /* futex word: 1 once the unlocker woke us */
 };
 
@@ -144,6 +145,7 @@ static void mutex_3_10_lock_slowpath(struct mutex_3_10 *lock, struct lock_thread
 
 	raw_ticket_spin_lock(&lock->wait_lock);
 	waiter->next = NULL;
+	waiter->task = me;
 	waiter->wake = 0;
 	if (lock->last)
 		lock->last->next = waiter;
@@ -183,7 +185,7 @@ static void mutex_3_10_unlock_slowpath(struct mutex_3_10 *lock)
 	struct mutex_3_10_waiter *first = lock->first;
 	if (first) {
 		WRITE_ONCE(first->wake, 1);
-		futex_wake_one(&first->wake); /* under wait_lock, as 3.10's wake_up_process */
+		lock_task_wake(first->task, &first->wake); /* under wait_lock, as 3.10's */
 	}
 	raw_ticket_spin_unlock(&lock->wait_lock);
 }

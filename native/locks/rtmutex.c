@@ -526,8 +526,9 @@ static void rt_mutex_slowunlock(struct rtmutex *lock, struct rt_task *task)
 	smp_store_release(&lock->owner, RT_MUTEX_HAS_WAITERS);
 	WRITE_ONCE(top->wake, 1);
 	u32 *wake = &top->wake; /* waiter nodes live as long as their thread: safe after unlock */
+	const struct lock_task *woken = &top->task->base;
 	rt_raw_unlock(lock, &lock->wait_lock);
-	futex_wake_one(wake);
+	lock_task_wake(woken, wake);
 	/*
 	 * De-boost only now, as the kernel does (its wake-up runs with preemption off): dropping
 	 * our priority before the top waiter is awake would let a medium-priority thread preempt

@@ -118,18 +118,20 @@ static void del_waiter(struct rw_semaphore *sem, struct rwsem_waiter *waiter)
 /* Collected wake-ups, done after wait_lock is dropped (the kernel's wake_q). */
 struct wake_list {
 	u32 *words[MAX_READERS_WAKEUP + 1];
+	const struct lock_task *tasks[MAX_READERS_WAKEUP + 1];
 	unsigned int n;
 };
 
 static void wake_all(struct wake_list *wake)
 {
 	for (unsigned int i = 0; i < wake->n; i++)
-		futex_wake_one(wake->words[i]);
+		lock_task_wake(wake->tasks[i], wake->words[i]);
 }
 
 static void wake_waiter(struct rwsem_waiter *waiter, struct wake_list *wake)
 {
 	u32 *word = &waiter->wake;
+	wake->tasks[wake->n] = waiter->task; /* before the grant: the waiter may leave after it */
 	smp_store_release(word, 1); /* for a reader: granted, pairs with its ACQUIRE wait */
 	wake->words[wake->n++] = word;
 }

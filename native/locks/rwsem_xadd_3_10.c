@@ -147,7 +147,7 @@ enum rwsem_3_10_wake_type {
 static inline void rwsem_3_10_wake_writer(struct rwsem_3_10_waiter *waiter)
 {
 	xchg(&waiter->wake, 1);
-	futex_wake_one(&waiter->wake);
+	lock_task_wake(waiter->task, &waiter->wake);
 }
 
 static void rwsem_3_10_do_wake(struct rwsem_3_10 *sem, enum rwsem_3_10_wake_type type)
@@ -191,9 +191,10 @@ static void rwsem_3_10_do_wake(struct rwsem_3_10 *sem, enum rwsem_3_10_wake_type
 		sem->last = NULL;
 	while (woken--) {
 		struct rwsem_3_10_waiter *reader = waiter;
+		const struct lock_task *task = reader->task; /* it may leave once granted */
 		waiter = waiter->next;
 		smp_store_release(&reader->wake, 1); /* granted: pairs with the reader's ACQUIRE */
-		futex_wake_one(&reader->wake);
+		lock_task_wake(task, &reader->wake);
 	}
 }
 
