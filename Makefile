@@ -95,6 +95,8 @@ SIM_ENGINE_OBJS := $(patsubst %.c,$(SIM_OBJ)/%.o,$(ENGINE_SRC) $(ENGINE_LOCK_SRC
 $(SIM_OBJ)/%.o: %.c $(HEADERS) native/include/locklab/sim.h Makefile
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS_sim) -c -o $@ $<
+# A loop's object is also its lock's: native/engine/loops/X.c includes native/locks/X.c.
+$(foreach loop,$(LOOP_SRC),$(eval $(SIM_OBJ)/$(loop:.c=.o): native/locks/$(notdir $(loop))))
 
 $(BUILD)/sim/locklab-sim: $(SIM_ENGINE_OBJS) $(SIM_RUNTIME_SRC) native/sim/runtime.h \
 		native/include/locklab/sim.h Makefile

@@ -15,16 +15,22 @@
  *   PICKUP   the lock was handed to the task in the word; only that task may take it.
  * Fast paths: CAS-acquire 0 -> me, CAS-release me -> 0 (fails when any flag is set).
  *
- * Slow lock: optimistic spin first (the `spin` tunable): queue on the OSQ so only one thread
- * watches the owner, then try the lock, and spin while the owner is unchanged and running.
- * Failing that, join the FIFO wait list (setting WAITERS) and sleep on a futex; when woken,
- * try again, and a first waiter that still fails sets HANDOFF. Before HANDOFF anyone may steal.
- * Slow unlock: clear the owner (keeping WAITERS), or with HANDOFF pass it to the first waiter
+ * Slow lock, step for step as 6.1's __mutex_lock_common(): try the lock (__mutex_trylock(),
+ * which a PICKUP or a free lock with WAITERS lets through where the fast path's CAS fails);
+ * then, with the `spin` tunable, spin optimistically if the owner runs (mutex_can_spin_on_
+ * owner()): queue on the OSQ so only one thread watches the owner, and loop on "try the lock,
+ * else spin while that owner is unchanged and running". Failing that, join the FIFO wait list
+ * (setting WAITERS) and sleep on a futex; when woken, try again, and a first waiter that still
+ * fails sets HANDOFF and spins itself. Before HANDOFF anyone may steal. The wait list is
+ * doubly linked, so a waiter leaves it in O(1), as list_del() does.
+ * Slow unlock: clear the owner (keeping the flags), or with HANDOFF pass it to the first waiter
  * (owner = waiter | PICKUP); then wake the first waiter.
  *
  * Userspace: an owner counts as running unless it is asleep in a lock (lock_task.h; a
- * preempted owner still looks running), and every spin also stops after a scheduler tick's
- * worth (OSQ_SPIN_NS), standing in for need_resched().
+ * preempted owner still looks running), and a spin also stops after a scheduler tick's worth
+ * (OSQ_SPIN_NS), standing in for need_resched(), which userspace cannot see: without it a
+ * spinner would spin on a preempted owner until the owner's next time slice. The clock is read
+ * once in 64 rounds, not per round.
  */
 #include <errno.h>
 
@@ -41,7 +47,7 @@
 #define MUTEX_FLAGS 0x07UL
 
 struct mutex_waiter {
-	struct mutex_waiter *next;
+	struct mutex_waiter *next, *prev;
 	struct lock_task *task;
 	u32 wake; /* futex word, set by the unlocker */
 };
@@ -67,10 +73,12 @@ static inline struct lock_task *owner_task(uintptr_t owner)
  * the same CAS, so the flag is only ever set on an owned lock: if the owner lets go between our
  * read and the CAS, the CAS fails and the next round takes the free lock. (An unconditional
  * fetch_or would land HANDOFF on a free lock, where the next acquirer of any kind clears it.)
- * The kernel's __mutex_trylock_common(lock, handoff) of Linux 6.1, and
- * __mutex_trylock_or_handoff() when `handoff` is set.
+ * NULL when taken, else the task that holds it. The kernel's __mutex_trylock_common(lock,
+ * handoff) of Linux 6.1: __mutex_trylock_or_owner() without `handoff`,
+ * __mutex_trylock_or_handoff() with it.
  */
-static bool mutex_trylock_common(struct mutex *lock, struct lock_task *me, bool handoff)
+static struct lock_task *mutex_trylock_or_owner(struct mutex *lock, struct lock_task *me,
+						bool handoff)
 {
 	uintptr_t owner = READ_ONCE(lock->owner);
 	for (;;) {
@@ -79,14 +87,14 @@ static bool mutex_trylock_common(struct mutex *lock, struct lock_task *me, bool 
 		if (task) {
 			if (flags & MUTEX_FLAG_PICKUP) {
 				if (task != me)
-					return false;
+					return task;
 				flags &= ~MUTEX_FLAG_PICKUP;
 			} else if (handoff) {
 				if (flags & MUTEX_FLAG_HANDOFF)
-					return false;
+					return task;
 				flags |= MUTEX_FLAG_HANDOFF;
 			} else {
-				return false;
+				return task;
 			}
 		} else {
 			flags &= ~MUTEX_FLAG_HANDOFF; /* never set on a free lock; the kernel WARNs */
@@ -95,26 +103,42 @@ static bool mutex_trylock_common(struct mutex *lock, struct lock_task *me, bool 
 		/* ACQUIRE when taking; for setting HANDOFF it is what the kernel's CAS has too. */
 		if (__atomic_compare_exchange_n(&lock->owner, &owner, (uintptr_t)task | flags, false,
 						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-			return task == me;
+			return task == me ? NULL : task;
 	}
 }
 
+/* __mutex_trylock(). */
 static bool mutex_trylock_flags(struct mutex *lock, struct lock_task *me)
 {
-	return mutex_trylock_common(lock, me, false);
+	return mutex_trylock_or_owner(lock, me, false) == NULL;
 }
 
-/* Spin while `owner` holds the lock and runs; true when it let go (worth trying again). */
-static bool mutex_spin_on_owner(struct mutex *lock, struct lock_task *owner, u64 deadline)
+/* The stand-in for need_resched(): a tick's worth since the spin began, read once in 64. */
+static inline bool spun_a_tick(unsigned int round, u64 deadline)
 {
-	for (unsigned int i = 1; owner_task(READ_ONCE(lock->owner)) == owner; i++) {
-		if (!lock_task_running(owner))
-			return false;
-		if ((i & 63) == 0 && osq_now_ns() >= deadline)
+	return (round & 63) == 0 && osq_now_ns() >= deadline;
+}
+
+/*
+ * Spin while `owner` holds the lock and runs; true when it let go (worth trying again).
+ * `round` counts the polls of the whole spin, for spun_a_tick().
+ */
+static bool mutex_spin_on_owner(struct mutex *lock, struct lock_task *owner, u64 deadline,
+				unsigned int *round)
+{
+	while (owner_task(READ_ONCE(lock->owner)) == owner) {
+		if (!lock_task_running(owner) || spun_a_tick(++*round, deadline))
 			return false;
 		cpu_relax();
 	}
 	return true;
+}
+
+/* mutex_can_spin_on_owner(): not when the owner sleeps (need_resched() is never true here). */
+static bool mutex_can_spin_on_owner(const struct mutex *lock)
+{
+	struct lock_task *owner = owner_task(READ_ONCE(lock->owner));
+	return owner == NULL || lock_task_running(owner);
 }
 
 /*
@@ -125,19 +149,19 @@ static bool mutex_optimistic_spin(struct mutex *lock, struct lock_thread *self, 
 {
 	struct lock_task *me = lock_task_of(self);
 	u64 deadline = osq_now_ns() + OSQ_SPIN_NS;
+	unsigned int round = 0;
 	bool taken = false;
 
-	if (!waiter && !osq_lock(&lock->osq, self))
+	if (!waiter && (!mutex_can_spin_on_owner(lock) || !osq_lock(&lock->osq, self)))
 		return false;
 	for (;;) {
-		struct lock_task *owner = owner_task(READ_ONCE(lock->owner));
-		if (owner && owner != me && !mutex_spin_on_owner(lock, owner, deadline))
-			break;
-		if (mutex_trylock_flags(lock, me)) {
+		struct lock_task *owner = mutex_trylock_or_owner(lock, me, false);
+		if (owner == NULL) {
 			taken = true;
 			break;
 		}
-		if (osq_now_ns() >= deadline)
+		if (!mutex_spin_on_owner(lock, owner, deadline, &round) ||
+		    spun_a_tick(++round, deadline))
 			break;
 		cpu_relax();
 	}
@@ -151,7 +175,7 @@ static void mutex_lock_slowpath(struct mutex *lock, struct lock_thread *self)
 	struct lock_task *me = lock_task_of(self);
 	struct mutex_waiter *waiter = lock_qnode(self, LOCK_QNODE_WAITER, struct mutex_waiter);
 
-	if (lock->spin && mutex_optimistic_spin(lock, self, false))
+	if (mutex_trylock_flags(lock, me) || (lock->spin && mutex_optimistic_spin(lock, self, false)))
 		return;
 
 	raw_qspin_lock(&lock->wait_lock, self);
@@ -160,6 +184,7 @@ static void mutex_lock_slowpath(struct mutex *lock, struct lock_thread *self)
 		return;
 	}
 	waiter->next = NULL;
+	waiter->prev = lock->last;
 	waiter->task = me;
 	if (lock->last)
 		lock->last->next = waiter;
@@ -184,7 +209,7 @@ static void mutex_lock_slowpath(struct mutex *lock, struct lock_thread *self)
 		 * it again, then spins itself.
 		 */
 		bool first = READ_ONCE(lock->first) == waiter;
-		bool taken = mutex_trylock_common(lock, me, first);
+		bool taken = mutex_trylock_or_owner(lock, me, first) == NULL;
 		if (!taken && first)
 			taken = lock->spin && mutex_optimistic_spin(lock, self, true);
 		raw_qspin_lock(&lock->wait_lock, self);
@@ -192,14 +217,14 @@ static void mutex_lock_slowpath(struct mutex *lock, struct lock_thread *self)
 			break;
 	}
 	/* Leave the wait list; the last one out clears the flags. */
-	struct mutex_waiter **link = &lock->first, *prev = NULL;
-	while (*link != waiter) {
-		prev = *link;
-		link = &(*link)->next;
-	}
-	WRITE_ONCE(*link, waiter->next);
-	if (lock->last == waiter)
-		lock->last = prev;
+	if (waiter->prev)
+		waiter->prev->next = waiter->next;
+	else
+		WRITE_ONCE(lock->first, waiter->next);
+	if (waiter->next)
+		waiter->next->prev = waiter->prev;
+	else
+		lock->last = waiter->prev;
 	if (lock->first == NULL)
 		__atomic_fetch_and(&lock->owner, ~(MUTEX_FLAG_WAITERS | MUTEX_FLAG_HANDOFF),
 				   __ATOMIC_RELAXED);
