@@ -81,12 +81,15 @@ struct rw_semaphore {
 
 _Static_assert(sizeof(struct rwsem_waiter) <= LOCK_QNODE_BYTES, "waiter fits a queue node");
 
-static inline void set_reader_owned(struct rw_semaphore *sem)
+/*
+ * A reader's mark in the owner word: its task and READER_OWNED, stored by every reader that
+ * takes the lock, as 6.1's __rwsem_set_reader_owned() does (the store is on the count's line,
+ * and its traffic is part of what readers cost). The task is only a hint (the last reader in).
+ */
+static inline void set_reader_owned(struct rw_semaphore *sem, const struct lock_task *task)
 {
-	uintptr_t owner = READ_ONCE(sem->owner);
-	uintptr_t value = RWSEM_READER_OWNED | (owner & RWSEM_NONSPINNABLE);
-	if (owner != value)
-		WRITE_ONCE(sem->owner, value);
+	uintptr_t nonspinnable = READ_ONCE(sem->owner) & RWSEM_NONSPINNABLE;
+	WRITE_ONCE(sem->owner, (uintptr_t)task | RWSEM_READER_OWNED | nonspinnable);
 }
 
 /* ---- the wait list (under wait_lock) ------------------------------------------------------ */
@@ -136,7 +139,8 @@ static void wake_waiter(struct rwsem_waiter *waiter, struct wake_list *wake)
 	wake->words[wake->n++] = word;
 }
 
-enum wake_type { WAKE_ANY, WAKE_READERS };
+/* What rwsem_mark_wake() may wake; READ_OWNED: readers, into a lock readers already own. */
+enum wake_type { WAKE_ANY, WAKE_READERS, WAKE_READ_OWNED };
 
 /*
  * Wake whoever is at the front: a writer to try for itself, or readers, granted at once.
@@ -151,11 +155,19 @@ static void rwsem_mark_wake(struct rw_semaphore *sem, enum wake_type type, struc
 			wake_waiter(first, wake);
 		return;
 	}
-	/* Grant the first reader's bias now, so no writer can slip in; back off if one did. */
-	unsigned long old = __atomic_fetch_add(&sem->count, RWSEM_READER_BIAS, __ATOMIC_ACQUIRE);
-	if (old & RWSEM_WRITER_LOCKED) {
-		__atomic_fetch_sub(&sem->count, RWSEM_READER_BIAS, __ATOMIC_RELAXED);
-		return;
+	/*
+	 * Grant the first reader's bias now, so no writer can slip in; back off if one did. Not
+	 * when readers own it already (a stealing reader woke us): their bias keeps writers out.
+	 */
+	unsigned long first_bias = 0;
+	if (type != WAKE_READ_OWNED) {
+		first_bias = RWSEM_READER_BIAS;
+		unsigned long old = __atomic_fetch_add(&sem->count, first_bias, __ATOMIC_ACQUIRE);
+		if (old & RWSEM_WRITER_LOCKED) {
+			__atomic_fetch_sub(&sem->count, first_bias, __ATOMIC_RELAXED);
+			return;
+		}
+		set_reader_owned(sem, first->task);
 	}
 	/* Readers from anywhere in the queue, up to a batch; queued writers keep their place. */
 	struct rwsem_waiter *granted[MAX_READERS_WAKEUP];
@@ -165,14 +177,13 @@ static void rwsem_mark_wake(struct rw_semaphore *sem, enum wake_type type, struc
 			granted[woken++] = w;
 	for (unsigned int i = 0; i < woken; i++)
 		del_waiter(sem, granted[i]);
-	unsigned long adjustment = (woken - 1) * RWSEM_READER_BIAS;
+	unsigned long adjustment = woken * RWSEM_READER_BIAS - first_bias;
 	if (sem->first == NULL)
 		adjustment -= RWSEM_FLAG_WAITERS;
 	if (woken && (READ_ONCE(sem->count) & RWSEM_FLAG_HANDOFF) && sem->first == NULL)
 		adjustment -= RWSEM_FLAG_HANDOFF;
 	if (adjustment)
 		__atomic_fetch_add(&sem->count, adjustment, __ATOMIC_RELAXED);
-	set_reader_owned(sem);
 	for (unsigned int i = 0; i < woken; i++)
 		wake_waiter(granted[i], wake);
 }
@@ -193,15 +204,31 @@ static void rwsem_down_read_slowpath(struct rw_semaphore *sem, struct lock_threa
 				     unsigned long count)
 {
 	struct rwsem_waiter *waiter = lock_qnode(self, LOCK_QNODE_WAITER, struct rwsem_waiter);
+	struct lock_task *me = lock_task_of(self);
 	struct wake_list wake = { .n = 0 };
 	unsigned long adjustment = -RWSEM_READER_BIAS;
+	long readers = (long)count >> RWSEM_READER_SHIFT; /* before our bias */
 
-	/* Reader lock stealing: our bias is in, and no writer holds or is promised the lock. */
-	if (!(count & (RWSEM_WRITER_LOCKED | RWSEM_FLAG_HANDOFF))) {
-		set_reader_owned(sem);
+	/*
+	 * Reader lock stealing: our bias is in, and no writer holds or is promised the lock. Not
+	 * when readers own it already, as 6.1 has it (around rwsem.c:1016): a stream of readers
+	 * would starve a queued writer until its hand-off timeout.
+	 */
+	bool reader_owned = READ_ONCE(sem->owner) & RWSEM_READER_OWNED;
+	if (!(reader_owned && readers > 0 && !(count & RWSEM_WRITER_LOCKED)) &&
+	    !(count & (RWSEM_WRITER_LOCKED | RWSEM_FLAG_HANDOFF))) {
+		set_reader_owned(sem, me);
+		/* The first reader in wakes the readers queued (WAKE_READ_OWNED). */
+		if (readers == 0 && (count & RWSEM_FLAG_WAITERS)) {
+			raw_qspin_lock(&sem->wait_lock, self);
+			if (sem->first)
+				rwsem_mark_wake(sem, WAKE_READ_OWNED, &wake);
+			raw_qspin_unlock(&sem->wait_lock);
+			wake_all(&wake);
+		}
 		return;
 	}
-	waiter->task = lock_task_of(self);
+	waiter->task = me;
 	waiter->type = WAITER_READER;
 	waiter->wake = 0;
 
@@ -211,16 +238,25 @@ static void rwsem_down_read_slowpath(struct rw_semaphore *sem, struct lock_threa
 		/* ACQUIRE: the kernel's smp_acquire__after_ctrl_dep(), as a load TSAN can follow. */
 		if (!(smp_load_acquire(&sem->count) & RWSEM_WRITER_LOCKED)) {
 			raw_qspin_unlock(&sem->wait_lock);
-			set_reader_owned(sem);
+			set_reader_owned(sem, me);
 			return;
 		}
 		adjustment += RWSEM_FLAG_WAITERS;
 	}
 	add_waiter(sem, waiter);
 	count = __atomic_add_fetch(&sem->count, adjustment, __ATOMIC_ACQ_REL);
-	/* Nobody holds it now: wake the front (maybe us). */
-	if (!(count & RWSEM_LOCK_MASK))
-		rwsem_mark_wake(sem, WAKE_ANY, &wake);
+	/*
+	 * rwsem_cond_wake_waiter(): no writer holds it now, so wake the front (maybe us): readers
+	 * only while readers hold it, anyone when nobody does.
+	 */
+	if (!(count & RWSEM_WRITER_LOCKED)) {
+		if (count & RWSEM_READER_MASK) {
+			rwsem_mark_wake(sem, WAKE_READERS, &wake);
+		} else {
+			__atomic_fetch_and(&sem->owner, ~RWSEM_NONSPINNABLE, __ATOMIC_RELAXED);
+			rwsem_mark_wake(sem, WAKE_ANY, &wake);
+		}
+	}
 	raw_qspin_unlock(&sem->wait_lock);
 	wake_all(&wake);
 
@@ -237,7 +273,7 @@ static void rwsem_down_read(void *lockp, struct lock_thread *self)
 	if (unlikely(count & RWSEM_READ_FAILED_MASK))
 		rwsem_down_read_slowpath(sem, self, count);
 	else
-		set_reader_owned(sem);
+		set_reader_owned(sem, lock_task_of(self));
 }
 
 static void rwsem_up_read(void *lockp, struct lock_thread *self)
