@@ -202,7 +202,8 @@ test: deps build-all venv
 	$(VENV)/bin/ruff format --check python tests bench
 	$(VENV)/bin/python -m pytest -q --durations=15 tests
 
-# What CI cannot afford: Linux 6.12 built with PREEMPT_RT and booted (seed 003).
+# What CI cannot afford: Linux 6.12 built with PREEMPT_RT and booted (seed 003), and the
+# KCSAN + lockdep kernel that catches the broken checker patches.
 test-slow: deps build-all venv
 	scripts/install-deps.sh --slow
 	$(VENV)/bin/python -m pytest -q -m slow tests

@@ -213,6 +213,7 @@ def test_a_program_runs_inside_the_patched_kernel_and_a_crash_is_a_failed_run(tm
     assert hang.returncode == 1 and "hung: killed after 3 s" in hang.stderr, hang.stderr
 
 
+@pytest.mark.slow  # a cold KCSAN + lockdep kernel build: 11 min of CI's 30 (make test-slow)
 @pytest.mark.timeout(1800)
 def test_kcsan_and_lockdep_report_the_broken_patches_as_findings(tmp_path):
     boot_tools()

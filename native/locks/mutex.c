@@ -31,6 +31,10 @@
  * (OSQ_SPIN_NS), standing in for need_resched(), which userspace cannot see: without it a
  * spinner would spin on a preempted owner until the owner's next time slice. The clock is read
  * once in 64 rounds, not per round.
+ *
+ * A port beside the tree's own code (kernel:mutex, compiled from 6.1): kept, since it is what the
+ * interposition library, the arm64 build and a host without a kernel tree run; tests/test_ports.py
+ * holds it to the tree's code (docs/locks.md, "Ports and the tree").
  */
 #include <errno.h>
 

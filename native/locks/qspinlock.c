@@ -110,6 +110,10 @@
  *   - CNA v1: the secondary queue is encoded as in later revisions (an encoded tail in ->locked, a
  *     circular list) where v1 kept a pointer to its head and the tail in that node: same order,
  *     same moves. v1's own base was 4.20-rc4's qspinlock; its x86 word operations are those above.
+ *
+ * A port beside the tree's own code (kernel:qspinlock, compiled from 6.1): kept, since it carries
+ * CNA (v1 and v15) as its slow path, which 6.1 does not have; tests/test_ports.py holds it to the
+ * tree's code (docs/locks.md, "Ports and the tree").
  */
 #include <errno.h>
 #include <stddef.h>

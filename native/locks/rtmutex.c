@@ -74,6 +74,11 @@
  * "Running" is a flag the owner clears while it sleeps in a lock: userspace cannot see whether
  * another thread is on a CPU. The kernel does the boost with wait_lock dropped in steps; here
  * it is done under wait_lock (a syscall under a spinlock lengthens its hold, which is measured).
+ *
+ * A port beside the tree's own code (kernel:rtmutex, compiled from 6.1): kept, since it carries
+ * seed 000's hand-written variants and seed 003's 2.6.24-rt locks, whose sources are not
+ * installable; tests/test_ports.py holds it to the tree's code (docs/locks.md, "Ports and the
+ * tree").
  */
 #include <errno.h>
 #include <pthread.h>

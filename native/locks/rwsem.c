@@ -31,6 +31,11 @@
  * Tunables: `writer_spin` (seed 001's tweak 1: an owner field and optimistic spinning for
  * writers) and `skip_active` (tweak 2: when the lock is active, a writer goes straight to the
  * slow path instead of trying atomics that must fail).
+ *
+ * A port beside the tree's own code (kernel:rwsem, compiled from 6.1): kept, since it carries seed
+ * 001's two tweaks as tunables, and is what the interposition library, the arm64 build and a host
+ * without a kernel tree run; tests/test_ports.py holds it to the tree's code (docs/locks.md,
+ * "Ports and the tree").
  */
 #include <errno.h>
 

@@ -8,6 +8,7 @@ import statistics
 from pathlib import Path
 
 from locklab.kernel.findings import from_records, summary
+from locklab.model.ports import differences_note
 from locklab.model.spec import ExperimentSpec
 from locklab.store import Experiment, Run
 
@@ -82,6 +83,9 @@ def variant_lines(spec: ExperimentSpec) -> list[str]:
         lines.append(f"note: {FROM_SOURCE_NOTE}")
     if any(v.lock in OWNER_SPINNING_PORTS for v in spec.variants):
         lines.append(f"note: {HAND_PORT_NOTE}")
+    ports = differences_note([v.lock for v in spec.variants])
+    if ports:
+        lines.append(f"note: {ports}")
     return lines
 
 
