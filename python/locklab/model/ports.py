@@ -116,5 +116,5 @@ def differences_note(locks: list[str]) -> str | None:
         return f"{names}: within {SIMULATED_TOLERANCE:.0%} of each other when simulated"
     return (
         f"{names} differ beyond {SIMULATED_TOLERANCE:.0%} when simulated on {CHECK_PROFILE} "
-        f"(port / tree): {'; '.join(listed)} (docs/locks.md says why, as far as known)"
+        f"(port / tree): {'; '.join(listed)} (why, as far as known: locklab/model/ports.py)"
     )
