@@ -10,6 +10,7 @@ reason, where the packages are missing."""
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import ROOT
@@ -178,10 +179,16 @@ def locklab(tmp_path, *args: str, timeout: float = 900) -> subprocess.CompletedP
 
 @pytest.mark.timeout(1500)
 def test_a_program_runs_inside_the_patched_kernel_and_a_crash_is_a_failed_run(tmp_path):
+    """The program is a copy under /tmp (pytest's tmp_path), where users keep scratch programs:
+    the guest mounts a fresh /tmp, and what the command names under it is carried in."""
     boot_tools()
+    scratch = tmp_path / "x"
+    scratch.mkdir()
+    program = scratch / "probe"
+    shutil.copy(ROOT / "build" / "opt" / "pi-futex-load", program)
     proc = locklab(
         tmp_path, "kernel", "--patch", f"ci-test={TEST_PATCH}", "--exec",
-        "pi-futex-load {threads} 2000", "--threads", "1,2", "--metric-regex", r"ops/s: (\S+)",
+        f"{program} {{threads}} 2000", "--threads", "1,2", "--metric-regex", r"ops/s: (\S+)",
         "--accel", "tcg", "--timeout", "60",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -229,6 +236,19 @@ def test_kcsan_and_lockdep_report_the_broken_patches_as_findings(tmp_path):
     assert "KCSAN data-race: lock_torture_writer vs lock_torture_writer" in line, line
     assert "lockdep possible circular locking dependency detected" in line, line
     assert "locklab_lock_a" in line and "locklab_lock_b" in line, line
+
+
+def test_what_a_command_names_under_tmp_and_run_is_carried_into_the_guest(tmp_path):
+    folder = tmp_path / "probe-dir"
+    folder.mkdir()
+    (folder / "data").write_text("1\n")
+    top = Path("/tmp", *tmp_path.relative_to("/tmp").parts[:1]) if tmp_path.is_relative_to(
+        "/tmp") else None  # fmt: skip
+    command = f"{folder}/probe --input={folder}/data /etc/hostname /tmp/no-such-folder/x"
+    assert guest.carried_folders(command) == ([top] if top else [])
+    assert guest.carried_folders("sleep 1; cat /proc/uptime") == []
+    lines = guest._carry_lines([Path("/tmp/x y")])
+    assert "$B mount -o bind '/host-tmp/x y' '/root/tmp/x y'" in lines
 
 
 # --- cyclictest's histogram (seed 003's latency) ---------------------------------------------

@@ -7,7 +7,9 @@ virtiofs's virtiofsd, and no Rust init binary to pin, unlike virtme-ng), works u
 and the guest side is four kernel options (build_inputs.PROGRAM_OPTIONS) and one mount, done
 here by a busybox /init: it mounts the host's / read-only (cache=loose: nothing changes under a
 read-only share for the guest's lifetime), gives it a fresh /proc, /sys, /dev and writable
-tmpfs /tmp and /run, and runs the program chrooted there, in /tmp.
+tmpfs /tmp and /run, and runs the program chrooted there, in /tmp. The host folders under /tmp
+and /run that the command line names (a scratch program in /tmp/x, its input files) are bound
+back in, read-only, at the same paths: the fresh /tmp would hide them.
 
 What the run records, between two marker lines on the console: the guest's context switches
 (`ctxt` in /proc/stat) and its uptime before and after the program, and the program's exit
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,11 +60,14 @@ fi
 $B mount -t proc proc /root/proc
 $B mount -t sysfs sys /root/sys
 $B mount -t devtmpfs dev /root/dev
+$B mkdir /host-tmp /host-run
+$B mount -o bind /root/tmp /host-tmp
+$B mount -o bind /root/run /host-run
 $B mount -t tmpfs tmp /root/tmp
 $B mount -t tmpfs run /root/run
 $B mkdir /root/run/locklab
 $B mount -t 9p -o trans=virtio,version=9p2000.L,ro locklabtools /root/run/locklab 2>/dev/null
-$B cp /command /root/tmp/.locklab-command
+{carry}$B cp /command /root/tmp/.locklab-command
 ctxt() {{ while read key value rest; do [ "$key" = ctxt ] && echo "$value"; done < /proc/stat; }}
 c0=$(ctxt)
 read u0 idle < /proc/uptime
@@ -145,6 +151,45 @@ def read_markers(run: GuestRun) -> None:
         run.outcome = how
 
 
+# Host folders the guest mounts afresh (writable tmpfs): what the command names under them is
+# carried in, read-only, at the same path.
+FRESH_IN_GUEST = (Path("/tmp"), Path("/run"))
+_CARRY = """$B mkdir -p {inside}
+$B mount -o bind {host} {inside}
+"""
+
+
+def carried_folders(command: str) -> list[Path]:
+    """The host folders, each a child of /tmp or /run, that hold a path the command line names
+    (the program, its arguments' files, an option's =value), so that the guest's fresh /tmp
+    and /run do not hide them. Paths that do not exist on the host are the command's business."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    folders: list[Path] = []
+    for word in words:
+        for text in (word, word.partition("=")[2]):
+            if not text.startswith("/"):
+                continue
+            path = Path(text)
+            for fresh in FRESH_IN_GUEST:
+                if path.is_relative_to(fresh) and path != fresh:
+                    top = fresh / path.relative_to(fresh).parts[0]
+                    if top.exists() and top not in folders and top != fresh / "locklab":
+                        folders.append(top)
+    return folders
+
+
+def _carry_lines(folders: list[Path]) -> str:
+    lines = []
+    for folder in folders:  # /tmp/x: the host's is /host-tmp/x in the guest's initramfs
+        host = Path(f"/host-{folder.parts[1]}", *folder.parts[2:])
+        inside = Path("/root", *folder.parts[1:])
+        lines.append(_CARRY.format(host=shlex.quote(str(host)), inside=shlex.quote(str(inside))))
+    return "".join(lines)
+
+
 def run_program(
     image: Path, command: str, cpus: int, timeout_s: float, accel: str = "auto",
     pin: list[int] | None = None, scratch: Path | None = None,
@@ -156,7 +201,8 @@ def run_program(
         raise LocklabError(f"{BUSYBOX} is missing: install busybox-static")
     limit = max(1, math.ceil(timeout_s))
     init = _INIT.format(begin=BEGIN, end=END, mount_failed=MOUNT_FAILED, path=SEARCH_PATH,
-                        limit=limit, cpus_marker=CPUS_MARKER)  # fmt: skip
+                        limit=limit, cpus_marker=CPUS_MARKER,
+                        carry=_carry_lines(carried_folders(command)))  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="locklab-guest-", dir=scratch) as folder:
         where = Path(folder)
         initrd = busybox_initramfs(
