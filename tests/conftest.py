@@ -6,6 +6,7 @@ fail but never hang. Nothing here asserts on time or throughput.
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -198,3 +199,85 @@ def run_preloaded(
         out, _ = proc.communicate()
         return "hung", None, f"hung: killed after {timeout:.0f} s\n{out}"
     return ("ok" if proc.returncode == 0 else "failed"), proc.returncode, out
+
+
+# ---- a kernel git tree (tests/test_revisions.py, the git workflow in docs/kernels.md) -------
+
+RTMUTEX_C = "kernel/locking/rtmutex.c"
+# The branch `regress`, four commits past master: one slows rt_mutex_lock() by four pauses
+# per call, a comment, one breaks mutual exclusion (the deliberately broken patch), a README.
+SLOW_SUBJECT = "locking/rtmutex: pause four times in rt_mutex_lock()"
+BROKEN_SUBJECT = "locking/rtmutex: DELIBERATELY BROKEN: take an owned lock now and then"
+_SLOW_AT = "void __sched rt_mutex_lock(struct rt_mutex *lock)\n{\n"
+_SLOWER = "\tfor (int i = 0; i < 4; i++)\n\t\tcpu_relax();\n"
+_ANCHOR = "#include <linux/sched.h>\n"  # a line of rtmutex.c the commits below edit after
+
+
+def git(repository: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.org",
+           "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@example.org"}  # fmt: skip
+    return subprocess.run(["git", "-C", str(repository), *args], capture_output=True,
+                          text=True, check=True, env=env).stdout  # fmt: skip
+
+
+def commit_edit(repository: Path, path: str, old: str, new: str, subject: str) -> None:
+    file = repository / path
+    text = file.read_text()
+    assert old in text
+    file.write_text(text.replace(old, new, 1))
+    git(repository, "commit", "-q", "-am", subject)
+
+
+def make_kernel_repo(folder: Path) -> Path:
+    """A small kernel git tree in folder/linux, from the installed 6.1 tree (only the files the
+    from-source build compiles): tag v6.1, the 6.1 files; tag docs, a commit outside them;
+    master, a comment in rtmutex.c on top; a branch `series` two patches past v6.1, mailed
+    as folder/series.mbox with a cover letter; and a branch `regress` (above) past master.
+    An untracked file stands for the user's work."""
+    from locklab.kernel.build import unpack_default_source
+    from locklab.kernel.from_source import TREE_PARTS
+
+    tree = unpack_default_source()
+    repository = folder / "linux"
+    for part in TREE_PARTS:
+        origin, target = tree / part, repository / part
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if origin.is_dir():  # copies, never links: the commits below edit files in place
+            shutil.copytree(origin, target)
+        else:
+            shutil.copy2(origin, target)
+    (repository / "README").write_text("linux\n")
+    git(repository, "init", "-q", "-b", "master")
+    git(repository, "add", "-A")
+    git(repository, "commit", "-q", "-m", "Linux 6.1")
+    git(repository, "tag", "v6.1")
+    (repository / "README").write_text("linux, documented\n")
+    git(repository, "commit", "-q", "-am", "README: say more")
+    git(repository, "tag", "docs")
+    comment = "locking/rtmutex: add a comment"
+    commit_edit(repository, RTMUTEX_C, _ANCHOR, _ANCHOR + "/* a comment */\n", comment)
+    git(repository, "checkout", "-q", "-b", "series", "v6.1")
+    first = "locking/rtmutex: first of two"
+    commit_edit(repository, RTMUTEX_C, _ANCHOR, _ANCHOR + "/* first */\n", first)
+    commit_edit(
+        repository,
+        RTMUTEX_C,
+        "/* first */\n",
+        "/* first, then second */\n",
+        "locking/rtmutex: second of two, on the first",
+    )
+    mbox = git(repository, "format-patch", "--stdout", "--cover-letter", "v6.1..series")
+    (folder / "series.mbox").write_text(mbox)
+    git(repository, "checkout", "-q", "-b", "regress", "master")
+    commit_edit(repository, "kernel/locking/rtmutex_api.c", _SLOW_AT, _SLOW_AT + _SLOWER,
+                SLOW_SUBJECT)  # fmt: skip
+    commit_edit(repository, RTMUTEX_C, "/* a comment */\n", "/* a comment, longer */\n",
+                "locking/rtmutex: a longer comment")  # fmt: skip
+    broken = ROOT / "campaigns" / "patches" / "broken" / (
+        "0001-rtmutex-take-an-owned-lock-now-and-then.patch")  # fmt: skip
+    subprocess.run(["patch", "-s", "-p1", "-i", str(broken)], cwd=repository, check=True)
+    git(repository, "commit", "-q", "-am", BROKEN_SUBJECT)
+    commit_edit(repository, "README", "documented", "documented again", "README: again")
+    git(repository, "checkout", "-q", "master")
+    (repository / "scratch.txt").write_text("uncommitted\n")  # the user's own work, untracked
+    return repository

@@ -19,7 +19,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, bench_path
+from conftest import ROOT, bench_path, make_kernel_repo
 from locklab.cli.main import build_parser
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -108,6 +108,17 @@ def tiny(argv: list[str], options: set[str], out: Path) -> list[str]:
     return own + rest
 
 
+def with_example_tree(argv: list[str], out: Path) -> list[str]:
+    """The pages' kernel git tree (~/linux) and mailed series (~/series.mbox): a small tree
+    made from the installed 6.1 one (conftest.make_kernel_repo), with the same tag, branch
+    and series."""
+    if not (out / "linux").is_dir():
+        make_kernel_repo(out)
+    return [word.replace("~/linux", str(out / "linux")).replace("~/series.mbox",
+                                                                str(out / "series.mbox"))
+            for word in argv]  # fmt: skip
+
+
 PAGE_COMMANDS = [(page, line, argv) for page in PAGES for line, argv in commands(page)]
 
 
@@ -133,6 +144,8 @@ def test_each_page_runs_at_a_tiny_scale(page, tmp_path):
         parser, _ = _parse(argv)
         subparser = parser._subparsers._group_actions[0].choices[argv[0]]  # type: ignore[union-attr]
         command = tiny(argv, set(subparser._option_string_actions), tmp_path)
+        if any("~/linux" in word or "~/series.mbox" in word for word in command):
+            command = with_example_tree(command, tmp_path)
         proc = subprocess.run(
             [sys.executable, "-m", "locklab.cli", *command], capture_output=True, text=True,
             timeout=COMMAND_TIMEOUT_S, check=False, cwd=ROOT,

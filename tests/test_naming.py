@@ -6,7 +6,7 @@ import re
 from conftest import bench_path, list_locks, run_engine
 from locklab.cli.main import main
 from locklab.model.catalogue import Catalogue, LockInfo
-from locklab.model.targeting import spec_for_locks
+from locklab.model.targeting import SourceVariant, spec_for_locks
 
 OLD_NAMES = {f"rtmutex-k{k}": f"rtmutex_k{k}" for k in range(6)} | {
     "qspinlock-nr16k": "qspinlock_nr16k",
@@ -42,7 +42,7 @@ def test_a_kernel_column_beside_other_locks_names_its_lock():
     a bare `stock` that hides which code it is; alone, its columns are the patch labels."""
     mutex = LockInfo("mutex", "sleeping", "", "", (), ())
     catalogue = Catalogue([mutex])
-    compiled = {"kernel:mutex": [("stock", "stock.so", ())]}
+    compiled = {"kernel:mutex": [SourceVariant("stock", "stock.so")]}
 
     def labels(locks: str) -> list[str]:
         spec = spec_for_locks(lambda _: catalogue, locks, [], [], {}, compiled)

@@ -19,6 +19,7 @@ from locklab.kernel.build import ROOT
 from locklab.kernel.from_source import BUILDS, SIM_BUILD, build_source_locks, is_source_lock
 from locklab.model.machine_profile import MachineProfile, find_profile, flat_cpus
 from locklab.model.spec import ExperimentSpec, default, run_times, threads_at
+from locklab.model.targeting import SourceVariant
 from locklab.run.engine import Engine, find_engine
 from locklab.run.source_plugin import check_simulated_plugin
 
@@ -294,22 +295,33 @@ def source_options(parser: argparse._ActionsContainer) -> None:
     parser.add_argument(
         "--source", type=Path, help="kernel: locks: the kernel tree (default 6.1's)"
     )
+    parser.add_argument(
+        "--rev", action="append", default=[], metavar="LABEL=REV",
+        help="kernel: locks: one variant compiled from this revision (tag, branch, commit) of "
+        "the git tree --source, read with git, the checkout untouched; with --patch LABEL=... "
+        "of the same label, the patches go on top",
+    )  # fmt: skip
 
 
 def source_plugins(
     args: argparse.Namespace, engine: Engine, machine: MachineProfile | None = None
-) -> dict[str, list[tuple[str, str, tuple[str, ...]]]]:
+) -> dict[str, list[SourceVariant]]:
     """The kernel: locks of --lock, compiled from the tree (cached) in the engine's build, or
     the simulator's with --sim."""
     names = [name.strip() for name in (args.lock or "").split(",") if is_source_lock(name.strip())]
+    revisions = getattr(args, "rev", [])
     if not names:
-        if args.patch or args.source:
-            raise LocklabError("--patch and --source are for kernel: locks (kernel:rtmutex, ...)")
+        if args.patch or args.source or revisions:
+            raise LocklabError(
+                "--patch, --rev and --source are for kernel: locks (kernel:rtmutex, ...)"
+            )
         return {}
     build = SIM_BUILD if machine else args.build or engine.build()
     flat = machine.flat_text() if machine else ""
-    built = build_source_locks(names, args.patch, build, engine.path, args.source, flat)
+    built = build_source_locks(names, args.patch, build, engine.path, args.source, flat,
+                               tuple(revisions))  # fmt: skip
     return {
-        name: [(lock.label, str(lock.plugin), lock.patches) for lock in locks]
+        name: [SourceVariant(lock.label, str(lock.plugin), lock.patches, lock.revision)
+               for lock in locks]
         for name, locks in built.items()
-    }
+    }  # fmt: skip

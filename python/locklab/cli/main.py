@@ -47,6 +47,8 @@ GROUPS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         ("kernel", "locklab kernel --patch k0 --patch k3=PATCH --type rtmutex_lock"),
         ("kernel-build", "locklab kernel build --patch k3=PATCH"),
         ("import-locktorture", "locklab import-locktorture k0=console-k0.log k3=console-k3.log"),
+        ("bisect", "locklab bisect --source ~/linux --good v6.1 --bad HEAD --lock kernel:rtmutex "
+                   "--sim x5-4"),
     )),
     ("programs", (
         ("exec", "locklab exec --lock pthread_mutex,mcs --threads 1,2 -- "

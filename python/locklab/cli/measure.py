@@ -14,8 +14,9 @@ from locklab.cli.common import EXIT_INTERRUPTED, EXIT_RUN_FAILED
 from locklab.kernel import campaign as kernel_campaign
 from locklab.kernel.campaign import KernelCampaign
 from locklab.kernel.from_source import SIM_BUILD, build_source_lock, is_source_lock
+from locklab.kernel.series import split_series
 from locklab.kernel.sweep import Target
-from locklab.model.spec import ExperimentSpec
+from locklab.model.spec import ExperimentSpec, Variant
 from locklab.output import listing
 from locklab.printable import printable
 from locklab.run import adaptive
@@ -40,12 +41,21 @@ def compile_variants(spec: ExperimentSpec, engine: Engine) -> None:
         for variant in spec.variants
     ]  # fmt: skip
     spec.variants = [
-        replace(variant, plugin=str(build_source_lock(
-            variant.lock, variant.label, [Path(p) for p in variant.patches], build,
-            engine.path, tree, spec.sim_machine).plugin))
+        _compiled_source_lock(variant, tree, build, engine, spec.sim_machine)
         if is_source_lock(variant.lock) and variant.plugin is None else variant
         for variant in spec.variants
     ]  # fmt: skip
+
+
+def _compiled_source_lock(
+    variant: Variant, tree: Path | None, build: str, engine: Engine, sim_machine: str
+) -> Variant:
+    """A campaign's kernel: variant, built: its patches (a mailed series as its patches) on
+    the tree, or on the revision `rev` of the git tree `source`, stored as commit and subject."""
+    patches = [patch for name in variant.patches for patch in split_series(Path(name))]
+    built = build_source_lock(variant.lock, variant.label, patches, build, engine.path, tree,
+                              sim_machine, variant.revision)  # fmt: skip
+    return replace(variant, plugin=str(built.plugin), revision=built.revision)
 
 
 def plan_line(spec: ExperimentSpec) -> str:

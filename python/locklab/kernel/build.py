@@ -47,6 +47,7 @@ from locklab.kernel.build_inputs import (
     patched_files,
     read_config,
 )
+from locklab.kernel.series import display_name
 
 ROOT = Path(__file__).resolve().parents[3]
 BUILD = ROOT / "build" / "kernel"
@@ -443,7 +444,7 @@ def _build_one(label: str, key: str, source: Path, source_key: str, origin: str,
         (target / "config").write_bytes(config)
     built = Built(
         label=label, image=target / arch.image_name, key=key, source=origin, version=version,
-        patches=[{"name": f.name, "sha256": _sha256(f.read_bytes())} for f in files],
+        patches=[{"name": display_name(f), "sha256": _sha256(f.read_bytes())} for f in files],
         config_sha256=_sha256(config), debug=debug, arch=arch.name,
         seconds=round(time.monotonic() - start, 1),
     )  # fmt: skip

@@ -5,10 +5,13 @@ first; one that does not apply is one line naming the file and the hunk)."""
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from locklab.errors import LocklabError
+from locklab.kernel.series import describe, split_series
 
 # What a guest needs to run the host's programs from its root filesystem, shared read-only
 # over virtio-9p (kernel/guest.py), and what ordinary programs expect of a kernel: x86_64
@@ -175,41 +178,56 @@ def apply_patch(tree: Path, patch: Path, dry_run: bool) -> subprocess.CompletedP
 
 
 def patch_failure(patch: Path, output: str) -> str:
-    """patch's own words for the first hunk that failed, as one line."""
+    """patch's own words for the first hunk that failed, as one line (a series' patch named
+    by its place and subject)."""
+    name = describe(patch)
     hunk = re.search(r"Hunk #(\d+) FAILED at (\d+)", output)
     target = re.findall(r"^(?:checking|patching) file (\S+)", output, re.M)
     where = target[-1] if target else "?"
     if hunk:
-        return (f"patch {patch} does not apply: hunk #{hunk.group(1)} of {where} failed "
+        return (f"{name} does not apply: hunk #{hunk.group(1)} of {where} failed "
                 f"at line {hunk.group(2)}")  # fmt: skip
     for marker in ("Reversed (or previously applied) patch detected", "can't find file to patch",
                    "Only garbage was found", "malformed patch"):  # fmt: skip
         if marker.lower() in output.lower():
-            return f"patch {patch} does not apply to {where}: {marker.lower()}"
+            return f"{name} does not apply to {where}: {marker.lower()}"
     last = (output.strip().splitlines() or ["patch failed"])[-1]
-    return f"patch {patch} does not apply: {last}"
+    return f"{name} does not apply: {last}"
 
 
 def check_patches(tree: Path, patches: list[Path]) -> None:
-    """Each patch applies to the pristine tree on its own (a dry run). Patches of one label
-    are meant to stack; that is checked again, for real, in the work tree."""
+    """The patches apply to the pristine tree in order, each on the ones before (a mailed
+    series' second patch may change what its first added): applied for real to copies of the
+    files they touch, in a scratch folder, never to the tree."""
     for patch in patches:
         if not patch.is_file():
             raise LocklabError(f"patch {patch}: no such file")
-        proc = apply_patch(tree, patch, dry_run=True)
+    if len(patches) == 1:
+        proc = apply_patch(tree, patches[0], dry_run=True)
         if proc.returncode != 0:
-            raise LocklabError(patch_failure(patch, proc.stdout + proc.stderr))
+            raise LocklabError(patch_failure(patches[0], proc.stdout + proc.stderr))
+        return
+    with tempfile.TemporaryDirectory(prefix="locklab-patch-check-") as scratch:
+        copy = Path(scratch)
+        for name in {name for patch in patches for name in patched_files(patch)}:
+            if (tree / name).is_file():
+                (copy / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(tree / name, copy / name)
+        for patch in patches:
+            proc = apply_patch(copy, patch, dry_run=False)
+            if proc.returncode != 0:
+                raise LocklabError(patch_failure(patch, proc.stdout + proc.stderr))
 
 
 def parse_patch_options(texts: list[str]) -> dict[str, list[Path]]:
-    """Repeated --patch options: each label's patch files, in order; a label given twice is
-    one line."""
+    """Repeated --patch options: each label's patch files, in order, a mailed series (an mbox
+    of several patches) as its patches (series.py); a label given twice is one line."""
     patches: dict[str, list[Path]] = {}
     for text in texts:
         label, files = parse_patch_option(text)
         if label in patches:
             raise LocklabError(f"--patch: label {label!r} given twice")
-        patches[label] = files
+        patches[label] = [patch for file in files for patch in split_series(file)]
     return patches
 
 

@@ -17,7 +17,7 @@ import re
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from locklab.errors import LocklabError
@@ -35,6 +35,14 @@ from locklab.kernel.build_inputs import (
     patch_failure,
     patched_files,
 )
+from locklab.kernel.revisions import (
+    Revision,
+    commit_of,
+    git_tree,
+    parse_rev_options,
+    read_revision,
+)
+from locklab.kernel.series import display_name
 from locklab.run.simulator import engine_invocation
 
 PREFIX = "kernel:"
@@ -80,6 +88,7 @@ class SourceLock:
     key: str
     cached: bool
     patches: tuple[str, ...] = ()  # the patch files, resolved
+    revision: str = ""  # "COMMIT SUBJECT" when the tree is a git revision (--rev)
 
 
 def is_source_lock(name: str) -> bool:
@@ -185,13 +194,24 @@ def build_source_lock(
     engine: Path,
     source_dir: Path | None = None,
     sim_machine: str = "",
+    revision: str = "",
 ) -> SourceLock:
     """The plugin of kernel:NAME with these patches in this build, built unless cached; the
-    "sim" build is the simulator's (its runs' machine, `sim_machine`, loads it once)."""
+    "sim" build is the simulator's (its runs' machine, `sim_machine`, loads it once). With
+    `revision`, the tree is that revision of the git tree `source_dir` (revisions.py): builds
+    are shared between revisions whose files are the same, each revision's plugin a link of
+    its own beside the shared one, with its own provenance."""
     family = check_name(name)
     if build not in (*BUILDS, SIM_BUILD):
         raise LocklabError(f"--build {build}: use one of {', '.join(BUILDS)}")
-    if source_dir is None:
+    read: Revision | None = None
+    if revision:
+        try:
+            read = read_revision(source_dir, revision, TREE_PARTS)
+        except LocklabError as error:
+            raise LocklabError(f"{label}: {error}") from None
+        source, origin = read.tree, read.describe()
+    elif source_dir is None:
         source = unpack_default_source()
         origin = f"{SOURCE_TARBALL.name}"
     else:
@@ -209,12 +229,13 @@ def build_source_lock(
     plugin = target / f"kernel-{family}.so"
     applied_files = tuple(str(p.resolve()) for p in patches)
     if plugin.is_file():
-        return SourceLock(name, label, plugin, key, cached=True, patches=applied_files)
+        return _of_revision(SourceLock(name, label, plugin, key, cached=True,
+                                       patches=applied_files), read, build, patches)  # fmt: skip
     start = time.monotonic()
     _progress(f"building {name} ({label}, {build}) from {origin}")
     work = target / "tree"
     _copy_tree(source, work, patches)
-    applied = " + ".join(p.name for p in patches) or "no patches"
+    applied = " + ".join(display_name(p) for p in patches) or "no patches"
     note = f"{origin}, {applied}".replace("'", "").replace('"', "")
     partial = target / f"kernel-{family}.so.partial"
     jobs = f"-j{os.cpu_count() or 1}"
@@ -237,11 +258,38 @@ def build_source_lock(
     partial.rename(plugin)
     (target / "provenance.json").write_text(json.dumps({
         "lock": name, "label": label, "build": build, "source": origin,
-        "patches": [p.name for p in patches], "key": key,
+        "patches": [display_name(p) for p in patches], "key": key,
         "seconds": round(time.monotonic() - start, 1),
     }, indent=2) + "\n")  # fmt: skip
     _progress(f"built {name} ({label}, {build}) in {time.monotonic() - start:.1f} s")
-    return SourceLock(name, label, plugin, key, cached=False, patches=applied_files)
+    return _of_revision(SourceLock(name, label, plugin, key, cached=False,
+                                   patches=applied_files), read, build, patches)  # fmt: skip
+
+
+def _of_revision(
+    built: SourceLock, read: Revision | None, build: str, patches: list[Path]
+) -> SourceLock:
+    """The plugin as the revision's own: a hard link in a folder of the revision's commit,
+    beside the shared build, with a provenance that names that commit and its subject."""
+    if read is None:
+        return built
+    folder = built.plugin.parent / f"rev-{read.commit[:16]}"
+    own = folder / built.plugin.name
+    if not own.is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = own.with_suffix(".partial")
+        partial.unlink(missing_ok=True)
+        try:
+            os.link(built.plugin, partial)
+        except OSError:
+            shutil.copy2(built.plugin, partial)
+        partial.rename(own)
+    (folder / "provenance.json").write_text(json.dumps({
+        "lock": built.lock, "label": built.label, "build": build, "source": read.describe(),
+        "commit": read.commit, "subject": read.subject,
+        "patches": [display_name(p) for p in patches], "key": built.key,
+    }, indent=2) + "\n")  # fmt: skip
+    return replace(built, plugin=own, revision=f"{read.commit} {read.subject}")
 
 
 def build_source_locks(
@@ -251,14 +299,24 @@ def build_source_locks(
     engine: Path,
     source_dir: Path | None = None,
     sim_machine: str = "",
+    rev_texts: tuple[str, ...] = (),
 ) -> dict[str, list[SourceLock]]:
-    """Each kernel: lock named, once per --patch LABEL=FILE[,FILE...] (none: the stock tree,
-    labelled "stock"), in `build`; every name and patch checked before anything is built."""
+    """Each kernel: lock named, once per label: --rev LABEL=REV (that revision of the git tree
+    --source), --patch LABEL=FILE[,FILE...] (these patches), both for one label (the revision
+    with the patches on top), none (the stock tree, labelled "stock"); in `build`. Every name,
+    revision and patch is checked before anything is built."""
     for name in names:
         check_name(name)
-    patches = parse_patch_options(patch_texts or ["stock"])
+    revisions = parse_rev_options(list(rev_texts))
+    if revisions:
+        top = git_tree(source_dir)
+        for revision in revisions.values():
+            commit_of(top, revision)
+    patches = parse_patch_options(patch_texts or ([] if revisions else ["stock"]))
+    labels = [*revisions, *(label for label in patches if label not in revisions)]
     return {
-        name: [build_source_lock(name, label, files, build, engine, source_dir, sim_machine)
-               for label, files in patches.items()]
+        name: [build_source_lock(name, label, patches.get(label, []), build, engine,
+                                 source_dir, sim_machine, revisions.get(label, ""))
+               for label in labels]
         for name in names
     }  # fmt: skip

@@ -43,7 +43,7 @@ TOP_KEYS = {
     "hosts",
     "sim",
 }
-VARIANT_KEYS = {"label", "lock", "params", "plugin", "patches"}
+VARIANT_KEYS = {"label", "lock", "params", "plugin", "patches", "rev"}
 # What [full] may override: the seed's own scale, run with `locklab campaign FILE --full`.
 FULL_KEYS = {
     "repeat", "duration", "warmup", "long_hold_ms", "numa_nodes", "pin", "sweep",
@@ -256,7 +256,13 @@ class _CampaignReader:
                     f"(kernel:rtmutex, ...), not '{lock}'", "patches",
                 )  # fmt: skip
             files = tuple(str((self.path.parent / p).resolve()) for p in patches)
-            variants.append(Variant(label, lock, tuple(params.items()), plugin, files))
+            revision = self.typed(table, "rev", str, "")
+            if revision and not lock.startswith("kernel:"):
+                raise self.fail(
+                    f"variant {index}: rev is for locks compiled from a kernel tree "
+                    f"(kernel:rtmutex, ...), not '{lock}'", "rev",
+                )  # fmt: skip
+            variants.append(Variant(label, lock, tuple(params.items()), plugin, files, revision))
         return variants
 
     def tree(self, data: dict) -> str:

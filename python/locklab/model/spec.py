@@ -90,6 +90,9 @@ class Variant:
     plugin: str | None = None
     # A kernel: lock's patch files, applied to the tree it is compiled from (plugin: the build).
     patches: tuple[str, ...] = ()
+    # A kernel: lock's tree revision (--rev, a campaign's `rev`), as resolved when it was built:
+    # "COMMIT SUBJECT"; "" for a tree that is not a git revision.
+    revision: str = ""
 
     def describe(self) -> str:
         params = ",".join(f"{name}={value}" for name, value in self.params)
@@ -355,6 +358,7 @@ class ExperimentSpec:
                 "params": dict(v.params),
                 "plugin": v.plugin,
                 "patches": list(v.patches),
+                "revision": v.revision,
             }
             for v in self.variants
         ]
@@ -372,6 +376,7 @@ class ExperimentSpec:
                 tuple(v["params"].items()),
                 v.get("plugin"),
                 tuple(v.get("patches", ())),
+                v.get("revision", ""),
             )
             for v in data["variants"]
         ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from locklab.errors import LocklabError
 from locklab.model.catalogue import Catalogue
@@ -16,13 +16,22 @@ from locklab.model.values import AXES, ParamValue, parse_int_list, parse_param, 
 CatalogueOf = Callable[[tuple[str, ...]], Catalogue]  # the engine's locks, with these plugins
 
 
+class SourceVariant(NamedTuple):
+    """A kernel: lock compiled for one label: its plugin, patches and tree revision."""
+
+    label: str
+    plugin: str
+    patches: tuple[str, ...] = ()
+    revision: str = ""  # "COMMIT SUBJECT" of a --rev
+
+
 def spec_for_locks(
     catalogue_of: CatalogueOf,
     lock_text: str | None,
     param_texts: list[str],
     plugin_paths: list[str],
     axes_text: dict[str, str | None],
-    source_plugins: dict[str, list[tuple[str, str, tuple[str, ...]]]] | None = None,
+    source_plugins: dict[str, list[SourceVariant]] | None = None,
     **settings: Any,
 ) -> ExperimentSpec:
     """The spec of `--lock A,B --param ... --nwriters ...`; `settings` are ExperimentSpec's
@@ -49,9 +58,11 @@ def spec_for_locks(
         if lock not in sources:
             variants.append(Variant(lock, lock, tuple(params[lock]), plugin_of.get(lock)))
             continue
-        for label, plugin, patches in sources[lock]:
+        for source in sources[lock]:
+            label = source.label
             shown = label if len(sources) == 1 and not built_here else f"{lock}/{label}"
-            variants.append(Variant(shown, lock, (), plugin, patches))
+            variants.append(Variant(shown, lock, (), source.plugin, source.patches,
+                                    source.revision))  # fmt: skip
     sweep = {
         axis: parse_int_list(axis, text) for axis, text in axes_text.items() if text is not None
     }

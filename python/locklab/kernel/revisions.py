@@ -1,0 +1,126 @@
+"""Revisions of the user's own kernel git tree as the trees kernel: locks are compiled from:
+`--source DIR --rev LABEL=REV`, or `rev = "..."` in a campaign's variant.
+
+A revision is read with git itself, never through the user's checkout: `git archive` of the
+files the build compiles (from_source.TREE_PARTS) into build/revisions/KEY/, so the checkout,
+its index, its branches and its stash are never written. KEY is the git object ids of those
+parts at that revision, so two revisions whose locking files are identical share one tree,
+and so one build.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from locklab.errors import LocklabError
+
+ROOT = Path(__file__).resolve().parents[3]
+REVISIONS = ROOT / "build" / "revisions"
+INDEX = "revision.json"
+
+
+@dataclass(frozen=True)
+class Revision:
+    tree: Path  # the parts the build compiles, as they are at the revision
+    commit: str
+    subject: str
+    asked: str  # the revision as given (a tag, a branch, a commit)
+    repository: Path
+
+    def describe(self) -> str:
+        return f"{self.repository} {self.asked} ({self.commit[:12]} {self.subject!r})"
+
+
+def _git(repository: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "-C", str(repository), *args], capture_output=True,
+                          text=True, check=False)  # fmt: skip
+
+
+def git_tree(repository: Path | None) -> Path:
+    """The top of the git working tree (or bare repository) `repository` names, or one line."""
+    if repository is None:
+        raise LocklabError("--rev needs --source DIR, a kernel git tree")
+    if not repository.is_dir():
+        raise LocklabError(f"--source {repository}: no such folder")
+    inside = _git(repository, "rev-parse", "--is-inside-work-tree", "--is-bare-repository")
+    if inside.returncode != 0:
+        raise LocklabError(f"--source {repository}: not a git tree (--rev reads revisions "
+                           "with git)")  # fmt: skip
+    top = _git(repository, "rev-parse", "--show-toplevel")
+    return Path(top.stdout.strip()) if top.returncode == 0 and top.stdout.strip() else repository
+
+
+def commit_of(repository: Path, revision: str) -> str:
+    """The commit a revision names, or one line saying it names none."""
+    if not revision or revision.startswith("-"):
+        raise LocklabError(f"--rev {revision!r}: not a revision")
+    found = _git(repository, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
+    if found.returncode != 0 or not found.stdout.strip():
+        raise LocklabError(f"--rev {revision}: no such revision in {repository}")
+    return found.stdout.strip()
+
+
+def subject_of(repository: Path, commit: str) -> str:
+    return _git(repository, "log", "-1", "--format=%s", commit).stdout.strip()
+
+
+def content_key(repository: Path, commit: str, parts: tuple[str, ...]) -> str:
+    """The object ids of `parts` at `commit`: equal for revisions that do not change them."""
+    ids = []
+    for part in parts:
+        found = _git(repository, "rev-parse", "--verify", "--quiet", f"{commit}:{part}")
+        if found.returncode != 0:
+            raise LocklabError(f"--rev {commit[:12]}: no {part} in {repository} at that "
+                               "revision (not a kernel tree)")  # fmt: skip
+        ids.append(f"{part}={found.stdout.strip()}")
+    return hashlib.sha256("\n".join(ids).encode()).hexdigest()[:24]
+
+
+def read_revision(repository: Path | None, revision: str, parts: tuple[str, ...]) -> Revision:
+    """`parts` of `repository` at `revision`, exported once per content (cached)."""
+    top = git_tree(repository)
+    commit = commit_of(top, revision)
+    key = content_key(top, commit, parts)
+    tree = REVISIONS / key
+    subject = subject_of(top, commit)
+    if not (tree / INDEX).is_file():
+        partial = tree.with_name(key + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        archive = subprocess.run(
+            ["git", "-C", str(top), "archive", "--format=tar", commit, *parts],
+            capture_output=True, check=False,
+        )  # fmt: skip
+        if archive.returncode != 0:
+            detail = archive.stderr.decode(errors="replace").strip().splitlines() or ["?"]
+            raise LocklabError(f"--rev {revision}: git archive failed: {detail[-1]}")
+        tar_path = partial.with_suffix(".tar")
+        tar_path.write_bytes(archive.stdout)
+        with tarfile.open(tar_path) as bundle:
+            safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+            bundle.extractall(partial, **safe)  # the filter where this Python has it
+        tar_path.unlink()
+        (partial / INDEX).write_text(json.dumps({"commit": commit, "subject": subject,
+                                                 "key": key}, indent=2) + "\n")  # fmt: skip
+        shutil.rmtree(tree, ignore_errors=True)
+        partial.rename(tree)
+    return Revision(tree, commit, subject, revision, top)
+
+
+def parse_rev_options(texts: list[str]) -> dict[str, str]:
+    """Repeated --rev LABEL=REV: each label's revision; a label given twice is one line."""
+    revisions: dict[str, str] = {}
+    for text in texts:
+        label, equals, revision = text.partition("=")
+        if not label or not equals or not revision:
+            raise LocklabError(f"--rev {text!r}: give LABEL=REV (a tag, branch or commit)")
+        if label in revisions:
+            raise LocklabError(f"--rev: label {label!r} given twice")
+        revisions[label] = revision
+    return revisions

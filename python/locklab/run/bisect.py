@@ -1,0 +1,268 @@
+"""`locklab bisect`: the first commit between a good and a bad revision of the user's kernel git
+tree at which a kernel: lock got slower (or faster), or starts failing its torture.
+
+- The commits are those on the ancestry path from good to bad (`git rev-list --ancestry-path`),
+  each compiled from its own revision (kernel/revisions.py: builds are shared between commits
+  whose locking files are the same, so a commit that touches nothing the lock compiles costs a
+  run, not a build).
+- What is hunted is decided by the bad end: a bad revision whose runs fail (a violation, a
+  deadlock, a sanitizer report) makes it a failure hunt; otherwise its throughput against the
+  good one's must differ by at least --min-effect, and that direction is hunted.
+- A step measures the commit against the good revision. Measured, in interleaved pairs of
+  runs, judged by the verdict the tables use (Welch's test and Fieller's interval,
+  analysis/stats.py): lower or higher by at least the minimum effect in the hunted direction is
+  bad; equal within it, or significantly the other way, is good; still inconclusive after
+  --max-repeat pairs, the step is skipped, as `git bisect skip` would, and said so. Simulated
+  (--sim), a run is deterministic: one run a side, and its ratio decides.
+- Every run is kept in a journal beside the store (bisect-KEY.json), so a bisect that is
+  interrupted resumes where it was, and one run again prints its answer from the journal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from locklab.analysis.stats import BELOW_MIN, EQUAL, HIGHER, LOWER, compare
+from locklab.errors import LocklabError
+from locklab.kernel.from_source import build_source_lock
+from locklab.kernel.revisions import commit_of, git_tree, subject_of
+from locklab.run.engine import Engine
+
+GOOD, BAD, SKIP = "good", "bad", "skip"
+
+
+@dataclass(frozen=True)
+class BisectPlan:
+    source: Path
+    good: str
+    bad: str
+    lock: str
+    nwriters: int
+    min_effect_pct: float
+    duration_s: float
+    warmup_s: float
+    repeat: int  # pairs of runs a step starts with (measured)
+    max_repeat: int  # pairs after which an inconclusive step is skipped
+    build: str
+    sim_machine: str = ""  # a flat machine file's text: simulated, one run a side
+
+
+@dataclass
+class Side:
+    """The runs of one commit in one step: throughputs, and the first failure's line."""
+
+    figures: list[float] = field(default_factory=list)
+    failure: str | None = None
+
+
+@dataclass
+class Step:
+    commit: str
+    subject: str
+    good_side: Side
+    side: Side
+    judgement: str  # GOOD, BAD or SKIP
+    why: str
+
+    @property
+    def ratio(self) -> float | None:
+        if not self.side.figures or not self.good_side.figures:
+            return None
+        return statistics.fmean(self.side.figures) / statistics.fmean(self.good_side.figures)
+
+
+@dataclass
+class BisectResult:
+    hunted: str  # "slower", "faster" or "failing"
+    first_bad: tuple[str, str] | None  # commit, subject
+    candidates: list[tuple[str, str]]  # when skipped steps leave several
+    steps: list[Step]
+    last_good: tuple[str, str]
+
+
+def ancestry(top: Path, good: str, bad: str) -> list[tuple[str, str]]:
+    """(commit, subject) from good's first descendant to bad, in order, on the ancestry path."""
+    proc = subprocess.run(["git", "-C", str(top), "rev-list", "--reverse", "--ancestry-path",
+                           "--format=%H %s", "--no-commit-header", f"{good}..{bad}"],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    if proc.returncode != 0:
+        raise LocklabError(f"bisect: git rev-list failed: {proc.stderr.strip()[:200]}")
+    return [(line[:40], line[41:]) for line in proc.stdout.splitlines() if line]
+
+
+def check_ends(top: Path, good: str, bad: str) -> None:
+    if good == bad:
+        raise LocklabError("bisect: --good and --bad are the same commit")
+    proc = subprocess.run(["git", "-C", str(top), "merge-base", "--is-ancestor", good, bad],
+                          capture_output=True, check=False)  # fmt: skip
+    if proc.returncode != 0:
+        raise LocklabError("bisect: --good is not an ancestor of --bad (the wrong way round, "
+                           "or on another branch)")  # fmt: skip
+
+
+class Journal:
+    """Every run of a bisect, by commit and step, in a JSON file: what resumes it."""
+
+    def __init__(self, folder: Path, plan: BisectPlan) -> None:
+        identity = json.dumps([str(plan.source), plan.good, plan.bad, plan.lock, plan.nwriters,
+                               plan.duration_s, plan.warmup_s, plan.build,
+                               hashlib.sha256(plan.sim_machine.encode()).hexdigest()])  # fmt: skip
+        self.path = folder / f"bisect-{hashlib.sha256(identity.encode()).hexdigest()[:16]}.json"
+        self.data: dict[str, dict] = {}
+        if self.path.is_file():
+            try:
+                self.data = json.loads(self.path.read_text())
+            except ValueError:
+                raise LocklabError(f"bisect: {self.path} is not a journal (remove it to start "
+                                   "over)") from None  # fmt: skip
+
+    def side(self, key: str) -> Side:
+        stored = self.data.get(key, {})
+        return Side(list(stored.get("figures", [])), stored.get("failure"))
+
+    def keep(self, key: str, side: Side) -> None:
+        self.data[key] = {"figures": side.figures, "failure": side.failure}
+        partial = self.path.with_suffix(".partial")
+        partial.write_text(json.dumps(self.data, indent=1) + "\n")
+        partial.replace(self.path)
+
+
+Progress = Callable[[str], None]
+
+
+class Bisector:
+    def __init__(self, plan: BisectPlan, engine: Engine, journal: Journal,
+                 progress: Progress) -> None:  # fmt: skip
+        self.plan = plan
+        self.engine = engine
+        self.journal = journal
+        self.progress = progress
+        self.top = git_tree(plan.source)
+        self.plugins: dict[str, str] = {}
+
+    def plugin(self, commit: str) -> str:
+        if commit not in self.plugins:
+            built = build_source_lock(self.plan.lock, commit[:12], [], self.plan.build,
+                                      self.engine.path, self.top, self.plan.sim_machine,
+                                      commit)  # fmt: skip
+            self.plugins[commit] = str(built.plugin)
+        return self.plugins[commit]
+
+    def run_once(self, commit: str, side: Side) -> None:
+        args = ["--plugin", self.plugin(commit), "--lock", self.plan.lock, "--nwriters",
+                str(self.plan.nwriters), "--duration", str(self.plan.duration_s), "--warmup",
+                str(self.plan.warmup_s)]  # fmt: skip
+        outcome = self.engine.run(args, timeout_s=self.plan.warmup_s + self.plan.duration_s
+                                  + 600, sim_machine=self.plan.sim_machine)  # fmt: skip
+        if outcome.status == "ok" and outcome.result is not None:
+            side.figures.append(float(outcome.result["throughput_ops_per_s"]))
+        elif side.failure is None:
+            side.failure = outcome.error_line()[:300]
+
+    def measure(self, step: int, commit: str, pairs: int) -> tuple[Side, Side]:
+        """This step's runs of good and of `commit`, interleaved, up to `pairs` pairs."""
+        good_key, key = f"{step}:good", f"{step}:{commit}"
+        good, side = self.journal.side(good_key), self.journal.side(key)
+        while len(side.figures) < pairs and side.failure is None and good.failure is None:
+            self.run_once(self.good, good)
+            self.run_once(commit, side)
+            self.journal.keep(good_key, good)
+            self.journal.keep(key, side)
+        return good, side
+
+    def judge(self, good: Side, side: Side, hunted: str) -> tuple[str, str]:
+        if good.failure:
+            raise LocklabError(f"bisect: the good revision failed its run: {good.failure}")
+        if hunted == "failing":
+            return (BAD, side.failure) if side.failure else (GOOD, "its runs pass")
+        if side.failure:
+            return SKIP, f"its run failed ({side.failure})"
+        if self.plan.sim_machine:
+            ratio = side.figures[0] / good.figures[0]
+            change = (ratio - 1) * 100
+            slower, faster = change <= -self.plan.min_effect_pct, change >= self.plan.min_effect_pct
+            hit = slower if hunted == "slower" else faster
+            return (BAD if hit else GOOD), f"{change:+.1f}% (simulated, exact)"
+        comparison = compare(good.figures, side.figures)
+        judgement = comparison.judgement(self.plan.min_effect_pct)
+        text = f"{comparison.rel_pct:+.1f}% over {len(side.figures)} pairs"
+        if judgement == (LOWER if hunted == "slower" else HIGHER):
+            return BAD, text
+        if judgement in (EQUAL, BELOW_MIN, HIGHER if hunted == "slower" else LOWER):
+            return GOOD, text
+        return "", text  # not settled yet
+
+    def settle(self, step: int, commit: str, hunted: str) -> tuple[Side, Side, str, str]:
+        pairs = 1 if self.plan.sim_machine else self.plan.repeat
+        while True:
+            good, side = self.measure(step, commit, pairs)
+            judgement, why = self.judge(good, side, hunted)
+            if judgement or pairs >= self.plan.max_repeat or self.plan.sim_machine:
+                return good, side, judgement or SKIP, why + ("" if judgement else ", inconclusive")
+            pairs = min(self.plan.max_repeat, pairs + self.plan.repeat)
+
+    def run(self) -> BisectResult:
+        plan, top = self.plan, self.top
+        self.good, bad = commit_of(top, plan.good), commit_of(top, plan.bad)
+        check_ends(top, self.good, bad)
+        path = ancestry(top, self.good, bad)
+        if not path or path[-1][0] != bad:
+            raise LocklabError("bisect: no commits between --good and --bad")
+        self.progress(f"bisect: {len(path)} commits from {plan.good} to {plan.bad}, "
+                      f"{plan.lock} at {plan.nwriters} writers")  # fmt: skip
+        steps: list[Step] = []
+        good_side, bad_side, hunted, why = self._hunted(bad)
+        steps.append(Step(bad, subject_of(top, bad), good_side, bad_side, BAD, why))
+        low, high = -1, len(path) - 1  # path[low] good (-1: the good end), path[high] bad
+        skipped: set[int] = set()
+        while high - low > 1:
+            middle = self._middle(low, high, skipped)
+            if middle is None:
+                break
+            commit, subject = path[middle]
+            good, side, judgement, why = self.settle(len(steps), commit, hunted)
+            steps.append(Step(commit, subject, good, side, judgement, why))
+            self.progress(f"bisect: step {len(steps)}: {commit[:12]} {subject[:60]}: "
+                          f"{judgement} ({why})")  # fmt: skip
+            if judgement == BAD:
+                high = middle
+            elif judgement == GOOD:
+                low = middle
+            else:
+                skipped.add(middle)
+        last_good = path[low] if low >= 0 else (self.good, subject_of(top, self.good))
+        if high - low == 1:
+            return BisectResult(hunted, path[high], [], steps, last_good)
+        return BisectResult(hunted, None, path[low + 1 : high + 1], steps, last_good)
+
+    def _hunted(self, bad: str) -> tuple[Side, Side, str, str]:
+        """What the bad end shows against the good one: failing, slower or faster."""
+        good, side = self.measure(0, bad, 1 if self.plan.sim_machine else self.plan.repeat)
+        if good.failure:
+            raise LocklabError(f"bisect: the good revision {self.plan.good} fails its runs: "
+                               f"{good.failure}")  # fmt: skip
+        if side.failure:
+            return good, side, "failing", side.failure
+        for hunted in ("slower", "faster"):
+            good, side, judgement, why = self.settle(0, bad, hunted)
+            if judgement == BAD:
+                return good, side, hunted, why
+        raise LocklabError(f"bisect: {self.plan.bad} is neither slower nor faster than "
+                           f"{self.plan.good} by {self.plan.min_effect_pct:g}% ({why}), and "
+                           "its runs pass: nothing to bisect")  # fmt: skip
+
+    @staticmethod
+    def _middle(low: int, high: int, skipped: set[int]) -> int | None:
+        """The untried commit nearest the middle of (low, high), or None when all are skipped."""
+        middle = (low + high) // 2
+        for offset in range(high - low):
+            for candidate in (middle - offset, middle + offset):
+                if low < candidate < high and candidate not in skipped:
+                    return candidate
+        return None

@@ -1,0 +1,94 @@
+"""`locklab bisect` over a small kernel git tree (conftest.make_kernel_repo): its branch
+`regress` slows rt_mutex_lock() in one commit and breaks mutual exclusion in a later one.
+Bisect must name each, simulated (one deterministic run a side) and measured (the verdict's
+repeats), resume from its journal, leave the checkout as it was, and refuse bad input in one
+line."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import BROKEN_SUBJECT, ROOT, SLOW_SUBJECT, bench_path, git, make_kernel_repo
+
+pytestmark = pytest.mark.skipif(
+    not Path("/usr/src/linux-source-6.1.tar.xz").exists(),
+    reason="linux-source-6.1 is not installed (make deps installs it)",
+)
+
+
+@pytest.fixture(scope="module")
+def kernel_repo(tmp_path_factory) -> Path:
+    return make_kernel_repo(tmp_path_factory.mktemp("kernel"))
+
+
+def bisect(repository: Path, store: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "locklab.cli", "bisect", "--source", str(repository),
+         "--lock", "kernel:rtmutex", "--store", str(store), *args],
+        capture_output=True, text=True, timeout=900, check=False, cwd=ROOT,
+        env={**os.environ, "LOCKLAB_ENGINE": str(bench_path("opt"))},
+    )  # fmt: skip
+
+
+def first_bad(proc: subprocess.CompletedProcess[str]) -> str:
+    line = next(text for text in proc.stdout.splitlines() if text.startswith("first bad commit"))
+    return line.split(" ", 4)[4]
+
+
+def test_simulated_bisect_names_the_slow_commit_and_resumes(kernel_repo, tmp_path):
+    before = git(kernel_repo, "status", "--porcelain", "--untracked-files=all")
+    # One writer: at two, the pauses keep the unlocker out long enough for the woken waiter,
+    # and the convoy goes (docs/kernels.md): that commit makes it faster there.
+    args = ("--good", "master", "--bad", "regress~2", "--nwriters", "1", "--sim",
+            "lent-xeon-16")  # fmt: skip
+    proc = bisect(kernel_repo, tmp_path, *args)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "got slower between master and regress~2" in proc.stdout
+    assert first_bad(proc) == SLOW_SUBJECT
+    assert "the last two steps (simulated)" in proc.stdout
+    assert git(kernel_repo, "status", "--porcelain", "--untracked-files=all") == before
+    assert git(kernel_repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "master"
+    journal = list(tmp_path.glob("bisect-*.json"))
+    assert len(journal) == 1
+    again = bisect(kernel_repo, tmp_path, *args)  # from the journal: the same answer
+    assert again.returncode == 0 and first_bad(again) == SLOW_SUBJECT
+    assert again.stdout == proc.stdout
+
+
+def test_simulated_bisect_names_the_commit_that_breaks_mutual_exclusion(kernel_repo, tmp_path):
+    proc = bisect(kernel_repo, tmp_path, "--good", "master", "--bad", "regress", "--nwriters",
+                  "2", "--sim", "lent-xeon-16")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "fails its runs between master and regress" in proc.stdout
+    assert first_bad(proc) == BROKEN_SUBJECT
+
+
+def test_measured_bisect_names_the_slow_commit(kernel_repo, tmp_path):
+    proc = bisect(kernel_repo, tmp_path, "--good", "master", "--bad", "regress~2",
+                  "--nwriters", "1", "--duration", "0.05", "--repeat", "2")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert first_bad(proc) == SLOW_SUBJECT
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--good", "v9.9", "--bad", "regress"], "--rev v9.9: no such revision"),
+        (["--good", "regress", "--bad", "master"], "--good is not an ancestor of --bad"),
+        (["--good", "master", "--bad", "master"], "the same commit"),
+        (["--good", "v6.1", "--bad", "docs", "--sim", "lent-xeon-16"], "nothing to bisect"),
+        (["--good", "master", "--bad", "regress", "--sim", "lent-xeon-16", "--nwriters", "99"],
+         "need more than its 16 CPUs"),
+    ],
+)  # fmt: skip
+def test_bad_input_is_one_line(kernel_repo, tmp_path, args, message):
+    proc = bisect(kernel_repo, tmp_path, *args)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert message in proc.stderr.strip().splitlines()[-1], proc.stderr[-2000:]
+
+
+def test_a_folder_that_is_not_a_git_tree_is_one_line(tmp_path):
+    proc = bisect(tmp_path, tmp_path / "store", "--good", "a", "--bad", "b")
+    assert proc.returncode == 2 and "not a git tree" in proc.stderr
