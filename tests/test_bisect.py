@@ -92,3 +92,34 @@ def test_bad_input_is_one_line(kernel_repo, tmp_path, args, message):
 def test_a_folder_that_is_not_a_git_tree_is_one_line(tmp_path):
     proc = bisect(tmp_path, tmp_path / "store", "--good", "a", "--bad", "b")
     assert proc.returncode == 2 and "not a git tree" in proc.stderr
+
+
+def history(repository: Path, store: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "locklab.cli", "history", "--source", str(repository),
+         "--lock", "kernel:rtmutex", "--store", str(store), *args],
+        capture_output=True, text=True, timeout=900, check=False, cwd=ROOT,
+        env={**os.environ, "LOCKLAB_ENGINE": str(bench_path("opt"))},
+    )  # fmt: skip
+
+
+def test_history_judges_each_commit_against_the_one_before(kernel_repo, tmp_path):
+    chart = tmp_path / "history.png"
+    args = ("--range", "v6.1..regress", "--nwriters", "2", "--sim", "lent-xeon-16", "-o",
+            str(chart))  # fmt: skip
+    proc = history(kernel_repo, tmp_path, *args)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("  ") and
+            not line.strip().startswith("commit")]  # fmt: skip
+    # v6.1, then the four commits that touch what kernel:rtmutex compiles (not the READMEs).
+    subjects = ["Linux 6.1", "locking/rtmutex: add a comment", SLOW_SUBJECT,
+                "locking/rtmutex: a longer comment", BROKEN_SUBJECT]  # fmt: skip
+    assert [row.split(None, 1)[1][:30].strip() for row in rows] == [
+        subject[:30].strip() for subject in subjects]  # fmt: skip
+    assert rows[1].endswith("equal") and rows[2].endswith("HIGHER")  # the convoy goes
+    assert "failed:" in rows[4]
+    assert chart.stat().st_size > 0
+    again = history(kernel_repo, tmp_path, *args)
+    assert "0 runs to take (5 kept)" in again.stderr and again.stdout == proc.stdout
+    bad = history(kernel_repo, tmp_path, "--range", "v6.1", "--nwriters", "1")
+    assert bad.returncode == 2 and "give A..B" in bad.stderr

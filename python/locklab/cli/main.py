@@ -49,6 +49,8 @@ GROUPS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         ("import-locktorture", "locklab import-locktorture k0=console-k0.log k3=console-k3.log"),
         ("bisect", "locklab bisect --source ~/linux --good v6.1 --bad HEAD --lock kernel:rtmutex "
                    "--sim x5-4"),
+        ("history", "locklab history --source ~/linux --range v6.1..HEAD --lock kernel:mutex "
+                    "-o history.png"),
     )),
     ("programs", (
         ("exec", "locklab exec --lock pthread_mutex,mcs --threads 1,2 -- "

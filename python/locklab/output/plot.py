@@ -6,6 +6,7 @@ relative one (rel % against the baseline, open markers where not significant), a
 from __future__ import annotations
 
 import re
+import statistics
 from pathlib import Path
 
 import matplotlib
@@ -15,6 +16,8 @@ import matplotlib.pyplot as plt
 
 from locklab.analysis import series
 from locklab.analysis.cells import Analysis, Section
+from locklab.analysis.stats import HIGHER, LOWER
+from locklab.run.history import HistoryRow
 from locklab.run.tune import TuneResult
 
 WIDTH_IN, HEIGHT_IN, DPI = 8.0, 5.0, 100  # 800 x 500 pixels
@@ -105,6 +108,31 @@ def write_tune_figure(result: TuneResult, param: str, title: str, path: Path) ->
     axes.set_title(f"{title}: worst case {result.worst_relative:.0%} at {result.value}")
     axes.grid(alpha=0.3)
     axes.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=DPI)
+    plt.close(figure)
+
+
+def write_history_figure(rows: list[HistoryRow], title: str, path: Path) -> None:
+    """A lock's throughput over commits: each run a dot, the mean a line, a commit judged
+    different from the one before marked (red lower, green higher), a failed one a cross."""
+    figure, axes = plt.subplots(figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI)
+    xs = list(range(len(rows)))
+    means = [statistics.fmean(r.side.figures) / 1e3 if r.side.figures else None for r in rows]
+    for x, row in zip(xs, rows, strict=True):
+        axes.scatter([x] * len(row.side.figures), [f / 1e3 for f in row.side.figures],
+                     s=8, color=COLORS[0], alpha=0.5)  # fmt: skip
+        mark = {LOWER: "#c0392b", HIGHER: "#27ae60"}.get(row.judgement)
+        if mark and means[x] is not None:
+            axes.scatter([x], [means[x]], s=90, facecolors="none", edgecolors=mark, linewidths=2)
+        if row.side.failure:
+            axes.scatter([x], [0], marker="x", s=60, color="#c0392b")
+    shown = [(x, m) for x, m in zip(xs, means, strict=True) if m is not None]
+    axes.plot([x for x, _ in shown], [m for _, m in shown], color=COLORS[0])
+    axes.set_xticks(xs, [r.commit[:8] for r in rows], rotation=60, fontsize=7)
+    axes.set_ylabel("throughput (kops/s)")
+    axes.set_title(title, fontsize=9)
+    axes.grid(alpha=0.3)
     figure.tight_layout()
     figure.savefig(path, dpi=DPI)
     plt.close(figure)

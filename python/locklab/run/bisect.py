@@ -25,13 +25,13 @@ import json
 import statistics
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from locklab.analysis.stats import BELOW_MIN, EQUAL, HIGHER, LOWER, compare
 from locklab.errors import LocklabError
-from locklab.kernel.from_source import build_source_lock
 from locklab.kernel.revisions import commit_of, git_tree, subject_of
+from locklab.run.commit_runs import CommitRunner, RunSettings, Side
 from locklab.run.engine import Engine
 
 GOOD, BAD, SKIP = "good", "bad", "skip"
@@ -51,14 +51,6 @@ class BisectPlan:
     max_repeat: int  # pairs after which an inconclusive step is skipped
     build: str
     sim_machine: str = ""  # a flat machine file's text: simulated, one run a side
-
-
-@dataclass
-class Side:
-    """The runs of one commit in one step: throughputs, and the first failure's line."""
-
-    figures: list[float] = field(default_factory=list)
-    failure: str | None = None
 
 
 @dataclass
@@ -140,30 +132,15 @@ class Bisector:
     def __init__(self, plan: BisectPlan, engine: Engine, journal: Journal,
                  progress: Progress) -> None:  # fmt: skip
         self.plan = plan
-        self.engine = engine
         self.journal = journal
         self.progress = progress
         self.top = git_tree(plan.source)
-        self.plugins: dict[str, str] = {}
-
-    def plugin(self, commit: str) -> str:
-        if commit not in self.plugins:
-            built = build_source_lock(self.plan.lock, commit[:12], [], self.plan.build,
-                                      self.engine.path, self.top, self.plan.sim_machine,
-                                      commit)  # fmt: skip
-            self.plugins[commit] = str(built.plugin)
-        return self.plugins[commit]
+        self.runner = CommitRunner(self.top, RunSettings(
+            plan.lock, plan.nwriters, plan.duration_s, plan.warmup_s, plan.build,
+            plan.sim_machine), engine)  # fmt: skip
 
     def run_once(self, commit: str, side: Side) -> None:
-        args = ["--plugin", self.plugin(commit), "--lock", self.plan.lock, "--nwriters",
-                str(self.plan.nwriters), "--duration", str(self.plan.duration_s), "--warmup",
-                str(self.plan.warmup_s)]  # fmt: skip
-        outcome = self.engine.run(args, timeout_s=self.plan.warmup_s + self.plan.duration_s
-                                  + 600, sim_machine=self.plan.sim_machine)  # fmt: skip
-        if outcome.status == "ok" and outcome.result is not None:
-            side.figures.append(float(outcome.result["throughput_ops_per_s"]))
-        elif side.failure is None:
-            side.failure = outcome.error_line()[:300]
+        self.runner.run_once(commit, side)
 
     def measure(self, step: int, commit: str, pairs: int) -> tuple[Side, Side]:
         """This step's runs of good and of `commit`, interleaved, up to `pairs` pairs."""

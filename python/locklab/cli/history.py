@@ -1,0 +1,109 @@
+"""`locklab history`: a kernel: lock's throughput over a range of commits of the user's git
+tree, one row per commit, each judged against the one before (run/history.py)."""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+from locklab.analysis.stats import DEFAULT_MIN_EFFECT_PCT, HIGHER, LOWER
+from locklab.cli.bisect import DURATION_S, SIM_DURATION_S, count
+from locklab.cli.common import (
+    Commands,
+    chosen_engine,
+    engine_option,
+    number,
+    sim_option,
+    store_option,
+)
+from locklab.errors import LocklabError
+from locklab.kernel.from_source import SIM_BUILD, check_name
+from locklab.model.machine_profile import find_profile, flat_cpus
+from locklab.run.commit_runs import RunSettings
+from locklab.run.engine import Engine
+from locklab.run.history import HistoryRow, history
+
+
+def register(commands: Commands) -> None:
+    parser = commands.add_parser(
+        "history", help="a kernel: lock over a range of commits of a kernel git tree, one row "
+        "per commit, each judged against the one before",
+    )  # fmt: skip
+    parser.add_argument("--source", type=Path, required=True, help="the kernel git tree")
+    parser.add_argument("--range", required=True, metavar="A..B",
+                        help="the commits after A up to B (and A itself)")  # fmt: skip
+    parser.add_argument(
+        "--paths", nargs="+", metavar="PATH",
+        help="only commits touching these (default: what the lock compiles)",
+    )  # fmt: skip
+    parser.add_argument("--lock", required=True, help="the kernel: lock (kernel:rtmutex, ...)")
+    parser.add_argument("--nwriters", type=count, default=2, help="writers (default 2)")
+    parser.add_argument("--repeat", type=count, default=3, help="runs per commit (default 3)")
+    parser.add_argument("--duration", type=number, help=f"seconds a run measures (default "
+                        f"{DURATION_S:g}; with --sim, virtual, {SIM_DURATION_S:g})")  # fmt: skip
+    parser.add_argument("--warmup", type=number, help="seconds run and dropped first (default: "
+                        "a fifth of --duration)")  # fmt: skip
+    parser.add_argument(
+        "--min-effect", type=number, default=DEFAULT_MIN_EFFECT_PCT, metavar="PCT",
+        help=f"the smallest change that counts, in percent (default {DEFAULT_MIN_EFFECT_PCT:g})",
+    )  # fmt: skip
+    parser.add_argument("-o", "--output", type=Path, help="a chart of the throughput over the "
+                        "commits (PNG or SVG, by the name's suffix)")  # fmt: skip
+    sim_option(parser)
+    store_option(parser)
+    engine_option(parser)
+    parser.set_defaults(handler=cmd_history)
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    check_name(args.lock)
+    machine = find_profile(args.sim) if args.sim else None
+    if machine is not None and args.nwriters > flat_cpus(machine.flat_text()):
+        raise LocklabError(f"--sim {args.sim}: {args.nwriters} writers need more than its "
+                           f"{flat_cpus(machine.flat_text())} CPUs")  # fmt: skip
+    if machine is not None and args.build:
+        raise LocklabError("--build is for measured runs: the simulator has its own build")
+    if args.output is not None and args.output.suffix not in (".png", ".svg"):
+        raise LocklabError(f"-o {args.output}: name a .png or .svg file")
+    duration = args.duration or (SIM_DURATION_S if machine else DURATION_S)
+    if duration <= 0:
+        raise LocklabError("--duration must be above 0")
+    warmup = args.warmup if args.warmup is not None else duration / 5
+    engine = Engine(chosen_engine(args))
+    settings = RunSettings(args.lock, args.nwriters, duration, warmup,
+                           SIM_BUILD if machine else engine.build(),
+                           machine.flat_text() if machine else "")  # fmt: skip
+    store = Path(args.store)
+    store.mkdir(parents=True, exist_ok=True)
+    rows = history(args.source, args.range, tuple(args.paths or ()), settings, args.repeat,
+                   args.min_effect, engine, store,
+                   lambda text: print(text, file=sys.stderr))  # fmt: skip
+    where = f"simulated on {args.sim}" if machine else "measured here"
+    title = f"{args.lock} at {args.nwriters} writers over {args.range}, {where}"
+    print(title)
+    print("\n".join(table_lines(rows)))
+    if args.output is not None:
+        from locklab.output.plot import write_history_figure  # matplotlib: only when drawn
+
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        write_history_figure(rows, title, args.output)
+        print(f"chart: {args.output}")
+    return 0
+
+
+def table_lines(rows: list[HistoryRow]) -> list[str]:
+    lines = [f"  {'commit':<13}{'subject':<52}{'kops/s':>10}{'sd':>8}{'runs':>5}"
+             f"{'change':>9}  against the commit before"]  # fmt: skip
+    for row in rows:
+        figures = row.side.figures
+        mean = f"{statistics.fmean(figures) / 1e3:,.0f}" if figures else "-"
+        sd = f"{statistics.stdev(figures) / 1e3:,.0f}" if len(figures) > 1 else "-"
+        change = f"{row.change_pct:+.1f}%" if row.change_pct is not None else ""
+        verdict = {LOWER: "LOWER", HIGHER: "HIGHER"}.get(row.judgement, row.judgement)
+        if row.side.failure:
+            verdict = f"failed: {row.side.failure[:60]}"
+        lines.append(f"  {row.commit[:12]:<13}{row.subject[:50]:<52}{mean:>10}{sd:>8}"
+                     f"{len(figures):>5}{change:>9}  {verdict}")  # fmt: skip
+    return lines

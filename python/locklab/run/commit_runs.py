@@ -1,0 +1,58 @@
+"""Runs of a kernel: lock compiled from commits of the user's git tree, one commit at a time:
+what `locklab bisect` and `locklab history` measure with (each commit's build shared with
+the commits whose locking files are the same, kernel/revisions.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from locklab.kernel.from_source import build_source_lock
+from locklab.run.engine import Engine
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    lock: str
+    nwriters: int
+    duration_s: float
+    warmup_s: float
+    build: str
+    sim_machine: str = ""  # a flat machine file's text: simulated
+
+
+@dataclass
+class Side:
+    """The runs of one commit: throughputs, and the first failure's line."""
+
+    figures: list[float] = field(default_factory=list)
+    failure: str | None = None
+
+
+class CommitRunner:
+    def __init__(self, top: Path, settings: RunSettings, engine: Engine) -> None:
+        self.top = top
+        self.settings = settings
+        self.engine = engine
+        self.plugins: dict[str, str] = {}
+
+    def plugin(self, commit: str) -> str:
+        if commit not in self.plugins:
+            s = self.settings
+            built = build_source_lock(s.lock, commit[:12], [], s.build, self.engine.path,
+                                      self.top, s.sim_machine, commit)  # fmt: skip
+            self.plugins[commit] = str(built.plugin)
+        return self.plugins[commit]
+
+    def run_once(self, commit: str, side: Side) -> None:
+        """One run of the lock at `commit`: its throughput, or its failure's line."""
+        s = self.settings
+        args = ["--plugin", self.plugin(commit), "--lock", s.lock, "--nwriters",
+                str(s.nwriters), "--duration", str(s.duration_s), "--warmup",
+                str(s.warmup_s)]  # fmt: skip
+        outcome = self.engine.run(args, timeout_s=s.warmup_s + s.duration_s + 600,
+                                  sim_machine=s.sim_machine)  # fmt: skip
+        if outcome.status == "ok" and outcome.result is not None:
+            side.figures.append(float(outcome.result["throughput_ops_per_s"]))
+        elif side.failure is None:
+            side.failure = outcome.error_line()[:300]

@@ -1,0 +1,132 @@
+"""`locklab history`: a kernel: lock's figure over a range of commits of the user's git tree,
+one row per commit that touched the files the lock compiles (or the paths given), each judged
+against the one before it by the tables' verdict, so change points stand out.
+
+- The commits: the range's start, then `git rev-list --reverse A..B -- PATHS`, as the
+  rcutorture scripts' kvm-series.sh takes a list of commits; builds are shared between
+  commits whose locking files are the same.
+- Measured, `--repeat` runs per commit, taken round-robin over the commits so that a drift of
+  the machine is spread over all of them; simulated (`--sim`), one deterministic run each.
+- Runs are kept per commit in a journal in the store (history-KEY.json): a range measured
+  again, or widened, reuses what is there and runs only what is missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from locklab.analysis.stats import BELOW_MIN, EQUAL, HIGHER, INCONCLUSIVE, LOWER, compare
+from locklab.errors import LocklabError
+from locklab.kernel.from_source import TREE_PARTS
+from locklab.kernel.revisions import commit_of, git_tree, subject_of
+from locklab.run.commit_runs import CommitRunner, RunSettings, Side
+from locklab.run.engine import Engine
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    commit: str
+    subject: str
+    side: Side
+    change_pct: float | None  # against the row before
+    judgement: str  # the verdict against the row before ("" for the first)
+
+
+def commits_in(top: Path, range_text: str, paths: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(commit, subject): the range's start, then each commit of A..B that touches `paths`."""
+    start, dots, end = range_text.partition("..")
+    if not dots or not start or not end:
+        raise LocklabError(f"--range {range_text!r}: give A..B (two revisions)")
+    first, last = commit_of(top, start), commit_of(top, end)
+    proc = subprocess.run(["git", "-C", str(top), "rev-list", "--reverse", "--format=%H %s",
+                           "--no-commit-header", f"{first}..{last}", "--", *paths],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    if proc.returncode != 0:
+        raise LocklabError(f"--range {range_text}: git rev-list failed: {proc.stderr[:200]}")
+    later = [(line[:40], line[41:]) for line in proc.stdout.splitlines() if line]
+    if not later:
+        raise LocklabError(f"--range {range_text}: no commit in it touches "
+                           f"{', '.join(paths)}")  # fmt: skip
+    return [(first, subject_of(top, first)), *later]
+
+
+class HistoryJournal:
+    """Runs per commit, for one lock, writer count, run length and machine."""
+
+    def __init__(self, folder: Path, settings: RunSettings, source: Path) -> None:
+        machine = hashlib.sha256(settings.sim_machine.encode()).hexdigest()
+        identity = json.dumps([str(source), settings.lock, settings.nwriters,
+                               settings.duration_s, settings.warmup_s, settings.build,
+                               machine])  # fmt: skip
+        key = hashlib.sha256(identity.encode()).hexdigest()[:16]
+        self.path = folder / f"history-{key}.json"
+        self.data: dict[str, dict] = {}
+        if self.path.is_file():
+            try:
+                self.data = json.loads(self.path.read_text())
+            except ValueError:
+                raise LocklabError(f"history: {self.path} is not a journal (remove it to "
+                                   "start over)") from None  # fmt: skip
+
+    def side(self, commit: str) -> Side:
+        stored = self.data.get(commit, {})
+        return Side(list(stored.get("figures", [])), stored.get("failure"))
+
+    def keep(self, commit: str, side: Side) -> None:
+        self.data[commit] = {"figures": side.figures, "failure": side.failure}
+        partial = self.path.with_suffix(".partial")
+        partial.write_text(json.dumps(self.data, indent=1) + "\n")
+        partial.replace(self.path)
+
+
+def history(
+    source: Path, range_text: str, paths: tuple[str, ...], settings: RunSettings, repeat: int,
+    min_effect_pct: float, engine: Engine, store: Path, progress: Callable[[str], None],
+) -> list[HistoryRow]:  # fmt: skip
+    top = git_tree(source)
+    commits = commits_in(top, range_text, paths or TREE_PARTS)
+    journal = HistoryJournal(store, settings, top)
+    runner = CommitRunner(top, settings, engine)
+    wanted = 1 if settings.sim_machine else repeat
+    sides = {commit: journal.side(commit) for commit, _ in commits}
+    missing = sum(max(0, wanted - len(side.figures)) for side in sides.values()
+                  if side.failure is None)  # fmt: skip
+    kept = sum(len(side.figures) + (side.failure is not None) for side in sides.values())
+    progress(f"history: {len(commits)} commits, {missing} runs to take ({kept} kept)")
+    for round_number in range(wanted):  # round-robin: a drift is spread over every commit
+        for commit, _ in commits:
+            side = sides[commit]
+            if side.failure is None and len(side.figures) <= round_number:
+                runner.run_once(commit, side)
+                journal.keep(commit, side)
+    rows: list[HistoryRow] = []
+    previous: Side | None = None
+    for commit, subject in commits:
+        side = sides[commit]
+        change, judgement = _against(previous, side, min_effect_pct, bool(settings.sim_machine))
+        rows.append(HistoryRow(commit, subject, side, change, judgement))
+        previous = side if not side.failure else previous
+    return rows
+
+
+def _against(before: Side | None, side: Side, min_effect_pct: float,
+             exact: bool) -> tuple[float | None, str]:  # fmt: skip
+    if before is None:
+        return None, ""
+    if side.failure:
+        return None, "failed"
+    mean_before, mean = statistics.fmean(before.figures), statistics.fmean(side.figures)
+    change = (mean / mean_before - 1) * 100
+    if exact:
+        if abs(change) < min_effect_pct:
+            return change, EQUAL
+        return change, HIGHER if change > 0 else LOWER
+    judgement = compare(before.figures, side.figures).judgement(min_effect_pct)
+    return change, INCONCLUSIVE if judgement not in (EQUAL, BELOW_MIN, HIGHER, LOWER) else (
+        judgement)  # fmt: skip
