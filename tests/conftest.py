@@ -281,3 +281,18 @@ def make_kernel_repo(folder: Path) -> Path:
     git(repository, "checkout", "-q", "master")
     (repository / "scratch.txt").write_text("uncommitted\n")  # the user's own work, untracked
     return repository
+
+
+@pytest.fixture(scope="session")
+def kernel_repo(tmp_path_factory) -> Path:
+    """make_kernel_repo's tree, made once for the tests that read it and never change it."""
+    return make_kernel_repo(tmp_path_factory.mktemp("kernel"))
+
+
+def locklab_cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    """`locklab ARGS` in a process of its own, from the repository, with the opt engine."""
+    return subprocess.run(
+        [sys.executable, "-m", "locklab.cli", *args], capture_output=True, text=True,
+        timeout=timeout, check=False, cwd=ROOT,
+        env={**os.environ, "LOCKLAB_ENGINE": str(bench_path("opt"))},
+    )  # fmt: skip

@@ -4,13 +4,11 @@ Bisect must name each, simulated (one deterministic run a side) and measured (th
 repeats), resume from its journal, leave the checkout as it was, and refuse bad input in one
 line."""
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import BROKEN_SUBJECT, ROOT, SLOW_SUBJECT, bench_path, git, make_kernel_repo
+from conftest import BROKEN_SUBJECT, SLOW_SUBJECT, git, locklab_cli
 
 pytestmark = pytest.mark.skipif(
     not Path("/usr/src/linux-source-6.1.tar.xz").exists(),
@@ -18,18 +16,9 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(scope="module")
-def kernel_repo(tmp_path_factory) -> Path:
-    return make_kernel_repo(tmp_path_factory.mktemp("kernel"))
-
-
 def bisect(repository: Path, store: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "locklab.cli", "bisect", "--source", str(repository),
-         "--lock", "kernel:rtmutex", "--store", str(store), *args],
-        capture_output=True, text=True, timeout=900, check=False, cwd=ROOT,
-        env={**os.environ, "LOCKLAB_ENGINE": str(bench_path("opt"))},
-    )  # fmt: skip
+    return locklab_cli("bisect", "--source", str(repository), "--lock", "kernel:rtmutex",
+                       "--store", str(store), *args)  # fmt: skip
 
 
 def first_bad(proc: subprocess.CompletedProcess[str]) -> str:
@@ -95,12 +84,8 @@ def test_a_folder_that_is_not_a_git_tree_is_one_line(tmp_path):
 
 
 def history(repository: Path, store: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "locklab.cli", "history", "--source", str(repository),
-         "--lock", "kernel:rtmutex", "--store", str(store), *args],
-        capture_output=True, text=True, timeout=900, check=False, cwd=ROOT,
-        env={**os.environ, "LOCKLAB_ENGINE": str(bench_path("opt"))},
-    )  # fmt: skip
+    return locklab_cli("history", "--source", str(repository), "--lock", "kernel:rtmutex",
+                       "--store", str(store), *args)  # fmt: skip
 
 
 def test_history_judges_each_commit_against_the_one_before(kernel_repo, tmp_path):

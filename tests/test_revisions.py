@@ -4,14 +4,12 @@ by patch. The tests make a small git repository from the installed 6.1 tree, onl
 the from-source build compiles, with a few commits and a two-patch series mailed as an mbox;
 the user's checkout must be as it was afterwards."""
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, bench_path, git, make_kernel_repo
 from conftest import RTMUTEX_C as RTMUTEX
+from conftest import git, locklab_cli
 from locklab.errors import LocklabError
 from locklab.kernel import series
 from locklab.kernel.from_source import TREE_PARTS
@@ -23,23 +21,14 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(scope="module")
-def kernel_repo(tmp_path_factory) -> Path:
-    return make_kernel_repo(tmp_path_factory.mktemp("kernel"))
-
-
 def state(repository: Path) -> tuple[str, str, str, str]:
     return (git(repository, "status", "--porcelain", "--untracked-files=all"),
             git(repository, "rev-parse", "HEAD"), git(repository, "stash", "list"),
             git(repository, "branch", "--list"))  # fmt: skip
 
 
-def run_cli(*args: str, store: Path):
-    return subprocess.run(
-        [sys.executable, "-m", "locklab.cli", args[0], "--store", str(store), *args[1:]],
-        capture_output=True, text=True, timeout=600, check=False, cwd=ROOT,
-        env={**os.environ, "LOCKLAB_ENGINE": str(bench_path("opt"))},
-    )  # fmt: skip
+def run_cli(*args: str, store: Path) -> subprocess.CompletedProcess[str]:
+    return locklab_cli(args[0], "--store", str(store), *args[1:], timeout=600)
 
 
 def test_revisions_are_columns_with_their_commits_and_share_a_build(kernel_repo, tmp_path):

@@ -8,33 +8,10 @@ import statistics
 import sys
 from pathlib import Path
 
-from locklab.analysis.stats import DEFAULT_MIN_EFFECT_PCT
-from locklab.cli.common import (
-    Commands,
-    chosen_engine,
-    engine_option,
-    number,
-    sim_option,
-    store_option,
-)
+from locklab.cli.commit_options import commit_run_options, commit_run_settings, count
+from locklab.cli.common import Commands
 from locklab.errors import LocklabError
-from locklab.kernel.from_source import SIM_BUILD, check_name
-from locklab.model.machine_profile import find_profile, flat_cpus
-from locklab.run.bisect import Bisector, BisectPlan, BisectResult, Journal, Step
-from locklab.run.engine import Engine
-
-DURATION_S, SIM_DURATION_S = 0.5, 0.002
-
-
-def count(text: str) -> int:
-    """A whole number of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"'{text}' is below 1")
-    return value
+from locklab.run.bisect import Bisector, BisectPlan, BisectResult, Step
 
 
 def register(commands: Commands) -> None:
@@ -42,64 +19,35 @@ def register(commands: Commands) -> None:
         "bisect", help="the first commit of a kernel git tree that made a kernel: lock slower, "
         "faster, or fail its torture",
     )  # fmt: skip
-    bisect.add_argument("--source", type=Path, required=True, help="the kernel git tree")
     bisect.add_argument("--good", required=True, metavar="REV", help="a revision that is fine")
     bisect.add_argument("--bad", required=True, metavar="REV",
                         help="a later revision that is slower, faster or fails")  # fmt: skip
-    bisect.add_argument("--lock", required=True, help="the kernel: lock (kernel:rtmutex, ...)")
-    bisect.add_argument("--nwriters", type=count, default=2, help="writers (default 2)")
-    bisect.add_argument(
-        "--min-effect", type=number, default=DEFAULT_MIN_EFFECT_PCT, metavar="PCT",
-        help=f"the smallest change that counts, in percent (default {DEFAULT_MIN_EFFECT_PCT:g})",
-    )  # fmt: skip
-    bisect.add_argument("--duration", type=number, help=f"seconds a run measures (default "
-                        f"{DURATION_S:g}; with --sim, virtual, {SIM_DURATION_S:g})")  # fmt: skip
-    bisect.add_argument("--warmup", type=number, help="seconds run and dropped first (default: "
-                        "a fifth of --duration)")  # fmt: skip
     bisect.add_argument("--repeat", type=count, default=3,
                         help="pairs of runs a step starts with (default 3)")  # fmt: skip
     bisect.add_argument(
         "--max-repeat", type=count, default=12,
         help="pairs after which an unsettled step is skipped (default 12)",
     )  # fmt: skip
-    sim_option(bisect)
-    store_option(bisect)
-    engine_option(bisect)
+    commit_run_options(bisect)
     bisect.set_defaults(handler=cmd_bisect)
 
 
 def cmd_bisect(args: argparse.Namespace) -> int:
-    check_name(args.lock)
-    machine = find_profile(args.sim) if args.sim else None
-    if machine is not None and args.nwriters > flat_cpus(machine.flat_text()):
-        raise LocklabError(f"--sim {args.sim}: {args.nwriters} writers need more than its "
-                           f"{flat_cpus(machine.flat_text())} CPUs")  # fmt: skip
-    if machine is not None and args.build:
-        raise LocklabError("--build is for measured runs: the simulator has its own build")
-    duration = args.duration or (SIM_DURATION_S if machine else DURATION_S)
-    if duration <= 0:
-        raise LocklabError("--duration must be above 0")
-    warmup = args.warmup if args.warmup is not None else duration / 5
     if args.max_repeat < args.repeat:
         raise LocklabError("--max-repeat must be at least --repeat")
-    engine = Engine(chosen_engine(args))
-    plan = BisectPlan(
-        args.source, args.good, args.bad, args.lock, args.nwriters, args.min_effect, duration,
-        warmup, args.repeat, args.max_repeat, SIM_BUILD if machine else engine.build(),
-        machine.flat_text() if machine else "",
-    )  # fmt: skip
-    store = Path(args.store)
-    store.mkdir(parents=True, exist_ok=True)
-    journal = Journal(store, plan)
-    result = Bisector(plan, engine, journal, lambda text: print(text, file=sys.stderr)).run()
-    print("\n".join(result_lines(result, plan, journal.path)))
+    settings, engine, store = commit_run_settings(args)
+    plan = BisectPlan(args.source, args.good, args.bad, settings, args.min_effect, args.repeat,
+                      args.max_repeat)  # fmt: skip
+    bisector = Bisector(plan, engine, store, lambda text: print(text, file=sys.stderr))
+    result = bisector.run()
+    print("\n".join(result_lines(result, plan, bisector.journal.path)))
     return 0
 
 
 def result_lines(result: BisectResult, plan: BisectPlan, journal: Path) -> list[str]:
     what = {"failing": "fails its runs", "slower": "got slower", "faster": "got faster"}
-    where = f" on {plan.sim_machine.splitlines()[0] if plan.sim_machine else 'this machine'}"
-    lines = [f"{plan.lock} at {plan.nwriters} writers {what[result.hunted]} between "
+    settings = plan.settings
+    lines = [f"{settings.lock} at {settings.nwriters} writers {what[result.hunted]} between "
              f"{plan.good} and {plan.bad}" + ("" if result.hunted == "failing" else
                                               f" (at least {plan.min_effect_pct:g}%)")]  # fmt: skip
     if result.first_bad:
@@ -116,8 +64,8 @@ def result_lines(result: BisectResult, plan: BisectPlan, journal: Path) -> list[
     first = [step for step in result.steps if result.first_bad
              and step.commit == result.first_bad[0]]  # fmt: skip
     shown = (last[-1:] + first[-1:]) or result.steps[-2:]
-    lines.append(f"\nthe last two steps{'' if not plan.sim_machine else ' (simulated)'}"
-                 f"{where if not plan.sim_machine else ''}:")  # fmt: skip
+    where = " (simulated)" if settings.sim_machine else " (measured here)"
+    lines.append(f"\nthe last two steps{where}:")
     lines.append(f"  {'commit':<13}{'subject':<52}{'good kops/s':>12}{'this kops/s':>12}"
                  f"{'change':>9}  judged")  # fmt: skip
     lines += [_step_line(step) for step in shown]

@@ -8,21 +8,10 @@ import statistics
 import sys
 from pathlib import Path
 
-from locklab.analysis.stats import DEFAULT_MIN_EFFECT_PCT, HIGHER, LOWER
-from locklab.cli.bisect import DURATION_S, SIM_DURATION_S, count
-from locklab.cli.common import (
-    Commands,
-    chosen_engine,
-    engine_option,
-    number,
-    sim_option,
-    store_option,
-)
+from locklab.analysis.stats import HIGHER, LOWER
+from locklab.cli.commit_options import commit_run_options, commit_run_settings, count
+from locklab.cli.common import Commands
 from locklab.errors import LocklabError
-from locklab.kernel.from_source import SIM_BUILD, check_name
-from locklab.model.machine_profile import find_profile, flat_cpus
-from locklab.run.commit_runs import RunSettings
-from locklab.run.engine import Engine
 from locklab.run.history import HistoryRow, history
 
 
@@ -31,56 +20,27 @@ def register(commands: Commands) -> None:
         "history", help="a kernel: lock over a range of commits of a kernel git tree, one row "
         "per commit, each judged against the one before",
     )  # fmt: skip
-    parser.add_argument("--source", type=Path, required=True, help="the kernel git tree")
     parser.add_argument("--range", required=True, metavar="A..B",
                         help="the commits after A up to B (and A itself)")  # fmt: skip
     parser.add_argument(
         "--paths", nargs="+", metavar="PATH",
         help="only commits touching these (default: what the lock compiles)",
     )  # fmt: skip
-    parser.add_argument("--lock", required=True, help="the kernel: lock (kernel:rtmutex, ...)")
-    parser.add_argument("--nwriters", type=count, default=2, help="writers (default 2)")
     parser.add_argument("--repeat", type=count, default=3, help="runs per commit (default 3)")
-    parser.add_argument("--duration", type=number, help=f"seconds a run measures (default "
-                        f"{DURATION_S:g}; with --sim, virtual, {SIM_DURATION_S:g})")  # fmt: skip
-    parser.add_argument("--warmup", type=number, help="seconds run and dropped first (default: "
-                        "a fifth of --duration)")  # fmt: skip
-    parser.add_argument(
-        "--min-effect", type=number, default=DEFAULT_MIN_EFFECT_PCT, metavar="PCT",
-        help=f"the smallest change that counts, in percent (default {DEFAULT_MIN_EFFECT_PCT:g})",
-    )  # fmt: skip
     parser.add_argument("-o", "--output", type=Path, help="a chart of the throughput over the "
                         "commits (PNG or SVG, by the name's suffix)")  # fmt: skip
-    sim_option(parser)
-    store_option(parser)
-    engine_option(parser)
+    commit_run_options(parser)
     parser.set_defaults(handler=cmd_history)
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    check_name(args.lock)
-    machine = find_profile(args.sim) if args.sim else None
-    if machine is not None and args.nwriters > flat_cpus(machine.flat_text()):
-        raise LocklabError(f"--sim {args.sim}: {args.nwriters} writers need more than its "
-                           f"{flat_cpus(machine.flat_text())} CPUs")  # fmt: skip
-    if machine is not None and args.build:
-        raise LocklabError("--build is for measured runs: the simulator has its own build")
     if args.output is not None and args.output.suffix not in (".png", ".svg"):
         raise LocklabError(f"-o {args.output}: name a .png or .svg file")
-    duration = args.duration or (SIM_DURATION_S if machine else DURATION_S)
-    if duration <= 0:
-        raise LocklabError("--duration must be above 0")
-    warmup = args.warmup if args.warmup is not None else duration / 5
-    engine = Engine(chosen_engine(args))
-    settings = RunSettings(args.lock, args.nwriters, duration, warmup,
-                           SIM_BUILD if machine else engine.build(),
-                           machine.flat_text() if machine else "")  # fmt: skip
-    store = Path(args.store)
-    store.mkdir(parents=True, exist_ok=True)
+    settings, engine, store = commit_run_settings(args)
     rows = history(args.source, args.range, tuple(args.paths or ()), settings, args.repeat,
                    args.min_effect, engine, store,
                    lambda text: print(text, file=sys.stderr))  # fmt: skip
-    where = f"simulated on {args.sim}" if machine else "measured here"
+    where = f"simulated on {args.sim}" if settings.sim_machine else "measured here"
     title = f"{args.lock} at {args.nwriters} writers over {args.range}, {where}"
     print(title)
     print("\n".join(table_lines(rows)))

@@ -14,14 +14,13 @@ tree at which a kernel: lock got slower (or faster), or starts failing its tortu
   bad; equal within it, or significantly the other way, is good; still inconclusive after
   --max-repeat pairs, the step is skipped, as `git bisect skip` would, and said so. Simulated
   (--sim), a run is deterministic: one run a side, and its ratio decides.
-- Every run is kept in a journal beside the store (bisect-KEY.json), so a bisect that is
-  interrupted resumes where it was, and one run again prints its answer from the journal.
+- Every run is kept in a journal in the store (bisect-KEY.json, run/commit_runs.py), so a
+  bisect that is interrupted resumes where it was, and one run again prints its answer from
+  the journal.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import statistics
 import subprocess
 from collections.abc import Callable
@@ -31,7 +30,7 @@ from pathlib import Path
 from locklab.analysis.stats import BELOW_MIN, EQUAL, HIGHER, LOWER, compare
 from locklab.errors import LocklabError
 from locklab.kernel.revisions import commit_of, git_tree, subject_of
-from locklab.run.commit_runs import CommitRunner, RunSettings, Side
+from locklab.run.commit_runs import CommitRunner, Journal, RunSettings, Side
 from locklab.run.engine import Engine
 
 GOOD, BAD, SKIP = "good", "bad", "skip"
@@ -42,15 +41,10 @@ class BisectPlan:
     source: Path
     good: str
     bad: str
-    lock: str
-    nwriters: int
+    settings: RunSettings  # the lock, its writers, the run's length, the build or machine
     min_effect_pct: float
-    duration_s: float
-    warmup_s: float
     repeat: int  # pairs of runs a step starts with (measured)
     max_repeat: int  # pairs after which an inconclusive step is skipped
-    build: str
-    sim_machine: str = ""  # a flat machine file's text: simulated, one run a side
 
 
 @dataclass
@@ -98,46 +92,18 @@ def check_ends(top: Path, good: str, bad: str) -> None:
                            "or on another branch)")  # fmt: skip
 
 
-class Journal:
-    """Every run of a bisect, by commit and step, in a JSON file: what resumes it."""
-
-    def __init__(self, folder: Path, plan: BisectPlan) -> None:
-        identity = json.dumps([str(plan.source), plan.good, plan.bad, plan.lock, plan.nwriters,
-                               plan.duration_s, plan.warmup_s, plan.build,
-                               hashlib.sha256(plan.sim_machine.encode()).hexdigest()])  # fmt: skip
-        self.path = folder / f"bisect-{hashlib.sha256(identity.encode()).hexdigest()[:16]}.json"
-        self.data: dict[str, dict] = {}
-        if self.path.is_file():
-            try:
-                self.data = json.loads(self.path.read_text())
-            except ValueError:
-                raise LocklabError(f"bisect: {self.path} is not a journal (remove it to start "
-                                   "over)") from None  # fmt: skip
-
-    def side(self, key: str) -> Side:
-        stored = self.data.get(key, {})
-        return Side(list(stored.get("figures", [])), stored.get("failure"))
-
-    def keep(self, key: str, side: Side) -> None:
-        self.data[key] = {"figures": side.figures, "failure": side.failure}
-        partial = self.path.with_suffix(".partial")
-        partial.write_text(json.dumps(self.data, indent=1) + "\n")
-        partial.replace(self.path)
-
-
 Progress = Callable[[str], None]
 
 
 class Bisector:
-    def __init__(self, plan: BisectPlan, engine: Engine, journal: Journal,
+    def __init__(self, plan: BisectPlan, engine: Engine, store: Path,
                  progress: Progress) -> None:  # fmt: skip
         self.plan = plan
-        self.journal = journal
         self.progress = progress
         self.top = git_tree(plan.source)
-        self.runner = CommitRunner(self.top, RunSettings(
-            plan.lock, plan.nwriters, plan.duration_s, plan.warmup_s, plan.build,
-            plan.sim_machine), engine)  # fmt: skip
+        settings = plan.settings
+        self.journal = Journal(store, "bisect", [self.top, plan.good, plan.bad], settings)
+        self.runner = CommitRunner(self.top, settings, engine)
 
     def run_once(self, commit: str, side: Side) -> None:
         self.runner.run_once(commit, side)
@@ -160,7 +126,7 @@ class Bisector:
             return (BAD, side.failure) if side.failure else (GOOD, "its runs pass")
         if side.failure:
             return SKIP, f"its run failed ({side.failure})"
-        if self.plan.sim_machine:
+        if self.plan.settings.sim_machine:
             ratio = side.figures[0] / good.figures[0]
             change = (ratio - 1) * 100
             slower, faster = change <= -self.plan.min_effect_pct, change >= self.plan.min_effect_pct
@@ -176,11 +142,11 @@ class Bisector:
         return "", text  # not settled yet
 
     def settle(self, step: int, commit: str, hunted: str) -> tuple[Side, Side, str, str]:
-        pairs = 1 if self.plan.sim_machine else self.plan.repeat
+        pairs = 1 if self.plan.settings.sim_machine else self.plan.repeat
         while True:
             good, side = self.measure(step, commit, pairs)
             judgement, why = self.judge(good, side, hunted)
-            if judgement or pairs >= self.plan.max_repeat or self.plan.sim_machine:
+            if judgement or pairs >= self.plan.max_repeat or self.plan.settings.sim_machine:
                 return good, side, judgement or SKIP, why + ("" if judgement else ", inconclusive")
             pairs = min(self.plan.max_repeat, pairs + self.plan.repeat)
 
@@ -192,7 +158,7 @@ class Bisector:
         if not path or path[-1][0] != bad:
             raise LocklabError("bisect: no commits between --good and --bad")
         self.progress(f"bisect: {len(path)} commits from {plan.good} to {plan.bad}, "
-                      f"{plan.lock} at {plan.nwriters} writers")  # fmt: skip
+                      f"{plan.settings.lock} at {plan.settings.nwriters} writers")  # fmt: skip
         steps: list[Step] = []
         good_side, bad_side, hunted, why = self._hunted(bad)
         steps.append(Step(bad, subject_of(top, bad), good_side, bad_side, BAD, why))
@@ -220,7 +186,7 @@ class Bisector:
 
     def _hunted(self, bad: str) -> tuple[Side, Side, str, str]:
         """What the bad end shows against the good one: failing, slower or faster."""
-        good, side = self.measure(0, bad, 1 if self.plan.sim_machine else self.plan.repeat)
+        good, side = self.measure(0, bad, 1 if self.plan.settings.sim_machine else self.plan.repeat)
         if good.failure:
             raise LocklabError(f"bisect: the good revision {self.plan.good} fails its runs: "
                                f"{good.failure}")  # fmt: skip

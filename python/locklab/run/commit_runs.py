@@ -4,9 +4,12 @@ the commits whose locking files are the same, kernel/revisions.py)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from locklab.errors import LocklabError
 from locklab.kernel.from_source import build_source_lock
 from locklab.run.engine import Engine
 
@@ -27,6 +30,36 @@ class Side:
 
     figures: list[float] = field(default_factory=list)
     failure: str | None = None
+
+
+class Journal:
+    """The runs of a bisect or a history, by key (a commit, or a step and commit), in a JSON
+    file of the store named after what was asked (`kind`, `identity`): what resumes it."""
+
+    def __init__(self, folder: Path, kind: str, identity: list[object],
+                 settings: RunSettings) -> None:  # fmt: skip
+        machine = hashlib.sha256(settings.sim_machine.encode()).hexdigest()
+        text = json.dumps([*identity, settings.lock, settings.nwriters, settings.duration_s,
+                           settings.warmup_s, settings.build, machine], default=str)  # fmt: skip
+        self.kind = kind
+        self.path = folder / f"{kind}-{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
+        self.data: dict[str, dict] = {}
+        if self.path.is_file():
+            try:
+                self.data = json.loads(self.path.read_text())
+            except ValueError:
+                raise LocklabError(f"{kind}: {self.path} is not a journal (remove it to start "
+                                   "over)") from None  # fmt: skip
+
+    def side(self, key: str) -> Side:
+        stored = self.data.get(key, {})
+        return Side(list(stored.get("figures", [])), stored.get("failure"))
+
+    def keep(self, key: str, side: Side) -> None:
+        self.data[key] = {"figures": side.figures, "failure": side.failure}
+        partial = self.path.with_suffix(".partial")
+        partial.write_text(json.dumps(self.data, indent=1) + "\n")
+        partial.replace(self.path)
 
 
 class CommitRunner:

@@ -13,8 +13,6 @@ against the one before it by the tables' verdict, so change points stand out.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import statistics
 import subprocess
 from collections.abc import Callable
@@ -25,7 +23,7 @@ from locklab.analysis.stats import BELOW_MIN, EQUAL, HIGHER, INCONCLUSIVE, LOWER
 from locklab.errors import LocklabError
 from locklab.kernel.from_source import TREE_PARTS
 from locklab.kernel.revisions import commit_of, git_tree, subject_of
-from locklab.run.commit_runs import CommitRunner, RunSettings, Side
+from locklab.run.commit_runs import CommitRunner, Journal, RunSettings, Side
 from locklab.run.engine import Engine
 
 
@@ -56,42 +54,13 @@ def commits_in(top: Path, range_text: str, paths: tuple[str, ...]) -> list[tuple
     return [(first, subject_of(top, first)), *later]
 
 
-class HistoryJournal:
-    """Runs per commit, for one lock, writer count, run length and machine."""
-
-    def __init__(self, folder: Path, settings: RunSettings, source: Path) -> None:
-        machine = hashlib.sha256(settings.sim_machine.encode()).hexdigest()
-        identity = json.dumps([str(source), settings.lock, settings.nwriters,
-                               settings.duration_s, settings.warmup_s, settings.build,
-                               machine])  # fmt: skip
-        key = hashlib.sha256(identity.encode()).hexdigest()[:16]
-        self.path = folder / f"history-{key}.json"
-        self.data: dict[str, dict] = {}
-        if self.path.is_file():
-            try:
-                self.data = json.loads(self.path.read_text())
-            except ValueError:
-                raise LocklabError(f"history: {self.path} is not a journal (remove it to "
-                                   "start over)") from None  # fmt: skip
-
-    def side(self, commit: str) -> Side:
-        stored = self.data.get(commit, {})
-        return Side(list(stored.get("figures", [])), stored.get("failure"))
-
-    def keep(self, commit: str, side: Side) -> None:
-        self.data[commit] = {"figures": side.figures, "failure": side.failure}
-        partial = self.path.with_suffix(".partial")
-        partial.write_text(json.dumps(self.data, indent=1) + "\n")
-        partial.replace(self.path)
-
-
 def history(
     source: Path, range_text: str, paths: tuple[str, ...], settings: RunSettings, repeat: int,
     min_effect_pct: float, engine: Engine, store: Path, progress: Callable[[str], None],
 ) -> list[HistoryRow]:  # fmt: skip
     top = git_tree(source)
     commits = commits_in(top, range_text, paths or TREE_PARTS)
-    journal = HistoryJournal(store, settings, top)
+    journal = Journal(store, "history", [top], settings)
     runner = CommitRunner(top, settings, engine)
     wanted = 1 if settings.sim_machine else repeat
     sides = {commit: journal.side(commit) for commit, _ in commits}
