@@ -160,7 +160,11 @@ def test_the_seed_patches_apply_alone_and_combined(tmp_path):
     needs("patch", "tar")
     tree = extract(tmp_path, "kernel/locking/rtmutex.c")
     assert len(SEED_PATCHES) == 3
-    build_inputs.check_patches(tree, [*SEED_PATCHES, BROKEN_PATCH, TEST_PATCH])
+    for patch in [*SEED_PATCHES, BROKEN_PATCH, TEST_PATCH]:  # each alone
+        build_inputs.check_patches(tree, [patch])
+    # Patches of one label stack: k2 and k3 change the same line two ways, so not together.
+    with pytest.raises(LocklabError, match="0003-rtmutex-atomic_long_or.* does not apply"):
+        build_inputs.check_patches(tree, [SEED_PATCHES[1], SEED_PATCHES[2]])
     for combination in ([SEED_PATCHES[0], SEED_PATCHES[1]], [SEED_PATCHES[0], SEED_PATCHES[2]]):
         work = tmp_path / f"work-{combination[-1].name[:4]}"
         shutil.copytree(tree, work)
