@@ -302,7 +302,9 @@ def test_tune_resumes_and_ends_with_the_same_choice(tmp_path, capsys):
 
 
 def test_tune_interrupted_says_how_to_resume(tmp_path):
-    args = [*TUNE[:-8], "--duration", "0.3", "--warmup", "0", "--grid", "8", "--rounds", "1"]
+    # 16 runs of a second: the interrupt comes after the first is stored, long before the
+    # last (at 0.3 s a run, a loaded machine once let the whole tune end first).
+    args = [*TUNE[:-8], "--duration", "1", "--warmup", "0", "--grid", "8", "--rounds", "1"]
     proc = subprocess.Popen(
         [sys.executable, "-m", "locklab.cli", *args, "--store", str(tmp_path / "s"),
          "-o", str(tmp_path / "t.png")],
