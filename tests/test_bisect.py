@@ -108,3 +108,12 @@ def test_history_judges_each_commit_against_the_one_before(kernel_repo, tmp_path
     assert "0 runs to take (5 kept)" in again.stderr and again.stdout == proc.stdout
     bad = history(kernel_repo, tmp_path, "--range", "v6.1", "--nwriters", "1")
     assert bad.returncode == 2 and "give A..B" in bad.stderr
+
+
+def test_a_commit_that_compiles_the_same_files_is_judged_unmeasured(kernel_repo, tmp_path):
+    """v6.1..regress~3: the README commit (docs) leaves every compiled file as v6.1 has it."""
+    proc = bisect(kernel_repo, tmp_path, "--good", "v6.1", "--bad", "regress~3", "--nwriters",
+                  "1", "--sim", "lent-xeon-16")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "README: say more: good (the same compiled files as v6.1)" in proc.stderr
+    assert first_bad(proc) == SLOW_SUBJECT

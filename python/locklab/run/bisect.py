@@ -29,7 +29,8 @@ from pathlib import Path
 
 from locklab.analysis.stats import BELOW_MIN, EQUAL, HIGHER, LOWER, compare
 from locklab.errors import LocklabError
-from locklab.kernel.revisions import commit_of, git_tree, subject_of
+from locklab.kernel.from_source import TREE_PARTS
+from locklab.kernel.revisions import commit_of, content_key, git_tree, subject_of
 from locklab.run.commit_runs import CommitRunner, Journal, RunSettings, Side
 from locklab.run.engine import Engine
 
@@ -169,7 +170,11 @@ class Bisector:
             if middle is None:
                 break
             commit, subject = path[middle]
-            good, side, judgement, why = self.settle(len(steps), commit, hunted)
+            same = self._same_code(commit, bad)
+            if same:  # nothing compiled differs: the same code, so the same answer, unmeasured
+                good, side, judgement, why = Side(), Side(), *same
+            else:
+                good, side, judgement, why = self.settle(len(steps), commit, hunted)
             steps.append(Step(commit, subject, good, side, judgement, why))
             self.progress(f"bisect: step {len(steps)}: {commit[:12]} {subject[:60]}: "
                           f"{judgement} ({why})")  # fmt: skip
@@ -199,6 +204,16 @@ class Bisector:
         raise LocklabError(f"bisect: {self.plan.bad} is neither slower nor faster than "
                            f"{self.plan.good} by {self.plan.min_effect_pct:g}% ({why}), and "
                            "its runs pass: nothing to bisect")  # fmt: skip
+
+    def _same_code(self, commit: str, bad: str) -> tuple[str, str] | None:
+        """GOOD or BAD, with why, for a commit whose compiled files are the good or the bad
+        end's, byte for byte (their git object ids): the same plugin would run."""
+        key = content_key(self.top, commit, TREE_PARTS)
+        if key == content_key(self.top, self.good, TREE_PARTS):
+            return GOOD, f"the same compiled files as {self.plan.good}"
+        if key == content_key(self.top, bad, TREE_PARTS):
+            return BAD, f"the same compiled files as {self.plan.bad}"
+        return None
 
     @staticmethod
     def _middle(low: int, high: int, skipped: set[int]) -> int | None:
