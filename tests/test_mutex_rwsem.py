@@ -78,6 +78,22 @@ def test_3_10_unit_tests(unit, variant):
     assert "all checks passed" in proc.stdout
 
 
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_handoff_writer_spins_on_a_running_writer(variant):
+    """6.1's rwsem_spin_on_owner() for the writer that set HANDOFF (tests/unit/rwsem_test.c)."""
+    proc = run_unit(variant, "rwsem_test")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "all checks passed" in proc.stdout
+
+
+def test_handoff_spin_unit_test_can_fail(tmp_path):
+    """A spin that sleeps even when the owner let go (the port before) fails the unit test."""
+    proc = run_unit_against_mutant(tmp_path, "rwsem_test", "rwsem.c",
+                                   "return now == 0;", "return false;")  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "the owner let go: try again at once" in proc.stdout
+
+
 def test_skip_active_unit_test_can_fail(tmp_path):
     """A skip_active that still adds the bias (today's rwsem saves only a failed CAS) fails."""
     proc = run_unit_against_mutant(

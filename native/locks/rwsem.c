@@ -72,6 +72,7 @@ struct rwsem_waiter {
 	enum waiter_type type;
 	u32 wake;    /* futex word; for a reader, 1 also means "granted" */
 	u64 timeout; /* writer: when to ask for hand-off */
+	bool handoff_set; /* writer: it set HANDOFF, so it spins on the owner before sleeping */
 };
 
 struct rw_semaphore {
@@ -360,6 +361,33 @@ static bool rwsem_optimistic_spin(struct rw_semaphore *sem, struct lock_thread *
 }
 
 /*
+ * rwsem_spin_on_owner() as the writer that set HANDOFF uses it: spin while the same writer
+ * holds the lock and runs; true when the owner word went to none (OWNER_NULL: try again at
+ * once), false for readers, another writer, an owner that sleeps, or a tick's worth of
+ * spinning (the need_resched() stand-in, mutex.c's).
+ */
+static bool rwsem_spin_on_writer(struct rw_semaphore *sem)
+{
+	uintptr_t owner = READ_ONCE(sem->owner);
+	u64 deadline = osq_now_ns() + OSQ_SPIN_NS;
+
+	if (owner == 0)
+		return true;
+	if (owner & RWSEM_OWNER_FLAGS)
+		return false;
+	for (unsigned int round = 1;; round++) {
+		uintptr_t now = READ_ONCE(sem->owner);
+		if (now != owner)
+			return now == 0;
+		if (!lock_task_running((struct lock_task *)owner))
+			return false;
+		if ((round & 63) == 0 && osq_now_ns() >= deadline)
+			return false;
+		cpu_relax();
+	}
+}
+
+/*
  * The queued writer's attempt (wait_lock held): take the lock if free, or, first in line and
  * past its timeout, set HANDOFF so that no one else can take it. The kernel's
  * rwsem_try_write_lock().
@@ -384,8 +412,10 @@ static bool rwsem_try_write_lock(struct rw_semaphore *sem, struct rwsem_waiter *
 		}
 	} while (!__atomic_compare_exchange_n(&sem->count, &count, new, false, __ATOMIC_ACQUIRE,
 					      __ATOMIC_RELAXED));
-	if (new & RWSEM_FLAG_HANDOFF)
+	if (new & RWSEM_FLAG_HANDOFF) {
+		waiter->handoff_set = true;
 		return false;
+	}
 	del_waiter(sem, waiter);
 	WRITE_ONCE(sem->owner, (uintptr_t)waiter->task);
 	return true;
@@ -403,6 +433,7 @@ static void rwsem_down_write_slowpath(struct rw_semaphore *sem, struct lock_thre
 	waiter->task = me;
 	waiter->type = WAITER_WRITER;
 	waiter->timeout = osq_now_ns() + RWSEM_WAIT_TIMEOUT_NS;
+	waiter->handoff_set = false;
 
 	raw_qspin_lock(&sem->wait_lock, self);
 	bool alone = sem->first == NULL;
@@ -426,7 +457,12 @@ static void rwsem_down_write_slowpath(struct rw_semaphore *sem, struct lock_thre
 		wake_all(&wake);
 		wake.n = 0;
 
-		lock_task_sleep(me, &waiter->wake, 0);
+		/*
+		 * 6.1 (rwsem.c around line 1178): a writer that set HANDOFF spins on a running
+		 * writer owner first, and tries again at once if that owner let go.
+		 */
+		if (!(waiter->handoff_set && rwsem_spin_on_writer(sem)))
+			lock_task_sleep(me, &waiter->wake, 0);
 		raw_qspin_lock(&sem->wait_lock, self);
 	}
 	raw_qspin_unlock(&sem->wait_lock);

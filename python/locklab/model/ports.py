@@ -80,9 +80,9 @@ KNOWN_DIFFERENCES: tuple[PortDifference, ...] = (
         port="rwsem",
         nwriters=2,
         ratio=0.73,
-        why="the port hands the lock over more (2.0 transfers per acquisition against 1.2): its "
-        "writer's optimistic spin is not yet 6.1's step for step (a writer that set HANDOFF "
-        "sleeps instead of spinning on the owner, rwsem.c around line 1178)",
+        why="the port hands the lock over more (2.0 transfers per acquisition against 1.2). "
+        "Cause not found: the writers' optimistic spin and slow path follow 6.1, and hand-off "
+        "(after 4 ms of waiting) does not come into runs this short",
     ),
     PortDifference(
         port="qspinlock",

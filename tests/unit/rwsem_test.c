@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit test of native/locks/rwsem.c's hand-off spin, single-threaded and deterministic: a
+ * writer that set HANDOFF spins on a running writer owner (6.1's rwsem_spin_on_owner(), around
+ * rwsem.c:1178) and says "try again at once" only when the owner word goes to none.
+ *
+ * READ_ONCE is wrapped (before the lock's source is included) to count the spinner's reads of
+ * the owner word and, on the Nth, to play the owner: release the lock (owner 0), hand it to
+ * readers, or go to sleep.
+ *
+ * Exit status 0 when every check holds; each failure prints one line.
+ */
+#include <locklab/kernel.h>
+
+#include <stdio.h>
+
+#include "access_hooks.h"
+
+#include "../../native/locks/rwsem.c"
+
+#include "check.h"
+
+static struct lock_thread owner_thread;
+static struct rw_semaphore test_sem __attribute__((aligned(LOCKLAB_CACHELINE)));
+
+static enum { RELEASE, TO_READERS, SLEEP } owner_does;
+static int reads_before_acting, owner_reads;
+
+static void after_read(const void *addr)
+{
+	if (addr != &test_sem.owner || ++owner_reads != reads_before_acting)
+		return;
+	switch (owner_does) {
+	case RELEASE: __atomic_store_n(&test_sem.owner, 0, __ATOMIC_RELAXED); break;
+	case TO_READERS:
+		__atomic_store_n(&test_sem.owner, RWSEM_READER_OWNED, __ATOMIC_RELAXED);
+		break;
+	case SLEEP: lock_task_of(&owner_thread)->sleeping = 1; break;
+	}
+}
+
+static void after_write(const void *addr) { (void)addr; }
+
+static bool spin(int what, int after)
+{
+	struct lock_task *owner = lock_task_of(&owner_thread);
+	owner->sleeping = 0;
+	test_sem.owner = (uintptr_t)owner; /* a running writer holds it */
+	owner_does = what;
+	reads_before_acting = after;
+	owner_reads = 0;
+	return rwsem_spin_on_writer(&test_sem);
+}
+
+int main(void)
+{
+	owner_thread.index = 1;
+	CHECK(spin(RELEASE, 50), "the owner let go: try again at once (OWNER_NULL)");
+	CHECK(owner_reads >= 50, "it spun until then (%d reads of the owner)", owner_reads);
+	CHECK(!spin(TO_READERS, 20), "readers own it now: sleep (OWNER_READER)");
+	CHECK(!spin(SLEEP, 20), "the owner sleeps: so does the spinner");
+	test_sem.owner = 0;
+	CHECK(rwsem_spin_on_writer(&test_sem), "no owner at all: try again at once");
+	test_sem.owner = RWSEM_READER_OWNED;
+	CHECK(!rwsem_spin_on_writer(&test_sem), "reader-owned from the start: no spin");
+	return check_summary();
+}
