@@ -29,6 +29,22 @@
 #define SIM_MAX_HOPS 4
 #define SIM_FOREVER UINT64_MAX
 
+/* The value of the word of `size` bytes at `p`, as the access about to be made will read it
+ * (wider than 8 bytes: its first 8). */
+static inline uint64_t sim_peek(const volatile void *p, unsigned int size)
+{
+	switch (size) {
+	case 1:
+		return *(const volatile uint8_t *)p;
+	case 2:
+		return *(const volatile uint16_t *)p;
+	case 4:
+		return *(const volatile uint32_t *)p;
+	default:
+		return *(const volatile uint64_t *)p;
+	}
+}
+
 /* ---- the machine (machine.c) ---------------------------------------------------------------- */
 struct sim_cpu {
 	int package;

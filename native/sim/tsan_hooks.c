@@ -16,26 +16,12 @@
 
 #define ATOMIC_ORDER __ATOMIC_SEQ_CST
 
-static inline uint64_t peek(const volatile void *p, unsigned int size)
-{
-	switch (size) {
-	case 1:
-		return *(const volatile uint8_t *)p;
-	case 2:
-		return *(const volatile uint16_t *)p;
-	case 4:
-		return *(const volatile uint32_t *)p;
-	default:
-		return *(const volatile uint64_t *)p;
-	}
-}
-
 static inline void load(const volatile void *p, unsigned int size)
 {
 	if (sim_self == NULL)
 		return;
 	bool hit = sim_access((uintptr_t)p, size, SIM_LOAD);
-	sim_spin_load((uintptr_t)p, size, size <= 8 ? peek(p, size) : 0, hit);
+	sim_spin_load((uintptr_t)p, size, size <= 8 ? sim_peek(p, size) : 0, hit);
 }
 
 static inline void store(volatile void *p, unsigned int size, enum sim_access kind)
@@ -56,7 +42,7 @@ static inline bool rmw_begin(volatile void *p, unsigned int size, uint64_t *befo
 	if (sim_self == NULL)
 		return false;
 	bool hit = sim_access((uintptr_t)p, size, SIM_RMW);
-	*before = peek(p, size);
+	*before = sim_peek(p, size);
 	return hit;
 }
 
@@ -64,7 +50,7 @@ static inline void rmw_end(volatile void *p, unsigned int size, bool hit, uint64
 {
 	if (sim_self == NULL)
 		return;
-	uint64_t after = peek(p, size);
+	uint64_t after = sim_peek(p, size);
 	if (hit && after == before)
 		sim_spin_load((uintptr_t)p, size, after, true);
 	else
