@@ -70,6 +70,19 @@ def subject_of(repository: Path, commit: str) -> str:
     return _git(repository, "log", "-1", "--format=%s", commit).stdout.strip()
 
 
+def commits(repository: Path, *rev_list: str) -> list[tuple[str, str]]:
+    """(commit, subject), oldest first, of `git rev-list ARGS`, or one line."""
+    proc = _git(repository, "rev-list", "--reverse", "--format=%H %s", "--no-commit-header",
+                *rev_list)  # fmt: skip
+    if proc.returncode != 0:
+        raise LocklabError(f"git rev-list {' '.join(rev_list)} failed: {proc.stderr.strip()[:200]}")
+    return [(line[:40], line[41:]) for line in proc.stdout.splitlines() if line]
+
+
+def is_ancestor(repository: Path, older: str, newer: str) -> bool:
+    return _git(repository, "merge-base", "--is-ancestor", older, newer).returncode == 0
+
+
 def content_key(repository: Path, commit: str, parts: tuple[str, ...]) -> str:
     """The object ids of `parts` at `commit`: equal for revisions that do not change them."""
     ids = []

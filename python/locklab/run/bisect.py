@@ -22,16 +22,22 @@ tree at which a kernel: lock got slower (or faster), or starts failing its tortu
 from __future__ import annotations
 
 import statistics
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from locklab.analysis.stats import BELOW_MIN, EQUAL, HIGHER, LOWER, compare
+from locklab.analysis.stats import BELOW_MIN, EQUAL, HIGHER, LOWER
 from locklab.errors import LocklabError
 from locklab.kernel.from_source import TREE_PARTS
-from locklab.kernel.revisions import commit_of, content_key, git_tree, subject_of
-from locklab.run.commit_runs import CommitRunner, Journal, RunSettings, Side
+from locklab.kernel.revisions import (
+    commit_of,
+    commits,
+    content_key,
+    git_tree,
+    is_ancestor,
+    subject_of,
+)
+from locklab.run.commit_runs import CommitRunner, Journal, RunSettings, Side, compare_sides
 from locklab.run.engine import Engine
 
 GOOD, BAD, SKIP = "good", "bad", "skip"
@@ -73,22 +79,10 @@ class BisectResult:
     last_good: tuple[str, str]
 
 
-def ancestry(top: Path, good: str, bad: str) -> list[tuple[str, str]]:
-    """(commit, subject) from good's first descendant to bad, in order, on the ancestry path."""
-    proc = subprocess.run(["git", "-C", str(top), "rev-list", "--reverse", "--ancestry-path",
-                           "--format=%H %s", "--no-commit-header", f"{good}..{bad}"],
-                          capture_output=True, text=True, check=False)  # fmt: skip
-    if proc.returncode != 0:
-        raise LocklabError(f"bisect: git rev-list failed: {proc.stderr.strip()[:200]}")
-    return [(line[:40], line[41:]) for line in proc.stdout.splitlines() if line]
-
-
 def check_ends(top: Path, good: str, bad: str) -> None:
     if good == bad:
         raise LocklabError("bisect: --good and --bad are the same commit")
-    proc = subprocess.run(["git", "-C", str(top), "merge-base", "--is-ancestor", good, bad],
-                          capture_output=True, check=False)  # fmt: skip
-    if proc.returncode != 0:
+    if not is_ancestor(top, good, bad):
         raise LocklabError("bisect: --good is not an ancestor of --bad (the wrong way round, "
                            "or on another branch)")  # fmt: skip
 
@@ -106,16 +100,13 @@ class Bisector:
         self.journal = Journal(store, "bisect", [self.top, plan.good, plan.bad], settings)
         self.runner = CommitRunner(self.top, settings, engine)
 
-    def run_once(self, commit: str, side: Side) -> None:
-        self.runner.run_once(commit, side)
-
     def measure(self, step: int, commit: str, pairs: int) -> tuple[Side, Side]:
         """This step's runs of good and of `commit`, interleaved, up to `pairs` pairs."""
         good_key, key = f"{step}:good", f"{step}:{commit}"
         good, side = self.journal.side(good_key), self.journal.side(key)
         while len(side.figures) < pairs and side.failure is None and good.failure is None:
-            self.run_once(self.good, good)
-            self.run_once(commit, side)
+            self.runner.run_once(self.good, good)
+            self.runner.run_once(commit, side)
             self.journal.keep(good_key, good)
             self.journal.keep(key, side)
         return good, side
@@ -127,15 +118,10 @@ class Bisector:
             return (BAD, side.failure) if side.failure else (GOOD, "its runs pass")
         if side.failure:
             return SKIP, f"its run failed ({side.failure})"
-        if self.plan.settings.sim_machine:
-            ratio = side.figures[0] / good.figures[0]
-            change = (ratio - 1) * 100
-            slower, faster = change <= -self.plan.min_effect_pct, change >= self.plan.min_effect_pct
-            hit = slower if hunted == "slower" else faster
-            return (BAD if hit else GOOD), f"{change:+.1f}% (simulated, exact)"
-        comparison = compare(good.figures, side.figures)
-        judgement = comparison.judgement(self.plan.min_effect_pct)
-        text = f"{comparison.rel_pct:+.1f}% over {len(side.figures)} pairs"
+        exact = bool(self.plan.settings.sim_machine)
+        change, judgement = compare_sides(good, side, self.plan.min_effect_pct, exact)
+        text = f"{change:+.1f}% " + ("(simulated, exact)" if exact else
+                                     f"over {len(side.figures)} pairs")  # fmt: skip
         if judgement == (LOWER if hunted == "slower" else HIGHER):
             return BAD, text
         if judgement in (EQUAL, BELOW_MIN, HIGHER if hunted == "slower" else LOWER):
@@ -155,7 +141,7 @@ class Bisector:
         plan, top = self.plan, self.top
         self.good, bad = commit_of(top, plan.good), commit_of(top, plan.bad)
         check_ends(top, self.good, bad)
-        path = ancestry(top, self.good, bad)
+        path = commits(top, "--ancestry-path", f"{self.good}..{bad}")
         if not path or path[-1][0] != bad:
             raise LocklabError("bisect: no commits between --good and --bad")
         self.progress(f"bisect: {len(path)} commits from {plan.good} to {plan.bad}, "
@@ -163,6 +149,7 @@ class Bisector:
         steps: list[Step] = []
         good_side, bad_side, hunted, why = self._hunted(bad)
         steps.append(Step(bad, subject_of(top, bad), good_side, bad_side, BAD, why))
+        self.end_keys = {GOOD: self._key(self.good), BAD: self._key(bad)}
         low, high = -1, len(path) - 1  # path[low] good (-1: the good end), path[high] bad
         skipped: set[int] = set()
         while high - low > 1:
@@ -170,7 +157,7 @@ class Bisector:
             if middle is None:
                 break
             commit, subject = path[middle]
-            same = self._same_code(commit, bad)
+            same = self._same_code(commit)
             if same:  # nothing compiled differs: the same code, so the same answer, unmeasured
                 good, side, judgement, why = Side(), Side(), *same
             else:
@@ -205,14 +192,16 @@ class Bisector:
                            f"{self.plan.good} by {self.plan.min_effect_pct:g}% ({why}), and "
                            "its runs pass: nothing to bisect")  # fmt: skip
 
-    def _same_code(self, commit: str, bad: str) -> tuple[str, str] | None:
+    def _key(self, commit: str) -> str:
+        return content_key(self.top, commit, TREE_PARTS)
+
+    def _same_code(self, commit: str) -> tuple[str, str] | None:
         """GOOD or BAD, with why, for a commit whose compiled files are the good or the bad
         end's, byte for byte (their git object ids): the same plugin would run."""
-        key = content_key(self.top, commit, TREE_PARTS)
-        if key == content_key(self.top, self.good, TREE_PARTS):
-            return GOOD, f"the same compiled files as {self.plan.good}"
-        if key == content_key(self.top, bad, TREE_PARTS):
-            return BAD, f"the same compiled files as {self.plan.bad}"
+        key = self._key(commit)
+        for judgement, end in ((GOOD, self.plan.good), (BAD, self.plan.bad)):
+            if key == self.end_keys[judgement]:
+                return judgement, f"the same compiled files as {end}"
         return None
 
     @staticmethod

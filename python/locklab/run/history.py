@@ -13,17 +13,14 @@ against the one before it by the tables' verdict, so change points stand out.
 
 from __future__ import annotations
 
-import statistics
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from locklab.analysis.stats import BELOW_MIN, EQUAL, HIGHER, INCONCLUSIVE, LOWER, compare
 from locklab.errors import LocklabError
 from locklab.kernel.from_source import TREE_PARTS
-from locklab.kernel.revisions import commit_of, git_tree, subject_of
-from locklab.run.commit_runs import CommitRunner, Journal, RunSettings, Side
+from locklab.kernel.revisions import commit_of, commits, git_tree, subject_of
+from locklab.run.commit_runs import CommitRunner, Journal, RunSettings, Side, compare_sides
 from locklab.run.engine import Engine
 
 
@@ -42,12 +39,7 @@ def commits_in(top: Path, range_text: str, paths: tuple[str, ...]) -> list[tuple
     if not dots or not start or not end:
         raise LocklabError(f"--range {range_text!r}: give A..B (two revisions)")
     first, last = commit_of(top, start), commit_of(top, end)
-    proc = subprocess.run(["git", "-C", str(top), "rev-list", "--reverse", "--format=%H %s",
-                           "--no-commit-header", f"{first}..{last}", "--", *paths],
-                          capture_output=True, text=True, check=False)  # fmt: skip
-    if proc.returncode != 0:
-        raise LocklabError(f"--range {range_text}: git rev-list failed: {proc.stderr[:200]}")
-    later = [(line[:40], line[41:]) for line in proc.stdout.splitlines() if line]
+    later = commits(top, f"{first}..{last}", "--", *paths)
     if not later:
         raise LocklabError(f"--range {range_text}: no commit in it touches "
                            f"{', '.join(paths)}")  # fmt: skip
@@ -90,12 +82,4 @@ def _against(before: Side | None, side: Side, min_effect_pct: float,
         return None, ""
     if side.failure:
         return None, "failed"
-    mean_before, mean = statistics.fmean(before.figures), statistics.fmean(side.figures)
-    change = (mean / mean_before - 1) * 100
-    if exact:
-        if abs(change) < min_effect_pct:
-            return change, EQUAL
-        return change, HIGHER if change > 0 else LOWER
-    judgement = compare(before.figures, side.figures).judgement(min_effect_pct)
-    return change, INCONCLUSIVE if judgement not in (EQUAL, BELOW_MIN, HIGHER, LOWER) else (
-        judgement)  # fmt: skip
+    return compare_sides(before, side, min_effect_pct, exact)
