@@ -11,6 +11,7 @@ and so one build.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import shutil
 import subprocess
@@ -113,12 +114,9 @@ def read_revision(repository: Path | None, revision: str, parts: tuple[str, ...]
         if archive.returncode != 0:
             detail = archive.stderr.decode(errors="replace").strip().splitlines() or ["?"]
             raise LocklabError(f"--rev {revision}: git archive failed: {detail[-1]}")
-        tar_path = partial.with_suffix(".tar")
-        tar_path.write_bytes(archive.stdout)
-        with tarfile.open(tar_path) as bundle:
+        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as bundle:
             safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
             bundle.extractall(partial, **safe)  # the filter where this Python has it
-        tar_path.unlink()
         (partial / INDEX).write_text(json.dumps({"commit": commit, "subject": subject,
                                                  "key": key}, indent=2) + "\n")  # fmt: skip
         shutil.rmtree(tree, ignore_errors=True)

@@ -124,29 +124,40 @@ def split_series(path: Path) -> list[Path]:
     return [folder / entry["file"] for entry in listed]
 
 
+@dataclass(frozen=True)
+class Place:
+    """Where a patch file written by split_series() stands in its series."""
+
+    number: int  # 1-based
+    total: int
+    mbox: str
+    subject: str
+
+
+def place_of(patch: Path) -> Place | None:
+    """The series place of a patch split_series() wrote; None for any other patch file."""
+    index = patch.parent / INDEX
+    if patch.parent.parent != SERIES or not index.is_file():
+        return None
+    try:
+        data = json.loads(index.read_text())
+        names = [entry["file"] for entry in data["patches"]]
+        number = names.index(patch.name)
+        return Place(number + 1, len(names), str(data["mbox"]),
+                     str(data["patches"][number]["subject"]))  # fmt: skip
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def display_name(patch: Path) -> str:
     """How a table and a provenance name a patch: a series' patch by its subject."""
-    index = patch.parent / INDEX
-    if patch.parent.parent == SERIES and index.is_file():
-        try:
-            for entry in json.loads(index.read_text())["patches"]:
-                if entry["file"] == patch.name:
-                    return str(entry["subject"])
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-    return patch.name
+    place = place_of(patch)
+    return place.subject if place else patch.name
 
 
 def describe(patch: Path) -> str:
     """How an error line names a patch: a series' patch by its mbox, place and subject."""
-    index = patch.parent / INDEX
-    if patch.parent.parent != SERIES or not index.is_file():
+    place = place_of(patch)
+    if place is None:
         return f"patch {patch}"
-    try:
-        data = json.loads(index.read_text())
-        names = [entry["file"] for entry in data["patches"]]
-        place = names.index(patch.name)
-        subject = data["patches"][place]["subject"]
-        return f"patch {place + 1}/{len(names)} of {data['mbox']} ({subject!r})"
-    except (OSError, ValueError, KeyError, TypeError):
-        return f"patch {patch}"
+    return f"patch {place.number}/{place.total} of {place.mbox} ({place.subject!r})"
