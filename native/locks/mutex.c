@@ -117,12 +117,6 @@ static bool mutex_trylock_flags(struct mutex *lock, struct lock_task *me)
 	return mutex_trylock_or_owner(lock, me, false) == NULL;
 }
 
-/* The stand-in for need_resched(): a tick's worth since the spin began, read once in 64. */
-static inline bool spun_a_tick(unsigned int round, u64 deadline)
-{
-	return (round & 63) == 0 && osq_now_ns() >= deadline;
-}
-
 /*
  * Spin while `owner` holds the lock and runs; true when it let go (worth trying again).
  * `round` counts the polls of the whole spin, for spun_a_tick().

@@ -91,7 +91,7 @@ static bool mutex_3_10_spin_on_owner(struct mutex_3_10 *lock, struct lock_task *
 	for (unsigned int i = 1; READ_ONCE(lock->owner) == owner; i++) {
 		if (!lock_task_running(owner))
 			break;
-		if ((i & 63) == 0 && osq_now_ns() >= deadline)
+		if (spun_a_tick(i, deadline))
 			break; /* need_resched() */
 		cpu_relax();
 	}

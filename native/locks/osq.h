@@ -54,6 +54,15 @@ static inline u64 osq_now_ns(void)
 	return (u64)ts.tv_sec * 1000000000u + (u64)ts.tv_nsec;
 }
 
+/*
+ * The stand-in for need_resched() in every owner and queue spin: a tick's worth (OSQ_SPIN_NS)
+ * since the spin began, the clock read once in 64 rounds, not per round.
+ */
+static inline bool spun_a_tick(unsigned int round, u64 deadline)
+{
+	return (round & 63) == 0 && osq_now_ns() >= deadline;
+}
+
 static inline struct optimistic_spin_node *osq_decode(u32 encoded)
 {
 	return READ_ONCE(osq_nodes[encoded - 1]);
@@ -115,7 +124,7 @@ static inline bool osq_lock(struct optimistic_spin_queue *lock, struct lock_thre
 
 	u64 deadline = osq_now_ns() + OSQ_SPIN_NS;
 	for (unsigned int i = 1; !smp_load_acquire(&node->locked); i++) {
-		if ((i & 63) == 0 && osq_now_ns() >= deadline)
+		if (spun_a_tick(i, deadline))
 			goto unqueue;
 		cpu_relax();
 	}

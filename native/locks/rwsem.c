@@ -220,9 +220,8 @@ static void rwsem_down_read_slowpath(struct rw_semaphore *sem, struct lock_threa
 	 * when readers own it already, as 6.1 has it (around rwsem.c:1016): a stream of readers
 	 * would starve a queued writer until its hand-off timeout.
 	 */
-	bool reader_owned = READ_ONCE(sem->owner) & RWSEM_READER_OWNED;
-	if (!(reader_owned && readers > 0 && !(count & RWSEM_WRITER_LOCKED)) &&
-	    !(count & (RWSEM_WRITER_LOCKED | RWSEM_FLAG_HANDOFF))) {
+	bool queue_behind_readers = (READ_ONCE(sem->owner) & RWSEM_READER_OWNED) && readers > 0;
+	if (!queue_behind_readers && !(count & (RWSEM_WRITER_LOCKED | RWSEM_FLAG_HANDOFF))) {
 		set_reader_owned(sem, me);
 		/* The first reader in wakes the readers queued (WAKE_READ_OWNED). */
 		if (readers == 0 && (count & RWSEM_FLAG_WAITERS)) {
@@ -352,7 +351,7 @@ static bool rwsem_optimistic_spin(struct rw_semaphore *sem, struct lock_thread *
 				break;
 			reader_deadline = 0;
 		}
-		if ((i & 63) == 0 && osq_now_ns() >= deadline)
+		if (spun_a_tick(i, deadline))
 			break;
 		cpu_relax();
 	}
@@ -381,7 +380,7 @@ static bool rwsem_spin_on_writer(struct rw_semaphore *sem)
 			return now == 0;
 		if (!lock_task_running((struct lock_task *)owner))
 			return false;
-		if ((round & 63) == 0 && osq_now_ns() >= deadline)
+		if (spun_a_tick(round, deadline))
 			return false;
 		cpu_relax();
 	}

@@ -301,7 +301,7 @@ static bool rwsem_3_10_spin_on_owner(struct rwsem_3_10 *sem, struct lock_task *o
 	for (unsigned int i = 1; READ_ONCE(sem->owner) == owner; i++) {
 		if (!lock_task_running(owner))
 			break;
-		if ((i & 63) == 0 && osq_now_ns() >= deadline)
+		if (spun_a_tick(i, deadline))
 			break; /* need_resched() */
 		cpu_relax();
 	}
