@@ -254,7 +254,7 @@ def _apply(work: Path, patches: list[Path]) -> None:
             target.unlink()
             target.write_bytes(data)
     for patch in patches:
-        proc = apply_patch(work, patch, dry_run=False)
+        proc = apply_patch(work, patch)
         if proc.returncode != 0:
             raise LocklabError(patch_failure(patch, proc.stdout + proc.stderr))
 

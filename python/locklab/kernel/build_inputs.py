@@ -169,11 +169,9 @@ def patched_files(patch: Path) -> list[str]:
     return names
 
 
-def apply_patch(tree: Path, patch: Path, dry_run: bool) -> subprocess.CompletedProcess[str]:
+def apply_patch(tree: Path, patch: Path) -> subprocess.CompletedProcess[str]:
     command = ["patch", "-p1", "--batch", "--forward", "--no-backup-if-mismatch", "-i",
                str(patch.resolve())]  # fmt: skip
-    if dry_run:
-        command.append("--dry-run")
     return subprocess.run(command, cwd=tree, capture_output=True, text=True, check=False)
 
 
@@ -202,11 +200,6 @@ def check_patches(tree: Path, patches: list[Path]) -> None:
     for patch in patches:
         if not patch.is_file():
             raise LocklabError(f"patch {patch}: no such file")
-    if len(patches) == 1:
-        proc = apply_patch(tree, patches[0], dry_run=True)
-        if proc.returncode != 0:
-            raise LocklabError(patch_failure(patches[0], proc.stdout + proc.stderr))
-        return
     with tempfile.TemporaryDirectory(prefix="locklab-patch-check-") as scratch:
         copy = Path(scratch)
         for name in {name for patch in patches for name in patched_files(patch)}:
@@ -214,7 +207,7 @@ def check_patches(tree: Path, patches: list[Path]) -> None:
                 (copy / name).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(tree / name, copy / name)
         for patch in patches:
-            proc = apply_patch(copy, patch, dry_run=False)
+            proc = apply_patch(copy, patch)
             if proc.returncode != 0:
                 raise LocklabError(patch_failure(patch, proc.stdout + proc.stderr))
 

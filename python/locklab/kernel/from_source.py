@@ -163,7 +163,7 @@ def _copy_tree(source: Path, work: Path, patches: list[Path]) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(origin, target)
     for patch in patches:
-        proc = apply_patch(partial, patch, dry_run=False)
+        proc = apply_patch(partial, patch)
         if proc.returncode != 0:
             raise LocklabError(patch_failure(patch, proc.stdout + proc.stderr))
     shutil.rmtree(work, ignore_errors=True)
