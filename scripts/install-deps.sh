@@ -25,6 +25,8 @@
 #                     free loopback port; the package's system service is not used, so when this
 #                     script installs the package on a systemd machine it stops and disables it
 #   rt-tests          cyclictest and hackbench, run inside the seed-003 kernels
+#   git               --rev, `locklab bisect` and `locklab history` read the user's kernel tree
+#                     with it (and their tests make a small one)
 #   rsync, openssh-client   --hosts: the project shipped to other machines over the user's ssh
 #   openssh-server    the --hosts tests start their own sshd on a loopback port, as this user;
 #                     the package's system service is not used, so when this script installs
@@ -39,7 +41,7 @@ set -euo pipefail
 packages=(gcc make libc6-dev libck-dev python3-venv chromium chromium-driver
     qemu-system-x86 qemu-system-arm busybox-static linux-source-6.1
     "linux-headers-$(dpkg --print-architecture)"
-    ccache flex bison bc libelf-dev xz-utils patch kyotocabinet-utils memcached rt-tests
+    ccache flex bison bc libelf-dev xz-utils patch kyotocabinet-utils memcached rt-tests git
     rsync openssh-client openssh-server)
 # The arm64 cross build is an x86_64 machine's: an arm64 host builds natively.
 [[ "$(uname -m)" == x86_64 ]] && packages+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross
