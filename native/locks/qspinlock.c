@@ -151,18 +151,22 @@ static void cna_init_node(struct qnode *node, struct lock_thread *self, u32 tail
 	node->encoded_tail = tail;
 	node->start_time = 0;
 	node->handoffs = 0;
-	if (node->random == 0)
-		node->random = 2463534242u ^ (self->index * 2654435761u);
 }
 
-/* False with probability 1 / 2^bits (the series' probably(); per-thread xorshift here). */
-static bool cna_probably(struct qnode *node, unsigned int bits)
+/*
+ * False with probability 1 / 2^bits: the series' probably(), on a per-CPU seed in every
+ * revision; per thread here (xorshift), beside the thread's other private fields, not in the
+ * queue node, whose line the waiters around it write (->locked, ->next).
+ */
+static bool cna_probably(struct lock_thread *self, unsigned int bits)
 {
-	u32 x = node->random;
+	u32 x = self->random_seed;
+	if (x == 0)
+		x = 2463534242u ^ (self->index * 2654435761u);
 	x ^= x << 13;
 	x ^= x >> 17;
 	x ^= x << 5;
-	node->random = x;
+	self->random_seed = x;
 	return (x & ((1u << bits) - 1)) != 0;
 }
 
@@ -242,7 +246,7 @@ static void cna_v1_pass_lock(struct qspinlock *lock, struct lock_thread *self, s
 {
 	struct qnode *succ = NULL;
 
-	if (cna_probably(node, lock->fairness_bits))
+	if (cna_probably(self, lock->fairness_bits))
 		succ = cna_v1_find_successor(node, next);
 
 	u32 secondary = READ_ONCE(node->locked);
@@ -320,12 +324,13 @@ static bool cna_order_queue(struct qnode *node)
  * secondary queue. The clock is read only here and in cna_splice_next(), and only when a
  * secondary queue exists or is being created: never on the new owner's critical path.
  */
-static void cna_wait_head_or_lock(struct qspinlock *lock, struct qnode *node)
+static void cna_wait_head_or_lock(struct qspinlock *lock, struct lock_thread *self,
+				  struct qnode *node)
 {
 	u32 secondary = READ_ONCE(node->locked);
 
 	/* Shuffle reduction: with no secondary queue, usually do not sort at all. */
-	if (secondary <= CNA_NO_SECONDARY && cna_probably(node, lock->shuffle_bits))
+	if (secondary <= CNA_NO_SECONDARY && cna_probably(self, lock->shuffle_bits))
 		return;
 	if (node->start_time == 0 || !cna_threshold_reached(lock, node)) {
 		struct lock_wait_budget budget = LOCK_WAIT_BUDGET_INIT;

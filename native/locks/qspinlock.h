@@ -169,7 +169,6 @@ struct qnode {
 	u32 encoded_tail;   /* this node's own tail code */
 	u32 handoffs;       /* hand-overs since the secondary queue was created (count rule) */
 	u64 start_time;     /* v15: when the secondary queue was created; 0 none; 1 flush now */
-	u32 random;         /* xorshift state for the coin flips */
 };
 
 _Static_assert(sizeof(struct qnode) <= LOCK_QNODE_BYTES, "qnode must fit a lock_thread qnode");
@@ -351,7 +350,8 @@ static bool cna_try_clear_tail(struct qspinlock *lock, struct lock_thread *self,
 			       u32 val);
 static void cna_v1_pass_lock(struct qspinlock *lock, struct lock_thread *self, struct qnode *node,
 			     struct qnode *next);
-static void cna_wait_head_or_lock(struct qspinlock *lock, struct qnode *node);
+static void cna_wait_head_or_lock(struct qspinlock *lock, struct lock_thread *self,
+				  struct qnode *node);
 static void cna_lock_handoff(struct qspinlock *lock, struct lock_thread *self, struct qnode *node,
 			     struct qnode *next);
 #else
@@ -359,7 +359,7 @@ static void cna_lock_handoff(struct qspinlock *lock, struct lock_thread *self, s
 #define cna_init_node(node, self, tail) ((void)0)
 #define cna_try_clear_tail(lock, self, node, val) false
 #define cna_v1_pass_lock(lock, self, node, next) ((void)0)
-#define cna_wait_head_or_lock(lock, node) ((void)0)
+#define cna_wait_head_or_lock(lock, self, node) ((void)0)
 #define cna_lock_handoff(lock, self, node, next) ((void)0)
 #endif
 
@@ -426,7 +426,7 @@ queue:
 	}
 
 	if (cna == CNA_V15)
-		cna_wait_head_or_lock(lock, node);
+		cna_wait_head_or_lock(lock, self, node);
 
 	/* *,x,y -> *,0,0: head of the queue, wait for the owner and any pending waiter to leave. */
 	val = q_wait_word(lock, self, q_locked_pending_mask(layout));

@@ -238,7 +238,7 @@ static void simulate(struct simulation *s, struct qspinlock *lock, enum cna_revi
 		test_now += TICK_NS;
 		if (cna == CNA_V15) {
 			test_busy_polls = SORT_POLLS;
-			cna_wait_head_or_lock(lock, holder);
+			cna_wait_head_or_lock(lock, &s->threads[h], holder);
 		}
 		s->served[h]++;
 		for (unsigned int i = 0; i < WAITERS; i++)
@@ -398,7 +398,7 @@ static void test_cna_clock_reads(void)
 	test_now = 5000;
 
 	test_busy_polls = 10;
-	cna_wait_head_or_lock(&lock, H);
+	cna_wait_head_or_lock(&lock, &t[0], H);
 	CHECK(test_clock_reads == 1, "creating the secondary queue reads the clock once (%lu)",
 	      test_clock_reads);
 	CHECK(H->start_time == 5000, "the fairness clock starts at creation (%llu)",
@@ -413,7 +413,7 @@ static void test_cna_clock_reads(void)
 
 	test_now = 5500;
 	test_busy_polls = 10;
-	cna_wait_head_or_lock(&lock, B);
+	cna_wait_head_or_lock(&lock, &t[2], B);
 	CHECK(test_clock_reads == 2, "a head with a secondary queue reads the clock (%lu)",
 	      test_clock_reads);
 	CHECK(B->start_time == 5000, "appending keeps the start");
@@ -424,7 +424,7 @@ static void test_cna_clock_reads(void)
 
 	test_now = 7000; /* 2000 ns after the start: over the 1000 ns threshold */
 	test_busy_polls = 10;
-	cna_wait_head_or_lock(&lock, D);
+	cna_wait_head_or_lock(&lock, &t[4], D);
 	CHECK(test_clock_reads == 3 && D->start_time == CNA_FLUSH_SECONDARY,
 	      "D finds the secondary queue too old");
 	cna_lock_handoff(&lock, &unlocker, D, E);
@@ -433,7 +433,7 @@ static void test_cna_clock_reads(void)
 
 	/* A's round: no secondary queue any more, its successor is local: no read. */
 	test_busy_polls = 10;
-	cna_wait_head_or_lock(&lock, A);
+	cna_wait_head_or_lock(&lock, &t[1], A);
 	CHECK(A->start_time == 0 && test_clock_reads == 3, "a fresh head reads no clock (%lu)",
 	      test_clock_reads);
 }

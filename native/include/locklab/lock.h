@@ -68,7 +68,9 @@ struct lock_thread {
 	unsigned int index;
 	int cpu;
 	int numa_node;
-	int reserved;
+	/* A lock's pseudo-random state, as the kernel's per-CPU `seed` of CNA's coin flips: here,
+	 * in a line no other thread writes, not in a queue node other threads read. 0: unset. */
+	unsigned int random_seed;
 	/* For locks that hold per-thread state between lock() and unlock() (array slot, CLH node). */
 	void *lock_private;
 	/* Counted by the waiting policies (wait.h): futex sleeps, and wake-ups this thread sent. */
