@@ -28,6 +28,8 @@
  * per-thread bookkeeping cheap to simulate. The first access by a second CPU makes it shared
  * for good.
  */
+#include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +46,10 @@ struct sim_line {
 	uint32_t parked; /* spinners parked on it */
 	uint64_t busy_until;
 	uint64_t sharers[SHARER_WORDS];
+	/* For the report of the costliest lines: transfers by distance, and the code that last
+	 * caused one by a load and by a store or RMW. */
+	uint32_t transfers[SIM_DISTANCES];
+	const void *last_load_pc, *last_write_pc;
 };
 
 static struct sim_line *table;
@@ -157,12 +163,15 @@ static uint64_t farthest_copy_cost(const struct sim_line *l, int cpu)
  * arrives.
  */
 static uint64_t answer(struct sim_thread *self, struct sim_line *l, uint64_t cost,
-		       uint64_t occupancy, enum locklab_sim_distance distance)
+		       uint64_t occupancy, enum locklab_sim_distance distance, bool write)
 {
 	uint64_t start = self->clock > l->busy_until ? self->clock : l->busy_until;
 	l->busy_until = start + occupancy;
-	if (self->counted)
+	if (self->counted) {
 		self->transfers[distance]++;
+		l->transfers[distance]++;
+		*(write ? &l->last_write_pc : &l->last_load_pc) = self->pc;
+	}
 	return start + cost;
 }
 
@@ -286,7 +295,7 @@ bool sim_access(uintptr_t addr, unsigned int size, enum sim_access kind)
 		uint64_t half = cost - cost / 2;
 		bool clean = l->owner < 0 && line_has_copies(l);
 		self->clock = answer(self, l, half, clean ? shared_read_occupancy(half) : half,
-				     distance);
+				     distance, false);
 		if (l->owner >= 0)
 			add_sharer(l, l->owner);
 		l->owner = -1;
@@ -316,7 +325,7 @@ bool sim_access(uintptr_t addr, unsigned int size, enum sim_access kind)
 		l = request_travels(self, key, slowest);
 		taken_at = self->clock;
 		uint64_t half = slowest - slowest / 2;
-		uint64_t done = answer(self, l, half, half, distance);
+		uint64_t done = answer(self, l, half, half, distance, true);
 		if (kind == SIM_STORE)
 			buffer_store(self, done);
 		else
@@ -337,4 +346,77 @@ void sim_line_park(uintptr_t key, int delta)
 	l->parked = (uint32_t)((int)l->parked + delta);
 }
 
-void sim_coherence_init(void) { table_grow(); }
+/* ---- $LOCKLAB_SIM_LINES=N: the N lines that cost the most transfers, at exit --------------- */
+
+static uint64_t line_total(const struct sim_line *l)
+{
+	uint64_t sum = 0;
+	for (int d = 0; d < SIM_DISTANCES; d++)
+		sum += l->transfers[d];
+	return sum;
+}
+
+static int by_total_descending(const void *a, const void *b)
+{
+	uint64_t x = line_total(*(struct sim_line *const *)a);
+	uint64_t y = line_total(*(struct sim_line *const *)b);
+	return (x < y) - (x > y);
+}
+
+/* A code or data address as its object's file and offset (what addr2line -e FILE reads), with
+ * the symbol where one covers it. */
+static void print_place(const char *what, const void *address)
+{
+	Dl_info info;
+	if (address == NULL) {
+		fprintf(stderr, "    %s: -\n", what);
+	} else if (dladdr(address, &info) && info.dli_fname != NULL) {
+		fprintf(stderr, "    %s: %s+0x%lx", what, info.dli_fname,
+			(unsigned long)((uintptr_t)address - (uintptr_t)info.dli_fbase));
+		if (info.dli_sname != NULL)
+			fprintf(stderr, " (%s+0x%lx)", info.dli_sname,
+				(unsigned long)((uintptr_t)address - (uintptr_t)info.dli_saddr));
+		fputc('\n', stderr);
+	} else {
+		fprintf(stderr, "    %s: %p (heap or stack)\n", what, address);
+	}
+}
+
+static unsigned int lines_to_report;
+
+static void report_costliest_lines(void)
+{
+	struct sim_line **lines = calloc(table_used + 1, sizeof(*lines));
+	size_t n = 0;
+	if (lines == NULL)
+		return;
+	for (size_t i = 0; i < table_size; i++)
+		if (table[i].key != 0 && line_total(&table[i]) > 0)
+			lines[n++] = &table[i];
+	qsort(lines, n, sizeof(*lines), by_total_descending);
+	fprintf(stderr, "locklab-sim: the %u lines with the most transfers (program threads, "
+			"warm-up included)\n", lines_to_report);
+	for (size_t i = 0; i < n && i < lines_to_report; i++) {
+		const struct sim_line *l = lines[i];
+		void *address = (void *)((l->key - 1) << sim_machine.line_shift);
+		fprintf(stderr, "  %p: %llu transfers:", address, (unsigned long long)line_total(l));
+		for (int d = 0; d < SIM_DISTANCES; d++)
+			if (l->transfers[d] != 0)
+				fprintf(stderr, " %s %u", locklab_sim_distance_names[d], l->transfers[d]);
+		fputc('\n', stderr);
+		print_place("line", address);
+		print_place("last load that missed", l->last_load_pc);
+		print_place("last store or RMW that missed", l->last_write_pc);
+	}
+	free(lines);
+}
+
+void sim_coherence_init(void)
+{
+	table_grow();
+	const char *report = getenv("LOCKLAB_SIM_LINES");
+	if (report != NULL && atoi(report) > 0) {
+		lines_to_report = (unsigned int)atoi(report);
+		atexit(report_costliest_lines);
+	}
+}

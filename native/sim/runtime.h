@@ -152,6 +152,7 @@ struct sim_thread {
 	bool joined;                    /* its pthread_join has returned: the pthread_t may be reused */
 	uint64_t blocked_cycles;        /* asleep: futex, nanosleep, barrier, join */
 	uint64_t stores_done_at;        /* when its buffered stores have all completed */
+	const void *pc;                 /* the instrumented code's access now charged */
 
 	/* Counted for the report. */
 	uint64_t transfers[SIM_DISTANCES];

@@ -16,18 +16,25 @@
 
 #define ATOMIC_ORDER __ATOMIC_SEQ_CST
 
-static inline void load(const volatile void *p, unsigned int size)
+/* Where the access is, for the report of the costliest lines (coherence.c): the hooks'
+ * return address, since these helpers are inlined into them. */
+#define NOTE_PC() (sim_self->pc = __builtin_return_address(0))
+
+static inline __attribute__((always_inline)) void load(const volatile void *p, unsigned int size)
 {
 	if (sim_self == NULL)
 		return;
+	NOTE_PC();
 	bool hit = sim_access((uintptr_t)p, size, SIM_LOAD);
 	sim_spin_load((uintptr_t)p, size, size <= 8 ? sim_peek(p, size) : 0, hit);
 }
 
-static inline void store(volatile void *p, unsigned int size, enum sim_access kind)
+static inline __attribute__((always_inline)) void store(volatile void *p, unsigned int size,
+							  enum sim_access kind)
 {
 	if (sim_self == NULL)
 		return;
+	NOTE_PC();
 	sim_spin_dirty();
 	sim_access((uintptr_t)p, size, kind);
 }
@@ -37,10 +44,12 @@ static inline void store(volatile void *p, unsigned int size, enum sim_access ki
  * already held and left memory as it was (a test-and-set of a taken lock, a failed CAS) is
  * a poll for spin recognition: nobody else can see it. Any other is a write.
  */
-static inline bool rmw_begin(volatile void *p, unsigned int size, uint64_t *before)
+static inline __attribute__((always_inline)) bool rmw_begin(volatile void *p, unsigned int size,
+							      uint64_t *before)
 {
 	if (sim_self == NULL)
 		return false;
+	NOTE_PC();
 	bool hit = sim_access((uintptr_t)p, size, SIM_RMW);
 	*before = sim_peek(p, size);
 	return hit;
