@@ -256,6 +256,11 @@ int pthread_barrier_destroy(pthread_barrier_t *barrier)
 	return 0;
 }
 
+/*
+ * The last to arrive wakes the others as glibc's barrier does, with one FUTEX_WAKE of all:
+ * one after another in the order they arrived, each further one a futex_wake more
+ * (sim_futex_wake).
+ */
 int pthread_barrier_wait(pthread_barrier_t *barrier)
 {
 	struct sim_barrier *b = (struct sim_barrier *)barrier;
@@ -264,14 +269,27 @@ int pthread_barrier_wait(pthread_barrier_t *barrier)
 	if (++b->arrived < b->count) {
 		self->state = SIM_BARRIER_WAIT;
 		self->barrier = barrier;
+		self->futex_order = sim_next_sleep_order();
 		sim_block();
 		return 0;
 	}
+	unsigned int to_wake = b->arrived - 1;
 	b->arrived = 0;
-	for (int i = 0; i < sim_thread_count(); i++) {
-		struct sim_thread *t = sim_thread_at(i);
-		if (t->state == SIM_BARRIER_WAIT && t->barrier == (void *)barrier)
-			sim_make_runnable(t, self->clock + sim_machine.costs.context_switch);
+	self->clock += sim_machine.costs.futex_wake;
+	for (unsigned int woken = 0; woken < to_wake; woken++) {
+		struct sim_thread *first = NULL;
+		for (int i = 0; i < sim_thread_count(); i++) {
+			struct sim_thread *t = sim_thread_at(i);
+			if (t->state == SIM_BARRIER_WAIT && t->barrier == (void *)barrier &&
+			    (first == NULL || t->futex_order < first->futex_order))
+				first = t;
+		}
+		if (first == NULL)
+			break;
+		if (woken > 0)
+			self->clock += sim_machine.costs.futex_wake;
+		first->barrier = NULL;
+		sim_make_runnable(first, self->clock + sim_machine.costs.context_switch);
 	}
 	return PTHREAD_BARRIER_SERIAL_THREAD;
 }

@@ -181,9 +181,12 @@ void sim_make_runnable(struct sim_thread *t, uint64_t clock);
 void sim_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 uint64_t sim_ns_to_cycles(double ns);
 double sim_cycles_to_ns(uint64_t cycles);
+/* The next place in the order of sleeping, in which futex and barrier sleepers are woken. */
+uint64_t sim_next_sleep_order(void);
 /* FUTEX_WAIT: sleeps while *addr == expected, at most timeout_cycles (SIM_FOREVER: none). */
 long sim_futex_wait(uintptr_t addr, uint32_t expected, uint64_t timeout_cycles);
-/* Wakes up to `count` futex waiters on addr, first come first served; returns how many. */
+/* Wakes up to `count` futex waiters on addr, first come first served, one after another;
+ * returns how many. */
 int sim_futex_wake(uintptr_t addr, int count);
 struct sim_thread *sim_thread_at(int i);
 int sim_thread_count(void);

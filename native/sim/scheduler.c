@@ -45,6 +45,9 @@ static struct sim_thread *threads[SIM_MAX_THREADS];
 static int nthreads;
 static uint64_t seed;
 static uint64_t futex_arrivals;
+
+/* The order of sleeping: futex waiters and barrier waiters are woken in it. */
+uint64_t sim_next_sleep_order(void) { return ++futex_arrivals; }
 static uint64_t host_switches;
 static bool horizon_valid;
 static uint64_t horizon_clock;
@@ -389,6 +392,13 @@ void sim_thread_exit(struct sim_thread *t, void *result)
 }
 
 /* ---- futexes --------------------------------------------------------------------------------- */
+/*
+ * The waker has paid one futex_wake (the system call and the first wake-up). The kernel wakes
+ * a futex's sleepers one after another, in the order they slept (wake_up_q() after the hash
+ * bucket's walk): each further one costs the waker another futex_wake, and each woken thread
+ * runs context_switch after its own wake-up. So threads woken together start in turn, as on
+ * a real machine, not at one instant that leaves their order to the line nearest each.
+ */
 int sim_futex_wake(uintptr_t addr, int count)
 {
 	int woken = 0;
@@ -402,6 +412,8 @@ int sim_futex_wake(uintptr_t addr, int count)
 		}
 		if (first == NULL)
 			break;
+		if (woken > 0)
+			sim_self->clock += sim_machine.costs.futex_wake;
 		sim_make_runnable(first, sim_self->clock + sim_machine.costs.context_switch);
 		woken++;
 	}
@@ -420,7 +432,7 @@ long sim_futex_wait(uintptr_t addr, uint32_t expected, uint64_t timeout_cycles)
 	self->clock += sim_machine.costs.futex_wait;
 	self->state = SIM_FUTEX_WAIT;
 	self->futex_addr = addr;
-	self->futex_order = ++futex_arrivals;
+	self->futex_order = sim_next_sleep_order();
 	self->wake_at = timeout_cycles == SIM_FOREVER ? SIM_FOREVER : self->clock + timeout_cycles;
 	self->timed_out = false;
 	self->futex_sleeps++;
