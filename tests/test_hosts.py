@@ -263,6 +263,22 @@ def test_the_hosts_command_line_drops_local_options_and_ships_outside_files(tmp_
     assert shipped.startswith("{work}/inputs/") and shipped.endswith("/mine.c")
     assert arguments[arguments.index("--patch") + 1].startswith("k1={work}/inputs/")
     assert set(inputs) == {plugin, patch}
+    profile = tmp_path / "my-box.toml"
+    profile.write_text((ROOT / "machines" / "x5-4.toml").read_text())
+    argv = ["run", "--lock", "ticket", "--sim", str(profile), "--hosts", "a"]
+    args = build_parser().parse_args(argv)
+    args.argv = argv
+    arguments, inputs = remote_command(args)
+    assert arguments[arguments.index("--sim") + 1].endswith("/my-box.toml")
+    assert set(inputs) == {profile}
+    campaign = tmp_path / "c.toml"
+    campaign.write_text(CAMPAIGN.replace('name = "hosts-check"', 'name = "x"\nsim = "my-box.toml"'))
+    argv = ["campaign", str(campaign), "--hosts", "a"]
+    args = build_parser().parse_args(argv)
+    args.argv = argv
+    arguments, inputs = remote_command(args)
+    assert set(inputs) == {campaign.resolve(), profile.resolve()}
+    assert inputs[profile.resolve()].endswith("/my-box.toml")
     inside = ROOT / "campaigns" / "seed-002-cna.toml"
     argv = ["campaign", str(inside), "--hosts", "a"]
     args = build_parser().parse_args(argv)

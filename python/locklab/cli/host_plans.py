@@ -59,7 +59,7 @@ def remote_command(args: argparse.Namespace, dropped: frozenset[str] = frozenset
         if name == "--source":
             raise LocklabError("--source: not with --hosts (a kernel tree is not shipped; the "
                                "hosts use Debian's linux-source-6.1)")  # fmt: skip
-        if name in ("--plugin", "--config", "--patch"):
+        if name in ("--plugin", "--config", "--patch", "--sim"):  # --sim: a profile file too
             text = value if equals else next(tokens, (0, ""))[1]
             if name == "--patch":
                 label, eq, files = text.partition("=")
@@ -78,23 +78,26 @@ def remote_command(args: argparse.Namespace, dropped: frozenset[str] = frozenset
 
 
 def _campaign(text: str, mapped: Callable[[str], str], inputs: dict[Path, str]) -> str:
-    """The campaign file and, when it comes from outside the project, the plugins and patches
-    it names beside it."""
+    """The campaign file and, when it comes from outside the project, the plugins, patches and
+    machine profile (sim = "FILE.toml") it names beside it."""
     shown = mapped(text)
     if not shown.startswith(WORK):
         return shown
     folder = Path(text).resolve().parent
     place = shown.removeprefix(f"{WORK}/").rsplit("/", 1)[0]
-    for variant in load_campaign(Path(text)).variants:
-        for named in (variant.plugin, *variant.patches):
-            if named is None:
-                continue
-            if not Path(named).is_relative_to(folder):
-                raise LocklabError(
-                    f"{text}: --hosts ships a campaign's own folder only: {named} is outside "
-                    "it (move it beside the campaign, or into the project)"
-                )
-            inputs[Path(named)] = f"{place}/{Path(named).relative_to(folder)}"
+    spec = load_campaign(Path(text))
+    is_file = spec.sim.endswith(".toml") or "/" in spec.sim  # as find_profile tells them
+    profile = (folder / spec.sim).resolve() if is_file else None
+    named_files = [profile, *(f for v in spec.variants for f in (v.plugin, *v.patches))]
+    for named in named_files:
+        if named is None:
+            continue
+        if not Path(named).is_relative_to(folder):
+            raise LocklabError(
+                f"{text}: --hosts ships a campaign's own folder only: {named} is outside "
+                "it (move it beside the campaign, or into the project)"
+            )
+        inputs[Path(named)] = f"{place}/{Path(named).relative_to(folder)}"
     return shown
 
 
