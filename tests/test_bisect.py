@@ -110,6 +110,19 @@ def test_history_judges_each_commit_against_the_one_before(kernel_repo, tmp_path
     assert bad.returncode == 2 and "give A..B" in bad.stderr
 
 
+def test_history_with_readers(kernel_repo, tmp_path):
+    """kernel:rwsem's readers beside its writers; a lock without readers refused in one line."""
+    proc = locklab_cli("history", "--source", str(kernel_repo), "--lock", "kernel:rwsem",
+                       "--range", "v6.1..master", "--nwriters", "1", "--nreaders", "2", "--sim",
+                       "lent-xeon-16", "--store", str(tmp_path))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith("kernel:rwsem at 1 writer and 2 readers over v6.1..master")
+    proc = history(kernel_repo, tmp_path, "--range", "v6.1..master", "--nreaders", "2",
+                   "--sim", "lent-xeon-16")  # fmt: skip
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert "is not a reader-writer lock" in proc.stderr.strip().splitlines()[-1]
+
+
 def test_a_commit_that_compiles_the_same_files_is_judged_unmeasured(kernel_repo, tmp_path):
     """v6.1..regress~3: the README commit (docs) leaves every compiled file as v6.1 has it."""
     proc = bisect(kernel_repo, tmp_path, "--good", "v6.1", "--bad", "regress~3", "--nwriters",

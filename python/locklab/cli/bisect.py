@@ -47,7 +47,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
 def result_lines(result: BisectResult, plan: BisectPlan, journal: Path) -> list[str]:
     what = {"failing": "fails its runs", "slower": "got slower", "faster": "got faster"}
     settings = plan.settings
-    lines = [f"{settings.lock} at {settings.nwriters} writers {what[result.hunted]} between "
+    lines = [f"{settings.lock} at {settings.threads} {what[result.hunted]} between "
              f"{plan.good} and {plan.bad}" + ("" if result.hunted == "failing" else
                                               f" (at least {plan.min_effect_pct:g}%)")]  # fmt: skip
     if result.first_bad:

@@ -11,6 +11,7 @@ from locklab.cli.common import chosen_engine, engine_option, number, sim_option,
 from locklab.errors import LocklabError
 from locklab.kernel.from_source import SIM_BUILD, check_name
 from locklab.model.machine_profile import find_profile, flat_cpus
+from locklab.model.values import validate_axis
 from locklab.run.commit_runs import RunSettings
 from locklab.run.engine import Engine
 
@@ -32,6 +33,8 @@ def commit_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source", type=Path, required=True, help="the kernel git tree")
     parser.add_argument("--lock", required=True, help="the kernel: lock (kernel:rtmutex, ...)")
     parser.add_argument("--nwriters", type=count, default=2, help="writers (default 2)")
+    parser.add_argument("--nreaders", type=int, default=0,
+                        help="readers, for kernel:rwsem (default 0)")  # fmt: skip
     parser.add_argument(
         "--min-effect", type=number, default=DEFAULT_MIN_EFFECT_PCT, metavar="PCT",
         help=f"the smallest change that counts, in percent (default {DEFAULT_MIN_EFFECT_PCT:g})",
@@ -49,9 +52,11 @@ def commit_run_settings(args: argparse.Namespace) -> tuple[RunSettings, Engine, 
     """The runs' settings, the engine, and the store folder (made), from the options above;
     what cannot run is one line."""
     check_name(args.lock)
+    validate_axis("nreaders", [args.nreaders])
     machine = find_profile(args.sim) if args.sim else None
-    if machine is not None and args.nwriters > flat_cpus(machine.flat_text()):
-        raise LocklabError(f"--sim {args.sim}: {args.nwriters} writers need more than its "
+    threads = args.nwriters + args.nreaders
+    if machine is not None and threads > flat_cpus(machine.flat_text()):
+        raise LocklabError(f"--sim {args.sim}: {threads} threads need more than its "
                            f"{flat_cpus(machine.flat_text())} CPUs")  # fmt: skip
     if machine is not None and args.build:
         raise LocklabError("--build is for measured runs: the simulator has its own build")
@@ -62,7 +67,7 @@ def commit_run_settings(args: argparse.Namespace) -> tuple[RunSettings, Engine, 
     engine = Engine(chosen_engine(args))
     settings = RunSettings(args.lock, args.nwriters, duration, warmup,
                            SIM_BUILD if machine else engine.build(),
-                           machine.flat_text() if machine else "")  # fmt: skip
+                           machine.flat_text() if machine else "", args.nreaders)  # fmt: skip
     store = Path(args.store)
     store.mkdir(parents=True, exist_ok=True)
     return settings, engine, store

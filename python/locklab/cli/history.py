@@ -41,7 +41,7 @@ def cmd_history(args: argparse.Namespace) -> int:
                    args.min_effect, engine, store,
                    lambda text: print(text, file=sys.stderr))  # fmt: skip
     where = f"simulated on {args.sim}" if settings.sim_machine else "measured here"
-    title = f"{args.lock} at {args.nwriters} writers over {args.range}, {where}"
+    title = f"{args.lock} at {settings.threads} over {args.range}, {where}"
     print(title)
     print("\n".join(table_lines(rows)))
     if args.output is not None:

@@ -145,7 +145,7 @@ class Bisector:
         if not path or path[-1][0] != bad:
             raise LocklabError("bisect: no commits between --good and --bad")
         self.progress(f"bisect: {len(path)} commits from {plan.good} to {plan.bad}, "
-                      f"{plan.settings.lock} at {plan.settings.nwriters} writers")  # fmt: skip
+                      f"{plan.settings.lock} at {plan.settings.threads}")  # fmt: skip
         steps: list[Step] = []
         good_side, bad_side, hunted, why = self._hunted(bad)
         steps.append(Step(bad, subject_of(top, bad), good_side, bad_side, BAD, why))

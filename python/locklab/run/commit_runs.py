@@ -14,6 +14,7 @@ from locklab.analysis.stats import BELOW_MIN, EQUAL, HIGHER, INCONCLUSIVE, LOWER
 from locklab.errors import LocklabError
 from locklab.kernel.from_source import build_source_lock
 from locklab.run.engine import Engine
+from locklab.run.outcome import EXIT_USAGE
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,15 @@ class RunSettings:
     warmup_s: float
     build: str
     sim_machine: str = ""  # a flat machine file's text: simulated
+    nreaders: int = 0
+
+    @property
+    def threads(self) -> str:
+        """The threads, as a title says them: '2 writers', '2 writers and 4 readers'."""
+        writers = f"{self.nwriters} writer{'s' if self.nwriters != 1 else ''}"
+        if not self.nreaders:
+            return writers
+        return f"{writers} and {self.nreaders} reader{'s' if self.nreaders != 1 else ''}"
 
 
 @dataclass
@@ -56,8 +66,10 @@ class Journal:
     def __init__(self, folder: Path, kind: str, identity: list[object],
                  settings: RunSettings) -> None:  # fmt: skip
         machine = hashlib.sha256(settings.sim_machine.encode()).hexdigest()
+        readers = [settings.nreaders] if settings.nreaders else []  # older journals had none
         text = json.dumps([*identity, settings.lock, settings.nwriters, settings.duration_s,
-                           settings.warmup_s, settings.build, machine], default=str)  # fmt: skip
+                           settings.warmup_s, settings.build, machine, *readers],
+                          default=str)  # fmt: skip
         self.kind = kind
         self.path = folder / f"{kind}-{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
         self.data: dict[str, dict] = {}
@@ -98,10 +110,13 @@ class CommitRunner:
         """One run of the lock at `commit`: its throughput, or its failure's line."""
         s = self.settings
         args = ["--plugin", self.plugin(commit), "--lock", s.lock, "--nwriters",
-                str(s.nwriters), "--duration", str(s.duration_s), "--warmup",
-                str(s.warmup_s)]  # fmt: skip
+                str(s.nwriters), "--nreaders", str(s.nreaders), "--duration", str(s.duration_s),
+                "--warmup", str(s.warmup_s)]  # fmt: skip
         outcome = self.engine.run(args, timeout_s=s.warmup_s + s.duration_s + 600,
                                   sim_machine=s.sim_machine)  # fmt: skip
+        if outcome.exit_code == EXIT_USAGE:  # the run as asked, not the commit, is wrong
+            raise LocklabError(f"the engine refused {s.lock} at {commit[:12]}: "
+                               f"{outcome.error_line()}")  # fmt: skip
         if outcome.status == "ok" and outcome.result is not None:
             side.figures.append(float(outcome.result["throughput_ops_per_s"]))
         elif side.failure is None:
