@@ -169,7 +169,7 @@ def test_patch_that_does_not_apply_is_one_line(tmp_path):
     ("args", "expected"),
     [
         (["--lock", "kernel:spinlock"], "unknown kernel lock 'kernel:spinlock'"),
-        (["--lock", "tas", "--patch", "k0"], "--patch, --rev and --source are for kernel: locks"),
+        (["--lock", "tas", "--patch", "k0"], "--revs and --source are for kernel: locks"),
         (["--lock", "kernel:rtmutex", "--patch", "k0", "--patch", "k0"], "given twice"),
     ],
 )

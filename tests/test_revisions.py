@@ -51,6 +51,28 @@ def test_revisions_are_columns_with_their_commits_and_share_a_build(kernel_repo,
     assert "building kernel:rtmutex (docs" not in proc.stderr
 
 
+def test_a_range_of_revisions_is_a_column_per_commit_that_touches_the_lock(kernel_repo, tmp_path):
+    proc = run_cli(
+        "run", "--lock", "kernel:rtmutex", "--source", str(kernel_repo), "--revs",
+        "v6.1..regress~1", "--nwriters", "1", "--repeat", "1", "--sim", "lent-xeon-16",
+        store=tmp_path / "s.db",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    header = proc.stdout.split("Lock:")[0]
+    start = git(kernel_repo, "rev-parse", "v6.1").strip()
+    assert f"v6.1 = kernel:rtmutex from {kernel_repo} {start} (" in header
+    # The README commit (docs) touches nothing compiled: no column.
+    touched = git(kernel_repo, "rev-list", "--reverse", "v6.1..regress~1", "--", *TREE_PARTS)
+    assert len(touched.split()) == 4 and "'README: say more'" not in header
+    for commit in touched.split():
+        short = git(kernel_repo, "rev-parse", "--short", commit).strip()
+        assert f"{short} = kernel:rtmutex from {kernel_repo} {commit} (" in header, header
+    empty = run_cli("run", "--lock", "kernel:rtmutex", "--source", str(kernel_repo), "--revs",
+                    "v6.1..docs", "--sim", "lent-xeon-16", store=tmp_path / "t.db")  # fmt: skip
+    assert empty.returncode == 2 and "Traceback" not in empty.stderr
+    assert "--revs v6.1..docs: no commit in it touches" in empty.stderr.strip().splitlines()[-1]
+
+
 def test_a_mailed_series_applies_patch_by_patch_on_a_revision(kernel_repo, tmp_path):
     mbox = kernel_repo.parent / "series.mbox"
     patches = series.split_series(mbox)

@@ -16,7 +16,14 @@ from locklab.analysis.metrics import METRICS
 from locklab.analysis.stats import TESTS
 from locklab.errors import LocklabError
 from locklab.kernel.build import ROOT
-from locklab.kernel.from_source import BUILDS, SIM_BUILD, build_source_locks, is_source_lock
+from locklab.kernel.from_source import (
+    BUILDS,
+    SIM_BUILD,
+    TREE_PARTS,
+    build_source_locks,
+    is_source_lock,
+)
+from locklab.kernel.revisions import git_tree, range_rev_options
 from locklab.model.machine_profile import MachineProfile, find_profile, flat_cpus
 from locklab.model.spec import ExperimentSpec, default, run_times, threads_at
 from locklab.model.targeting import SourceVariant
@@ -301,6 +308,12 @@ def source_options(parser: argparse._ActionsContainer) -> None:
         "the git tree --source, read with git, the checkout untouched; with --patch LABEL=... "
         "of the same label, the patches go on top",
     )  # fmt: skip
+    parser.add_argument(
+        "--revs", metavar="A..B",
+        help="kernel: locks: one variant per commit of this range of --source that touches the "
+        "locking files, after A itself (labelled A, the others by short commit), as the "
+        "columns of the table",
+    )  # fmt: skip
 
 
 def source_plugins(
@@ -309,13 +322,16 @@ def source_plugins(
     """The kernel: locks of --lock, compiled from the tree (cached) in the engine's build, or
     the simulator's with --sim."""
     names = [name.strip() for name in (args.lock or "").split(",") if is_source_lock(name.strip())]
-    revisions = getattr(args, "rev", [])
+    revisions = list(getattr(args, "rev", []))
+    revision_range = getattr(args, "revs", None)
     if not names:
-        if args.patch or args.source or revisions:
+        if args.patch or args.source or revisions or revision_range:
             raise LocklabError(
-                "--patch, --rev and --source are for kernel: locks (kernel:rtmutex, ...)"
+                "--patch, --rev, --revs and --source are for kernel: locks (kernel:rtmutex, ...)"
             )
         return {}
+    if revision_range:
+        revisions += range_rev_options(git_tree(args.source), revision_range, TREE_PARTS)
     build = SIM_BUILD if machine else args.build or engine.build()
     flat = machine.flat_text() if machine else ""
     built = build_source_locks(names, args.patch, build, engine.path, args.source, flat,

@@ -80,6 +80,30 @@ def commits(repository: Path, *rev_list: str) -> list[tuple[str, str]]:
     return [(line[:40], line[41:]) for line in proc.stdout.splitlines() if line]
 
 
+def commits_in(top: Path, range_text: str, paths: tuple[str, ...],
+               what: str = "--range") -> list[tuple[str, str]]:  # fmt: skip
+    """(commit, subject): the range's start, then each commit of A..B that touches `paths`."""
+    start, dots, end = range_text.partition("..")
+    if not dots or not start or not end:
+        raise LocklabError(f"{what} {range_text!r}: give A..B (two revisions)")
+    first, last = commit_of(top, start), commit_of(top, end)
+    later = commits(top, f"{first}..{last}", "--", *paths)
+    if not later:
+        raise LocklabError(f"{what} {range_text}: no commit in it touches "
+                           f"{', '.join(paths)}")  # fmt: skip
+    return [(first, subject_of(top, first)), *later]
+
+
+def range_rev_options(top: Path, range_text: str, parts: tuple[str, ...]) -> list[str]:
+    """--revs A..B as --rev options: the range's start labelled as given, then each commit of
+    the range that touches `parts`, labelled by its short hash."""
+    found = commits_in(top, range_text, parts, "--revs")
+    start = range_text.partition("..")[0]
+    labels = [start, *(_git(top, "rev-parse", "--short", commit).stdout.strip()
+                       for commit, _ in found[1:])]  # fmt: skip
+    return [f"{label}={commit}" for label, (commit, _) in zip(labels, found, strict=True)]
+
+
 def is_ancestor(repository: Path, older: str, newer: str) -> bool:
     return _git(repository, "merge-base", "--is-ancestor", older, newer).returncode == 0
 

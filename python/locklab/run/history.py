@@ -17,9 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from locklab.errors import LocklabError
 from locklab.kernel.from_source import TREE_PARTS
-from locklab.kernel.revisions import commit_of, commits, git_tree, subject_of
+from locklab.kernel.revisions import commits_in, git_tree
 from locklab.run.commit_runs import CommitRunner, Journal, RunSettings, Side, compare_sides
 from locklab.run.engine import Engine
 
@@ -31,19 +30,6 @@ class HistoryRow:
     side: Side
     change_pct: float | None  # against the row before
     judgement: str  # the verdict against the row before ("" for the first)
-
-
-def commits_in(top: Path, range_text: str, paths: tuple[str, ...]) -> list[tuple[str, str]]:
-    """(commit, subject): the range's start, then each commit of A..B that touches `paths`."""
-    start, dots, end = range_text.partition("..")
-    if not dots or not start or not end:
-        raise LocklabError(f"--range {range_text!r}: give A..B (two revisions)")
-    first, last = commit_of(top, start), commit_of(top, end)
-    later = commits(top, f"{first}..{last}", "--", *paths)
-    if not later:
-        raise LocklabError(f"--range {range_text}: no commit in it touches "
-                           f"{', '.join(paths)}")  # fmt: skip
-    return [(first, subject_of(top, first)), *later]
 
 
 def history(
