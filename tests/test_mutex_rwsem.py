@@ -89,7 +89,8 @@ def test_handoff_writer_spins_on_a_running_writer(variant):
 def test_handoff_spin_unit_test_can_fail(tmp_path):
     """A spin that sleeps even when the owner let go (the port before) fails the unit test."""
     proc = run_unit_against_mutant(tmp_path, "rwsem_test", "rwsem.c",
-                                   "return now == 0;", "return false;")  # fmt: skip
+                                   "return rwsem_owner_state(now);",
+                                   "return OWNER_NONSPINNABLE;")  # fmt: skip
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "the owner let go: try again at once" in proc.stdout
 

@@ -317,73 +317,102 @@ static u64 reader_spin_ns(const struct rw_semaphore *sem)
 	return ns > 25000 ? 25000 : ns;
 }
 
+/*
+ * What the owner word says to a spinner (6.1's enum owner_state, as bits): it goes on spinning
+ * for the first three.
+ */
+enum owner_state {
+	OWNER_NULL = 1 << 0,
+	OWNER_WRITER = 1 << 1,
+	OWNER_READER = 1 << 2,
+	OWNER_NONSPINNABLE = 1 << 3,
+};
+#define OWNER_SPINNABLE (OWNER_NULL | OWNER_WRITER | OWNER_READER)
+
+static enum owner_state rwsem_owner_state(uintptr_t owner)
+{
+	if (owner & RWSEM_NONSPINNABLE)
+		return OWNER_NONSPINNABLE;
+	if (owner & RWSEM_READER_OWNED)
+		return OWNER_READER;
+	return owner ? OWNER_WRITER : OWNER_NULL;
+}
+
+/* rwsem_can_spin_on_owner(): not when spinning is off, nor on a writer that is not running. */
+static bool rwsem_can_spin_on_owner(struct rw_semaphore *sem)
+{
+	uintptr_t owner = READ_ONCE(sem->owner);
+	if (owner & RWSEM_NONSPINNABLE)
+		return false;
+	return rwsem_owner_state(owner) != OWNER_WRITER ||
+	       lock_task_running((struct lock_task *)owner);
+}
+
+/*
+ * rwsem_spin_on_owner(): while the same writer holds the lock and runs, spin on the owner word
+ * alone; then say what the word shows. need_resched()'s stand-in is the tick's worth of
+ * spinning since `deadline` (spun_a_tick, osq.h).
+ */
+static enum owner_state rwsem_spin_on_owner(struct rw_semaphore *sem, u64 deadline)
+{
+	uintptr_t owner = READ_ONCE(sem->owner);
+	enum owner_state state = rwsem_owner_state(owner);
+	if (state != OWNER_WRITER)
+		return state;
+	for (unsigned int round = 1;; round++) {
+		uintptr_t now = READ_ONCE(sem->owner);
+		if (now != owner) /* another owner, or the same with other flags */
+			return rwsem_owner_state(now);
+		if (spun_a_tick(round, deadline) || !lock_task_running((struct lock_task *)owner))
+			return OWNER_NONSPINNABLE;
+		cpu_relax();
+	}
+}
+
+/*
+ * rwsem_optimistic_spin(): in the OSQ, spin on the owner, try to take the lock each time it
+ * changes, and give up on an owner that sleeps, on readers after their time (checked once in
+ * 16 rounds), or after a tick's worth of spinning (the need_resched() stand-in, checked where
+ * 6.1 checks it: in rwsem_spin_on_owner() for a writer owner, here for the others).
+ */
 static bool rwsem_optimistic_spin(struct rw_semaphore *sem, struct lock_thread *self)
 {
 	struct lock_task *me = lock_task_of(self);
+	enum owner_state previous = OWNER_NULL;
+	u64 reader_deadline = 0;
+	unsigned int reader_rounds = 0;
 	bool taken = false;
 
-	if (READ_ONCE(sem->owner) & RWSEM_NONSPINNABLE)
-		return false;
 	if (!osq_lock(&sem->osq, self))
 		return false;
 	u64 deadline = osq_now_ns() + OSQ_SPIN_NS;
-	u64 reader_deadline = 0;
 	for (unsigned int i = 1;; i++) {
+		enum owner_state state = rwsem_spin_on_owner(sem, deadline);
+		if (!(state & OWNER_SPINNABLE))
+			break;
 		if (rwsem_try_write_lock_unqueued(sem, me)) {
 			taken = true;
 			break;
 		}
-		uintptr_t owner = READ_ONCE(sem->owner);
-		if (owner & RWSEM_NONSPINNABLE)
-			break;
-		if (owner & RWSEM_READER_OWNED) {
-			/* Readers: no idea when they leave, so a bounded spin, then give up for good. */
-			if (reader_deadline == 0)
+		if (state == OWNER_READER) {
+			/* A new reader phase starts its own time: a writer may steal between two. */
+			if (previous != OWNER_READER) {
+				if (READ_ONCE(sem->owner) & RWSEM_NONSPINNABLE)
+					break;
 				reader_deadline = osq_now_ns() + reader_spin_ns(sem);
-			if ((i & 15) == 0 && osq_now_ns() >= reader_deadline) {
+				reader_rounds = 0;
+			} else if ((++reader_rounds & 15) == 0 && osq_now_ns() > reader_deadline) {
 				__atomic_fetch_or(&sem->owner, RWSEM_NONSPINNABLE, __ATOMIC_RELAXED);
 				break;
 			}
-		} else if (owner) {
-			/* A writer: spin while it holds the lock and runs. */
-			struct lock_task *writer = (struct lock_task *)owner;
-			if (!lock_task_running(writer))
-				break;
-			reader_deadline = 0;
 		}
-		if (spun_a_tick(i, deadline))
+		if (state != OWNER_WRITER && spun_a_tick(i, deadline))
 			break;
+		previous = state;
 		cpu_relax();
 	}
 	osq_unlock(&sem->osq, self);
 	return taken;
-}
-
-/*
- * rwsem_spin_on_owner() as the writer that set HANDOFF uses it: spin while the same writer
- * holds the lock and runs; true when the owner word went to none (OWNER_NULL: try again at
- * once), false for readers, another writer, an owner that sleeps, or a tick's worth of
- * spinning (the need_resched() stand-in, mutex.c's).
- */
-static bool rwsem_spin_on_writer(struct rw_semaphore *sem)
-{
-	uintptr_t owner = READ_ONCE(sem->owner);
-	u64 deadline = osq_now_ns() + OSQ_SPIN_NS;
-
-	if (owner == 0)
-		return true;
-	if (owner & RWSEM_OWNER_FLAGS)
-		return false;
-	for (unsigned int round = 1;; round++) {
-		uintptr_t now = READ_ONCE(sem->owner);
-		if (now != owner)
-			return now == 0;
-		if (!lock_task_running((struct lock_task *)owner))
-			return false;
-		if (spun_a_tick(round, deadline))
-			return false;
-		cpu_relax();
-	}
 }
 
 /*
@@ -426,7 +455,7 @@ static void rwsem_down_write_slowpath(struct rw_semaphore *sem, struct lock_thre
 	struct lock_task *me = lock_task_of(self);
 	struct wake_list wake = { .n = 0 };
 
-	if (sem->writer_spin && rwsem_optimistic_spin(sem, self))
+	if (sem->writer_spin && rwsem_can_spin_on_owner(sem) && rwsem_optimistic_spin(sem, self))
 		return;
 
 	waiter->task = me;
@@ -460,7 +489,8 @@ static void rwsem_down_write_slowpath(struct rw_semaphore *sem, struct lock_thre
 		 * 6.1 (rwsem.c around line 1178): a writer that set HANDOFF spins on a running
 		 * writer owner first, and tries again at once if that owner let go.
 		 */
-		if (!(waiter->handoff_set && rwsem_spin_on_writer(sem)))
+		if (!(waiter->handoff_set &&
+		      rwsem_spin_on_owner(sem, osq_now_ns() + OSQ_SPIN_NS) == OWNER_NULL))
 			lock_task_sleep(me, &waiter->wake, 0);
 		raw_qspin_lock(&sem->wait_lock, self);
 	}
