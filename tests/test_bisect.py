@@ -89,9 +89,9 @@ def history(repository: Path, store: Path, *args: str) -> subprocess.CompletedPr
 
 
 def test_history_judges_each_commit_against_the_one_before(kernel_repo, tmp_path):
-    chart = tmp_path / "history.png"
+    chart, report = tmp_path / "history.png", tmp_path / "history.html"
     args = ("--range", "v6.1..regress", "--nwriters", "2", "--sim", "lent-xeon-16", "-o",
-            str(chart))  # fmt: skip
+            str(chart), "--report", str(report))  # fmt: skip
     proc = history(kernel_repo, tmp_path, *args)
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = [line for line in proc.stdout.splitlines() if line.startswith("  ") and
@@ -104,10 +104,15 @@ def test_history_judges_each_commit_against_the_one_before(kernel_repo, tmp_path
     assert rows[1].endswith("equal") and rows[2].endswith("HIGHER")  # the convoy goes
     assert "failed:" in rows[4]
     assert chart.stat().st_size > 0
+    page = report.read_text()
+    assert page.count("<svg") == 1 and "<?xml" not in page
+    assert "locking/rtmutex: DELIBERATELY BROKEN" in page and "kernel:rtmutex at 2 writers" in page
     again = history(kernel_repo, tmp_path, *args)
     assert "0 runs to take (5 kept)" in again.stderr and again.stdout == proc.stdout
     bad = history(kernel_repo, tmp_path, "--range", "v6.1", "--nwriters", "1")
     assert bad.returncode == 2 and "give A..B" in bad.stderr
+    bad = history(kernel_repo, tmp_path, "--range", "v6.1..regress", "--report", "x.pdf")
+    assert bad.returncode == 2 and "name a .html file" in bad.stderr
 
 
 def test_history_with_readers(kernel_repo, tmp_path):

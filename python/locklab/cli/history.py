@@ -29,6 +29,8 @@ def register(commands: Commands) -> None:
     parser.add_argument("--repeat", type=count, default=3, help="runs per commit (default 3)")
     parser.add_argument("-o", "--output", type=Path, help="a chart of the throughput over the "
                         "commits (PNG or SVG, by the name's suffix)")  # fmt: skip
+    parser.add_argument("--report", type=Path, metavar="FILE.html",
+                        help="a page with the table and the chart, self-contained")  # fmt: skip
     commit_run_options(parser)
     parser.set_defaults(handler=cmd_history)
 
@@ -36,21 +38,39 @@ def register(commands: Commands) -> None:
 def cmd_history(args: argparse.Namespace) -> int:
     if args.output is not None and args.output.suffix not in (".png", ".svg"):
         raise LocklabError(f"-o {args.output}: name a .png or .svg file")
+    if args.report is not None and args.report.suffix != ".html":
+        raise LocklabError(f"--report {args.report}: name a .html file")
     settings, engine, store = commit_run_settings(args)
     rows = history(args.source, args.range, tuple(args.paths or ()), settings, args.repeat,
                    args.min_effect, engine, store,
                    lambda text: print(text, file=sys.stderr))  # fmt: skip
     where = f"simulated on {args.sim}" if settings.sim_machine else "measured here"
     title = f"{args.lock} at {settings.threads} over {args.range}, {where}"
+    table_text = "\n".join(table_lines(rows))
     print(title)
-    print("\n".join(table_lines(rows)))
+    print(table_text)
     if args.output is not None:
         from locklab.output.plot import write_history_figure  # matplotlib: only when drawn
 
         args.output.parent.mkdir(parents=True, exist_ok=True)
         write_history_figure(rows, title, args.output)
         print(f"chart: {args.output}")
+    if args.report is not None:
+        _write_report(rows, title, table_text, args.report)
+        print(f"report: {args.report}")
     return 0
+
+
+def _write_report(rows: list[HistoryRow], title: str, table_text: str, path: Path) -> None:
+    import io
+
+    from locklab.output.plot import write_history_figure
+    from locklab.output.report import history_page
+
+    chart = io.StringIO()
+    write_history_figure(rows, title, chart, "svg")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(history_page(title, table_text, chart.getvalue()))
 
 
 def table_lines(rows: list[HistoryRow]) -> list[str]:

@@ -5,6 +5,7 @@ relative one (rel % against the baseline, open markers where not significant), a
 
 from __future__ import annotations
 
+import io
 import re
 import statistics
 from pathlib import Path
@@ -113,9 +114,11 @@ def write_tune_figure(result: TuneResult, param: str, title: str, path: Path) ->
     plt.close(figure)
 
 
-def write_history_figure(rows: list[HistoryRow], title: str, path: Path) -> None:
+def write_history_figure(rows: list[HistoryRow], title: str, path: Path | io.StringIO,
+                         file_format: str | None = None) -> None:  # fmt: skip
     """A lock's throughput over commits: each run a dot, the mean a line, a commit judged
-    different from the one before marked (red lower, green higher), a failed one a cross."""
+    different from the one before marked (red lower, green higher), a failed one a cross. To a
+    file (PNG or SVG by its suffix) or, with `file_format`, to a buffer."""
     figure, axes = plt.subplots(figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI)
     xs = list(range(len(rows)))
     means = [statistics.fmean(r.side.figures) / 1e3 if r.side.figures else None for r in rows]
@@ -134,5 +137,5 @@ def write_history_figure(rows: list[HistoryRow], title: str, path: Path) -> None
     axes.set_title(title, fontsize=9)
     axes.grid(alpha=0.3)
     figure.tight_layout()
-    figure.savefig(path, dpi=DPI)
+    figure.savefig(path, dpi=DPI, format=file_format)
     plt.close(figure)
