@@ -95,6 +95,14 @@ def test_handoff_spin_unit_test_can_fail(tmp_path):
     assert "the owner let go: try again at once" in proc.stdout
 
 
+def test_reader_handoff_unit_test_can_fail(tmp_path):
+    """A late reader that backs off without asking for hand-off (the port before) fails."""
+    proc = run_unit_against_mutant(tmp_path, "rwsem_test", "rwsem.c",
+                                   "handoff = RWSEM_FLAG_HANDOFF;", "handoff = 0;")  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "late: with HANDOFF" in proc.stdout
+
+
 def test_skip_active_unit_test_can_fail(tmp_path):
     """A skip_active that still adds the bias (today's rwsem saves only a failed CAS) fails."""
     proc = run_unit_against_mutant(

@@ -10,7 +10,8 @@
  * State: `count`
  *   bit 0       WRITER_LOCKED
  *   bit 1       WAITERS        the wait list is not empty
- *   bit 2       HANDOFF        a waiting writer timed out: it takes the lock next, no stealing
+ *   bit 2       HANDOFF        the first waiter timed out (a writer, or a reader that a writer
+ *                              keeps out): it takes the lock next, no stealing
  *   bits 8-62   active readers (READER_BIAS = 1 << 8 each)
  *   bit 63      READFAIL       reader count overflow guard (never reached here)
  * and `owner`: the writer's task, or READER_OWNED, plus NONSPINNABLE when a writer gave up
@@ -22,7 +23,8 @@
  *   down_write   CAS-ACQUIRE 0 -> WRITER_LOCKED. Slow path: spin on the owner through the OSQ
  *                while a writer owner runs, or a bounded time on a reader-owned lock (about
  *                10 us + 0.5 us per reader, at most 25 us; then NONSPINNABLE); then queue and
- *                sleep; once first and 4 ms late, set HANDOFF.
+ *                sleep; once first and 4 ms late, set HANDOFF. A reader at the front 4 ms late
+ *                that a writer keeps out when woken sets HANDOFF too.
  *   up_read      fetch-add-RELEASE -bias; the last reader out with waiters wakes them.
  *   up_write     clear owner, fetch-add-RELEASE -WRITER_LOCKED; wake if WAITERS.
  *   wake         a writer at the front is woken to try; readers at the front are granted in a
@@ -61,18 +63,18 @@
 #define RWSEM_NONSPINNABLE (1UL << 1)
 #define RWSEM_OWNER_FLAGS (RWSEM_READER_OWNED | RWSEM_NONSPINNABLE)
 
-#define RWSEM_WAIT_TIMEOUT_NS 4000000u /* a writer waits this long before asking for hand-off */
+#define RWSEM_WAIT_TIMEOUT_NS 4000000u /* a waiter waits this long before asking for hand-off */
 #define MAX_READERS_WAKEUP 256
 
 enum waiter_type { WAITER_READER, WAITER_WRITER };
 
 struct rwsem_waiter {
-	struct rwsem_waiter *next;
+	struct rwsem_waiter *next, *prev; /* doubly linked, as the kernel's list_head: O(1) removal */
 	struct lock_task *task;
 	enum waiter_type type;
 	u32 wake;    /* futex word; for a reader, 1 also means "granted" */
-	u64 timeout; /* writer: when to ask for hand-off */
-	bool handoff_set; /* writer: it set HANDOFF, so it spins on the owner before sleeping */
+	u64 timeout; /* when to ask for hand-off */
+	bool handoff_set; /* it set HANDOFF (a writer then spins on the owner before sleeping) */
 };
 
 struct rw_semaphore {
@@ -103,6 +105,7 @@ static inline void set_reader_owned(struct rw_semaphore *sem, const struct lock_
 static void add_waiter(struct rw_semaphore *sem, struct rwsem_waiter *waiter)
 {
 	waiter->next = NULL;
+	waiter->prev = sem->last;
 	if (sem->last)
 		sem->last->next = waiter;
 	else
@@ -112,16 +115,14 @@ static void add_waiter(struct rw_semaphore *sem, struct rwsem_waiter *waiter)
 
 static void del_waiter(struct rw_semaphore *sem, struct rwsem_waiter *waiter)
 {
-	struct rwsem_waiter **link = &sem->first, *prev = NULL;
-	while (*link && *link != waiter) {
-		prev = *link;
-		link = &(*link)->next;
-	}
-	if (*link == NULL)
-		return;
-	WRITE_ONCE(*link, waiter->next);
-	if (sem->last == waiter)
-		sem->last = prev;
+	if (waiter->prev)
+		waiter->prev->next = waiter->next;
+	else
+		WRITE_ONCE(sem->first, waiter->next);
+	if (waiter->next)
+		waiter->next->prev = waiter->prev;
+	else
+		sem->last = waiter->prev;
 }
 
 /* Collected wake-ups, done after wait_lock is dropped (the kernel's wake_q). */
@@ -162,15 +163,23 @@ static void rwsem_mark_wake(struct rw_semaphore *sem, enum wake_type type, struc
 		return;
 	}
 	/*
-	 * Grant the first reader's bias now, so no writer can slip in; back off if one did. Not
-	 * when readers own it already (a stealing reader woke us): their bias keeps writers out.
+	 * Grant the first reader's bias now, so no writer can slip in; back off if one did, and
+	 * if the first reader has waited past its timeout, ask for hand-off in the same add: no
+	 * writer may take the lock before the readers now (6.1's reader hand-off). Not when
+	 * readers own it already (a stealing reader woke us): their bias keeps writers out.
 	 */
 	unsigned long first_bias = 0;
 	if (type != WAKE_READ_OWNED) {
 		first_bias = RWSEM_READER_BIAS;
 		unsigned long old = __atomic_fetch_add(&sem->count, first_bias, __ATOMIC_ACQUIRE);
 		if (old & RWSEM_WRITER_LOCKED) {
-			__atomic_fetch_sub(&sem->count, first_bias, __ATOMIC_RELAXED);
+			unsigned long handoff = 0;
+			if (osq_now_ns() > first->timeout) {
+				if (!(old & RWSEM_FLAG_HANDOFF))
+					handoff = RWSEM_FLAG_HANDOFF;
+				first->handoff_set = true;
+			}
+			__atomic_fetch_add(&sem->count, handoff - first_bias, __ATOMIC_RELAXED);
 			return;
 		}
 		set_reader_owned(sem, first->task);
@@ -184,9 +193,10 @@ static void rwsem_mark_wake(struct rw_semaphore *sem, enum wake_type type, struc
 	for (unsigned int i = 0; i < woken; i++)
 		del_waiter(sem, granted[i]);
 	unsigned long adjustment = woken * RWSEM_READER_BIAS - first_bias;
+	/* An empty list drops WAITERS; an empty list or woken readers drop HANDOFF too. */
 	if (sem->first == NULL)
 		adjustment -= RWSEM_FLAG_WAITERS;
-	if (woken && (READ_ONCE(sem->count) & RWSEM_FLAG_HANDOFF) && sem->first == NULL)
+	if ((sem->first == NULL || woken) && (READ_ONCE(sem->count) & RWSEM_FLAG_HANDOFF))
 		adjustment -= RWSEM_FLAG_HANDOFF;
 	if (adjustment)
 		__atomic_fetch_add(&sem->count, adjustment, __ATOMIC_RELAXED);
@@ -236,6 +246,8 @@ static void rwsem_down_read_slowpath(struct rw_semaphore *sem, struct lock_threa
 	waiter->task = me;
 	waiter->type = WAITER_READER;
 	waiter->wake = 0;
+	waiter->timeout = osq_now_ns() + RWSEM_WAIT_TIMEOUT_NS;
+	waiter->handoff_set = false;
 
 	raw_qspin_lock(&sem->wait_lock, self);
 	if (sem->first == NULL) {

@@ -58,8 +58,53 @@ static bool spin(int what, int after)
 	return try_again_at_once();
 }
 
+/*
+ * 6.1's reader hand-off (rwsem_mark_wake()): the first waiter, a reader past its timeout, finds
+ * a writer holding the lock when woken. HANDOFF goes in with the add that takes its bias back,
+ * so no writer can take the lock before it; once the writer leaves, the readers are granted
+ * and HANDOFF goes, while a writer queued behind them stays queued.
+ */
+static void test_reader_handoff(bool late)
+{
+	static struct lock_thread reader_thread, writer_thread;
+	static struct rw_semaphore sem __attribute__((aligned(LOCKLAB_CACHELINE)));
+	struct rwsem_waiter *reader = lock_qnode(&reader_thread, LOCK_QNODE_WAITER,
+						 struct rwsem_waiter);
+	struct rwsem_waiter *writer = lock_qnode(&writer_thread, LOCK_QNODE_WAITER,
+						 struct rwsem_waiter);
+	struct wake_list wake = { .n = 0 };
+
+	sem = (struct rw_semaphore){ 0 };
+	*reader = (struct rwsem_waiter){ .task = lock_task_of(&reader_thread),
+					 .type = WAITER_READER, .timeout = late ? 0 : UINT64_MAX };
+	*writer = (struct rwsem_waiter){ .task = lock_task_of(&writer_thread),
+					 .type = WAITER_WRITER, .timeout = UINT64_MAX };
+	add_waiter(&sem, reader);
+	add_waiter(&sem, writer);
+	sem.count = RWSEM_WRITER_LOCKED | RWSEM_FLAG_WAITERS;
+
+	rwsem_mark_wake(&sem, WAKE_ANY, &wake);
+	unsigned long expected = RWSEM_WRITER_LOCKED | RWSEM_FLAG_WAITERS |
+				 (late ? RWSEM_FLAG_HANDOFF : 0);
+	CHECK(sem.count == expected && reader->handoff_set == late && wake.n == 0,
+	      "a writer holds it: the reader backs off%s (count %#lx)",
+	      late ? ", late: with HANDOFF" : ", in time: without HANDOFF", sem.count);
+	sem.count &= ~RWSEM_WRITER_LOCKED; /* the writer leaves */
+	CHECK(rwsem_try_write_lock_unqueued(&sem, lock_task_of(&writer_thread)) == !late,
+	      "a spinning writer %s", late ? "cannot take it past HANDOFF" : "may take it");
+	if (!late)
+		return;
+	rwsem_mark_wake(&sem, WAKE_ANY, &wake);
+	CHECK(sem.count == (RWSEM_READER_BIAS | RWSEM_FLAG_WAITERS) && wake.n == 1 &&
+		      sem.first == writer && writer->prev == NULL,
+	      "the reader is granted, HANDOFF cleared, the writer still queued (count %#lx)",
+	      sem.count);
+}
+
 int main(void)
 {
+	test_reader_handoff(true);
+	test_reader_handoff(false);
 	owner_thread.index = 1;
 	CHECK(spin(RELEASE, 50), "the owner let go: try again at once (OWNER_NULL)");
 	CHECK(owner_reads >= 50, "it spun until then (%d reads of the owner)", owner_reads);
