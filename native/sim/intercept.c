@@ -258,8 +258,7 @@ int pthread_barrier_destroy(pthread_barrier_t *barrier)
 
 /*
  * The last to arrive wakes the others as glibc's barrier does, with one FUTEX_WAKE of all:
- * one after another in the order they arrived, each further one a futex_wake more
- * (sim_futex_wake).
+ * one after another in the order they arrived (sim_wake_sleepers).
  */
 int pthread_barrier_wait(pthread_barrier_t *barrier)
 {
@@ -268,29 +267,15 @@ int pthread_barrier_wait(pthread_barrier_t *barrier)
 	sim_spin_dirty();
 	if (++b->arrived < b->count) {
 		self->state = SIM_BARRIER_WAIT;
-		self->barrier = barrier;
+		self->futex_addr = (uintptr_t)barrier;
 		self->futex_order = sim_next_sleep_order();
 		sim_block();
 		return 0;
 	}
-	unsigned int to_wake = b->arrived - 1;
+	int others = (int)b->arrived - 1;
 	b->arrived = 0;
 	self->clock += sim_machine.costs.futex_wake;
-	for (unsigned int woken = 0; woken < to_wake; woken++) {
-		struct sim_thread *first = NULL;
-		for (int i = 0; i < sim_thread_count(); i++) {
-			struct sim_thread *t = sim_thread_at(i);
-			if (t->state == SIM_BARRIER_WAIT && t->barrier == (void *)barrier &&
-			    (first == NULL || t->futex_order < first->futex_order))
-				first = t;
-		}
-		if (first == NULL)
-			break;
-		if (woken > 0)
-			self->clock += sim_machine.costs.futex_wake;
-		first->barrier = NULL;
-		sim_make_runnable(first, self->clock + sim_machine.costs.context_switch);
-	}
+	sim_wake_sleepers(SIM_BARRIER_WAIT, (uintptr_t)barrier, others);
 	return PTHREAD_BARRIER_SERIAL_THREAD;
 }
 

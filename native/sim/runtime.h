@@ -134,7 +134,6 @@ struct sim_thread {
 	uintptr_t futex_addr;
 	uint64_t futex_order; /* FIFO among a futex's waiters */
 	struct sim_thread *join_target;
-	void *barrier;
 
 	/* Spin recognition: the loads of this iteration and of the last, and whether either
 	 * did anything but hit (a miss, a write, a clock read or a system call). */
@@ -188,6 +187,8 @@ long sim_futex_wait(uintptr_t addr, uint32_t expected, uint64_t timeout_cycles);
 /* Wakes up to `count` futex waiters on addr, first come first served, one after another;
  * returns how many. */
 int sim_futex_wake(uintptr_t addr, int count);
+/* The same for the sleepers in `state` (a futex's, a barrier's) on addr. */
+int sim_wake_sleepers(enum sim_state state, uintptr_t addr, int count);
 struct sim_thread *sim_thread_at(int i);
 int sim_thread_count(void);
 /* Spin recognition, fed by every load and by cpu_relax(). */

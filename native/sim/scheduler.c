@@ -394,19 +394,19 @@ void sim_thread_exit(struct sim_thread *t, void *result)
 /* ---- futexes --------------------------------------------------------------------------------- */
 /*
  * The waker has paid one futex_wake (the system call and the first wake-up). The kernel wakes
- * a futex's sleepers one after another, in the order they slept (wake_up_q() after the hash
- * bucket's walk): each further one costs the waker another futex_wake, and each woken thread
- * runs context_switch after its own wake-up. So threads woken together start in turn, as on
- * a real machine, not at one instant that leaves their order to the line nearest each.
+ * sleepers one after another, in the order they slept (wake_up_q() after the hash bucket's
+ * walk): each further one costs the waker another futex_wake, and each woken thread runs
+ * context_switch after its own wake-up. So threads woken together start in turn, as on a real
+ * machine, not at one instant that leaves their order to the line nearest each.
  */
-int sim_futex_wake(uintptr_t addr, int count)
+int sim_wake_sleepers(enum sim_state state, uintptr_t addr, int count)
 {
 	int woken = 0;
 	while (woken < count) {
 		struct sim_thread *first = NULL;
 		for (int i = 0; i < nthreads; i++) {
 			struct sim_thread *t = threads[i];
-			if (t->state == SIM_FUTEX_WAIT && t->futex_addr == addr &&
+			if (t->state == state && t->futex_addr == addr &&
 			    (first == NULL || t->futex_order < first->futex_order))
 				first = t;
 		}
@@ -419,6 +419,8 @@ int sim_futex_wake(uintptr_t addr, int count)
 	}
 	return woken;
 }
+
+int sim_futex_wake(uintptr_t addr, int count) { return sim_wake_sleepers(SIM_FUTEX_WAIT, addr, count); }
 
 long sim_futex_wait(uintptr_t addr, uint32_t expected, uint64_t timeout_cycles)
 {
