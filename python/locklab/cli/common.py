@@ -265,6 +265,11 @@ def patch_option(parser: argparse._ActionsContainer, help_text: str) -> None:
     )
 
 
+def rev_option(parser: argparse._ActionsContainer, help_text: str) -> None:
+    """--rev LABEL=REV, repeatable: one variant (or kernel) per label, from a git revision."""
+    parser.add_argument("--rev", action="append", default=[], metavar="LABEL=REV", help=help_text)
+
+
 def program_figure_options(
     parser: argparse._ActionsContainer, prefix: str = "", timeout_note: str = ""
 ) -> None:
@@ -302,12 +307,12 @@ def source_options(parser: argparse._ActionsContainer) -> None:
     parser.add_argument(
         "--source", type=Path, help="kernel: locks: the kernel tree (default 6.1's)"
     )
-    parser.add_argument(
-        "--rev", action="append", default=[], metavar="LABEL=REV",
-        help="kernel: locks: one variant compiled from this revision (tag, branch, commit) of "
+    rev_option(
+        parser,
+        "kernel: locks: one variant compiled from this revision (tag, branch, commit) of "
         "the git tree --source, read with git, the checkout untouched; with --patch LABEL=... "
         "of the same label, the patches go on top",
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--revs", metavar="A..B",
         help="kernel: locks: one variant per commit of this range of --source that touches the "

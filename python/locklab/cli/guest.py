@@ -74,6 +74,9 @@ def debug_list(text: str) -> list[str]:
 
 
 def cmd_kernel_exec(args: argparse.Namespace, chosen: Settings) -> int:
+    if args.rev:
+        raise LocklabError("--rev: not with --exec yet (build them with 'locklab kernel "
+                           "build --rev', then boot them with --kernel)")  # fmt: skip
     if not args.patch:
         raise LocklabError("--exec: give the kernels to build and boot with --patch LABEL[=FILES]")
     if args.kernel or args.host_kernel or args.images:

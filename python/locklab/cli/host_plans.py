@@ -24,7 +24,8 @@ Plan = tuple[list[str], dict[Path, str]]  # a host's command line; local file ->
 _LOCAL_VALUED = {"--hosts", "--ssh-config", "--remote-dir", "--store", "--engine", "--report"}
 _LOCAL_FLAGS = {"--install-deps", "--plain"}
 # What builds a kernel: done here, so a host's command line goes without them.
-_KERNEL_BUILD_OPTIONS = frozenset({"--patch", "--source", "--config", "--debug", "--arch"})
+_KERNEL_BUILD_OPTIONS = frozenset({"--patch", "--rev", "--source", "--config", "--debug",
+                                   "--arch"})  # fmt: skip
 
 
 def remote_command(args: argparse.Namespace, dropped: frozenset[str] = frozenset()) -> Plan:
@@ -108,14 +109,17 @@ def kernel_plans(args: argparse.Namespace, aliases: list[str]) -> tuple[dict[str
     from locklab.cli.guest import debug_list
     from locklab.kernel import build, build_inputs
     from locklab.kernel.arch import resolve
+    from locklab.kernel.revisions import parse_rev_options
 
     patches = build_inputs.parse_patch_options(args.patch)
+    revisions = parse_rev_options(args.rev)
     arches, failed = _architectures(aliases, Ssh(args.ssh_config))
     plans: dict[str, Plan] = {}
     shipped = Path(args.store).resolve() / "hosts"
     shipped.mkdir(parents=True, exist_ok=True)
     for arch in sorted(set(arches.values())):
-        built = build.build(patches, args.source, args.config, debug_list(args.debug), arch)
+        built = build.build(patches, args.source, args.config, debug_list(args.debug), arch,
+                            revisions)  # fmt: skip
         folder = f"inputs/kernels-{arch}"
         places = {label: f"{b.key}/{b.image.name}" for label, b in built.items()}
         manifest = shipped / f"kernels-{arch}.json"

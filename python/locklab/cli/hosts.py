@@ -354,8 +354,8 @@ def kernel_on_hosts(args: argparse.Namespace, chosen: Settings) -> int:
                            "--host-kernel, not --kernel or --images")  # fmt: skip
     if args.host_kernel:
         return measure_on_hosts(args, chosen, aliases, *remote_command(args))
-    if not args.patch:
-        raise LocklabError("--hosts: give --patch LABEL=... or --host-kernel")
+    if not (args.patch or args.rev):
+        raise LocklabError("--hosts: give --patch LABEL=... (or --rev) or --host-kernel")
     plans, failed = kernel_plans(args, aliases)
     if not plans:
         return EXIT_RUN_FAILED

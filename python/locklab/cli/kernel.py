@@ -13,6 +13,7 @@ from locklab.cli.common import (
     host,
     number,
     patch_option,
+    rev_option,
     settings,
     statistics_options,
 )
@@ -25,6 +26,7 @@ from locklab.cli.guest import (
 )
 from locklab.cli.hosts import hosts_options
 from locklab.errors import LocklabError
+from locklab.kernel.revisions import parse_rev_options
 from locklab.kernel.sweep import LocktortureSweep
 from locklab.model.spec import default
 from locklab.output import listing
@@ -102,6 +104,12 @@ def register(commands: Commands) -> None:
         "build (cached) and run this kernel, locktorture built in: its label and patches "
         "(a label alone: the stock kernel); repeatable, instead of --kernel",
     )
+    rev_option(
+        kernel,
+        "build (cached) and run this revision (tag, branch, commit) of the git tree --source, "
+        "its whole tree read with git, the checkout untouched; --patch of the same label goes "
+        "on top; repeatable",
+    )
     kernel.add_argument("--source", type=Path, help="--patch: kernel tree (default: 6.1's)")
     kernel.add_argument("--config", type=Path, metavar="FRAGMENT", help="--patch: config lines")
     kernel.add_argument(
@@ -119,6 +127,11 @@ def register(commands: Commands) -> None:
         "kernel-build", help="build kernels with locktorture built in (also: locklab kernel build)"
     )
     build.add_argument("--source", type=Path, help="kernel tree (default: linux-source-6.1)")
+    rev_option(
+        build,
+        "a kernel from this revision (tag, branch, commit) of the git tree --source, read with "
+        "git, the checkout untouched; --patch of the same label goes on top; repeatable",
+    )
     patch_option(
         build,
         "a kernel: its label and patches, applied in order (a label alone: the stock "
@@ -170,17 +183,20 @@ def cmd_kernel(args: argparse.Namespace) -> int:
         args.warmup_reports, args.cpus, args.accel, args.pin_cpus or "", args.arch or "",
     )  # fmt: skip
     sweep.check(host=args.host_kernel)
-    if sum(map(bool, (args.kernel, args.patch, args.images, args.host_kernel))) > 1:
-        raise LocklabError("kernel: give one of --kernel, --patch, --images and --host-kernel")
-    if args.debug and not args.patch:
-        raise LocklabError("--debug: only for kernels built here (--patch)")
-    if args.param and not (args.patch or args.images):
-        raise LocklabError("--param: only for kernels built with locktorture in (--patch)")
+    built_here = bool(args.patch or args.rev)
+    if sum(map(bool, (args.kernel, built_here, args.images, args.host_kernel))) > 1:
+        raise LocklabError(
+            "kernel: give one of --kernel, --patch/--rev, --images and --host-kernel"
+        )
+    if args.debug and not built_here:
+        raise LocklabError("--debug: only for kernels built here (--patch, --rev)")
+    if args.param and not (built_here or args.images):
+        raise LocklabError("--param: only for kernels built with locktorture in (--patch, --rev)")
     if args.host_kernel:
         targets, machine, name = sweep.host_targets(args.label), host, "host"
-    elif args.patch:
+    elif built_here:
         targets = sweep.built_targets(args.patch, args.source, args.config, args.param,
-                                      debug_list(args.debug))  # fmt: skip
+                                      debug_list(args.debug), args.rev)  # fmt: skip
         machine, name = sweep.qemu_machine, "kernel"
     elif args.images:
         targets = sweep.prebuilt_targets(args.images, args.param)
@@ -209,13 +225,14 @@ def cmd_kernel(args: argparse.Namespace) -> int:
 def cmd_kernel_build(args: argparse.Namespace) -> int:
     from locklab.kernel import build, build_inputs
 
-    patches = build_inputs.parse_patch_options(args.patch or ["stock"])
+    revisions = parse_rev_options(args.rev)
+    patches = build_inputs.parse_patch_options(args.patch or ([] if revisions else ["stock"]))
     built_kernels = build.build(patches, args.source, args.config, debug_list(args.debug),
-                                args.arch)  # fmt: skip
+                                args.arch, revisions)  # fmt: skip
     for label, built in built_kernels.items():
         how = "cached" if built.cached else f"built in {built.seconds:.0f} s"
         names = ", ".join(patch["name"] for patch in built.patches) or "none (stock)"
         print(f"{printable(label)}: {built.image} (Linux {built.version} {built.arch}, {how}; "
-              f"patches: {printable(names)}; "
+              f"from {printable(built.source)}; patches: {printable(names)}; "
               f"config sha256 {built.config_sha256[:12]})")  # fmt: skip
     return 0

@@ -47,6 +47,7 @@ from locklab.kernel.build_inputs import (
     patched_files,
     read_config,
 )
+from locklab.kernel.revisions import INDEX, read_revision
 from locklab.kernel.series import display_name
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -164,6 +165,8 @@ def source_identity(source: Path) -> str:
         tarball, _ = debian_source(source.name.removeprefix("src-"))
         stat = tarball.stat()
         return _sha256(f"{tarball}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    if (source / INDEX).is_file():  # a revision of a git tree, exported: its tree's object id
+        return _sha256(f"revision:{json.loads((source / INDEX).read_text())['key']}".encode())
     if (source / ".git").exists():
         git = ["git", "-C", str(source)]
         head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, check=False)
@@ -358,11 +361,16 @@ def build(
     config_fragment: Path | None = None,
     debug: list[str] | None = None,
     arch: str | None = None,
+    revisions: dict[str, str] | None = None,
 ) -> dict[str, Built]:
     """One image per label (a label with no patches is the stock kernel), for `arch` (default:
-    this machine's). Every input is checked first, every patch dry-run against the source:
-    any problem is one LocklabError and nothing is built. An image built before from the same
-    source, patches, config and architecture is reused at once."""
+    this machine's). A label in `revisions` builds that revision of the git tree `source_dir`
+    (its whole tree exported with git, the checkout untouched), its patches on top. Every
+    input is checked first, every patch tried against its source: any problem is one
+    LocklabError and nothing is built. An image built before from the same source, patches,
+    config and architecture is reused at once."""
+    revisions = revisions or {}
+    patches = {**{label: [] for label in revisions}, **patches}
     for label in patches:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", label):
             raise LocklabError(f"kernel label {label!r}: use letters, digits and _ . + -")
@@ -374,33 +382,58 @@ def build(
         if not config_fragment.is_file():
             raise LocklabError(f"config fragment {config_fragment}: no such file")
         options.update(parse_fragment(config_fragment.read_text(), str(config_fragment)))
-    version = "6.1" if source_dir is None else debian_version(source_dir)
-    if version is not None:
-        source = unpack_debian_source(version)
-        origin = f"{debian_source(version)[0]} (Debian linux-source-{version})"
-    else:
-        assert source_dir is not None
-        source = source_dir.resolve()
-        if not (source / "Makefile").is_file() or not (source / "kernel" / "locking").is_dir():
-            raise LocklabError(f"--source {source_dir}: not a kernel source tree")
-        origin = str(source)
+    sources = _sources(patches, source_dir, revisions)
     for label, files in patches.items():
         try:
-            check_patches(source, files)
+            check_patches(sources[label][0], files)
         except LocklabError as error:
             raise LocklabError(f"{label}: {error}") from None
-    source_key = source_identity(source)
-    plans = {label: build_key(source_key, files, options, target)
+    keys = {source: source_identity(source) for source, _ in sources.values()}
+    plans = {label: build_key(keys[sources[label][0]], files, options, target)
              for label, files in patches.items()}  # fmt: skip
     results: dict[str, Built] = {}
     for label, files in patches.items():
         key = plans[label]
+        source, origin = sources[label]
         cached = _cached(key, label, target)
         if cached is None:
-            cached = _build_one(label, key, source, source_key, origin, files, options, debug,
+            cached = _build_one(label, key, source, keys[source], origin, files, options, debug,
                                 target)  # fmt: skip
         results[label] = cached
     return results
+
+
+def _sources(patches: dict[str, list[Path]], source_dir: Path | None,
+             revisions: dict[str, str]) -> dict[str, tuple[Path, str]]:  # fmt: skip
+    """Each label's tree and where it came from: its revision of the git tree `source_dir`,
+    exported whole (checked before any is exported), or the one tree every other label
+    builds (Debian's 6.1 by default)."""
+    trees: dict[str, tuple[Path, str]] = {}
+    if revisions:
+        from locklab.kernel.revisions import commit_of, git_tree
+
+        top = git_tree(source_dir)
+        for revision in revisions.values():
+            commit_of(top, revision)
+        for label, revision in revisions.items():
+            _progress(f"reading {revision} of {top} (its whole tree, with git archive)")
+            exported = read_revision(top, revision, ())
+            trees[label] = (exported.tree, exported.describe())
+    others = [label for label in patches if label not in revisions]
+    if not others:
+        return trees
+    version = "6.1" if source_dir is None else debian_version(source_dir)
+    if version is not None:
+        tree, origin = (
+            unpack_debian_source(version),
+            f"{debian_source(version)[0]} (Debian linux-source-{version})",
+        )
+    else:
+        assert source_dir is not None
+        tree, origin = source_dir.resolve(), str(source_dir.resolve())
+        if not (tree / "Makefile").is_file() or not (tree / "kernel" / "locking").is_dir():
+            raise LocklabError(f"--source {source_dir}: not a kernel source tree")
+    return {**trees, **{label: (tree, origin) for label in others}}
 
 
 def _cached(key: str, label: str, arch: Arch) -> Built | None:

@@ -121,31 +121,63 @@ def content_key(repository: Path, commit: str, parts: tuple[str, ...]) -> str:
 
 
 def read_revision(repository: Path | None, revision: str, parts: tuple[str, ...]) -> Revision:
-    """`parts` of `repository` at `revision`, exported once per content (cached)."""
+    """`parts` of `repository` at `revision`, exported once per content (cached); no parts:
+    the whole tree, to build a kernel from (`locklab kernel --rev`)."""
     top = git_tree(repository)
     commit = commit_of(top, revision)
-    key = content_key(top, commit, parts)
+    key = content_key(top, commit, parts) if parts else _whole_key(top, commit)
     tree = REVISIONS / key
     subject = subject_of(top, commit)
     if not (tree / INDEX).is_file():
         partial = tree.with_name(key + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)
-        archive = subprocess.run(
-            ["git", "-C", str(top), "archive", "--format=tar", commit, *parts],
-            capture_output=True, check=False,
-        )  # fmt: skip
-        if archive.returncode != 0:
-            detail = archive.stderr.decode(errors="replace").strip().splitlines() or ["?"]
-            raise LocklabError(f"--rev {revision}: git archive failed: {detail[-1]}")
-        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as bundle:
-            safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
-            bundle.extractall(partial, **safe)  # the filter where this Python has it
+        if parts:
+            _extract_in_memory(top, commit, parts, partial, revision)
+        else:
+            _extract_streamed(top, commit, partial, revision)
         (partial / INDEX).write_text(json.dumps({"commit": commit, "subject": subject,
                                                  "key": key}, indent=2) + "\n")  # fmt: skip
         shutil.rmtree(tree, ignore_errors=True)
         partial.rename(tree)
     return Revision(tree, commit, subject, revision, top)
+
+
+def _whole_key(top: Path, commit: str) -> str:
+    """The whole tree's git object id: equal for commits with the same files."""
+    found = _git(top, "rev-parse", "--verify", "--quiet", f"{commit}^{{tree}}")
+    return "whole-" + found.stdout.strip()[:24]
+
+
+def _archive_failed(revision: str, stderr: str) -> LocklabError:
+    detail = stderr.strip().splitlines() or ["?"]
+    return LocklabError(f"--rev {revision}: git archive failed: {detail[-1]}")
+
+
+def _extract_in_memory(top: Path, commit: str, parts: tuple[str, ...], into: Path,
+                       revision: str) -> None:  # fmt: skip
+    archive = subprocess.run(["git", "-C", str(top), "archive", "--format=tar", commit, *parts],
+                             capture_output=True, check=False)  # fmt: skip
+    if archive.returncode != 0:
+        raise _archive_failed(revision, archive.stderr.decode(errors="replace"))
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as bundle:
+        safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+        bundle.extractall(into, **safe)  # the filter where this Python has it
+
+
+def _extract_streamed(top: Path, commit: str, into: Path, revision: str) -> None:
+    """A whole kernel tree (over a gigabyte): piped from git archive into tar, never in memory."""
+    archive = subprocess.Popen(["git", "-C", str(top), "archive", "--format=tar", commit],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    assert archive.stdout is not None and archive.stderr is not None
+    untar = subprocess.run(["tar", "-x", "-C", str(into)], stdin=archive.stdout,
+                           capture_output=True, text=True, check=False)  # fmt: skip
+    archive.stdout.close()
+    error = archive.stderr.read().decode(errors="replace")
+    if archive.wait() != 0:
+        raise _archive_failed(revision, error)
+    if untar.returncode != 0:
+        raise _archive_failed(revision, untar.stderr)
 
 
 def parse_rev_options(texts: list[str]) -> dict[str, str]:

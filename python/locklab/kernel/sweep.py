@@ -147,17 +147,21 @@ class LocktortureSweep:
     def built_targets(
         self, patch_options: list[str], source: Path | None, config: Path | None,
         param_options: list[str], debug: list[str] | None = None,
+        rev_options: list[str] | None = None,
     ) -> list[Target]:  # fmt: skip
-        """Kernels built from a source tree with each label's patches (cached), locktorture
-        built in: its parameters go on the command line, and the console says how it ended."""
+        """Kernels built from a source tree (or a revision of a git tree) with each label's
+        patches (cached), locktorture built in: its parameters go on the command line, and
+        the console says how it ended."""
         from locklab.kernel import build, build_inputs
+        from locklab.kernel.revisions import parse_rev_options
 
         extra = _checked_params(param_options)  # before minutes of building
         patches = build_inputs.parse_patch_options(patch_options)
+        revisions = parse_rev_options(rev_options or [])
         arch = self.target()
         arch.require_qemu()
-        return self._builtin_targets(build.build(patches, source, config, debug, arch.name),
-                                     extra)  # fmt: skip
+        built = build.build(patches, source, config, debug, arch.name, revisions)
+        return self._builtin_targets(built, extra)
 
     def prebuilt_targets(self, manifest: Path, param_options: list[str]) -> list[Target]:
         """Kernels with locktorture built in that another machine built (--hosts ships them
