@@ -28,8 +28,8 @@ def one_line(proc: subprocess.CompletedProcess[str]) -> str:
          "label 'a' given twice"),
         (["kernel", "--rev", "a=v6.1", "--kernel", "bzImage"],
          "give one of --kernel, --patch/--rev, --images and --host-kernel"),
-        (["kernel", "--source", "{repo}", "--rev", "a=v6.1", "--exec", "true"],
-         "--rev: not with --exec yet"),
+        (["kernel", "--rev", "a=v6.1", "--exec", "true"],
+         "--rev needs --source DIR, a kernel git tree"),
     ],
 )  # fmt: skip
 def test_bad_revisions_are_one_line_before_any_build(kernel_repo, tmp_path, args, says):
@@ -63,3 +63,8 @@ def test_a_kernel_builds_and_boots_from_a_revision_of_a_git_tree(tmp_path):
     )  # fmt: skip
     assert booted.returncode == 0, booted.stderr[-3000:]
     assert "base" in booted.stdout
+    inside = locklab_cli(
+        "kernel", "--source", str(repository), "--rev", "base=v6.1", "--exec", "true",
+        "--repeat", "1", "--accel", "tcg", "--store", str(tmp_path / "s"), timeout=600,
+    )  # fmt: skip
+    assert inside.returncode == 0, inside.stderr[-3000:]

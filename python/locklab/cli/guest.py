@@ -20,6 +20,7 @@ from locklab.kernel import build, build_inputs, qemu
 from locklab.kernel.arch import ARCHES, host_arch, resolve
 from locklab.kernel.campaign import GuestProgram
 from locklab.kernel.guest import BOOT_ALLOWANCE_S
+from locklab.kernel.revisions import parse_rev_options
 from locklab.kernel.vcpu_pin import parse_pin_cpus
 from locklab.model.spec import ExperimentSpec, Variant, default
 from locklab.model.values import parse_int_list, validate_axis
@@ -74,11 +75,9 @@ def debug_list(text: str) -> list[str]:
 
 
 def cmd_kernel_exec(args: argparse.Namespace, chosen: Settings) -> int:
-    if args.rev:
-        raise LocklabError("--rev: not with --exec yet (build them with 'locklab kernel "
-                           "build --rev', then boot them with --kernel)")  # fmt: skip
-    if not args.patch:
-        raise LocklabError("--exec: give the kernels to build and boot with --patch LABEL[=FILES]")
+    if not (args.patch or args.rev):
+        raise LocklabError("--exec: give the kernels to build and boot with --patch LABEL[=FILES] "
+                           "or --rev LABEL=REV")  # fmt: skip
     if args.kernel or args.host_kernel or args.images:
         raise LocklabError(
             "--exec runs in kernels built here (--patch), not --kernel, --images or --host-kernel"
@@ -89,11 +88,12 @@ def cmd_kernel_exec(args: argparse.Namespace, chosen: Settings) -> int:
         raise LocklabError(f"--exec runs programs in x86_64 guests only (the host's root over "
                            f"virtio-9p): --arch {args.arch} runs locktorture alone")  # fmt: skip
     patches = build_inputs.parse_patch_options(args.patch)
+    revisions = parse_rev_options(args.rev)
     threads = parse_int_list("threads", args.threads or "1")
     program = GuestProgram(args.exec, threads, args.metric_regex, args.work, args.timeout)
     plan = GuestPlan(
         program, patches, args.source, args.config, debug_list(args.debug), args.repeat,
-        args.seed, args.cpus, args.accel, args.pin_cpus or "", args.arch,
+        args.seed, args.cpus, args.accel, args.pin_cpus or "", args.arch, revisions,
     )  # fmt: skip
     store = Store(Path(args.store))
     name = args.name or f"{Path(plan.first_word).name}-in-kernel"
@@ -108,7 +108,7 @@ class GuestPlan:
     def __init__(
         self, program: GuestProgram, patches: dict[str, list[Path]], source: Path | None,
         config: Path | None, debug: list[str], repeat: int, seed: int, cpus: int, accel: str,
-        pin: str, arch: str | None = None,
+        pin: str, arch: str | None = None, revisions: dict[str, str] | None = None,
     ) -> None:  # fmt: skip
         if not 1 <= cpus <= qemu.MAX_GUEST_CPUS:
             raise LocklabError(f"--cpus must be from 1 to {qemu.MAX_GUEST_CPUS} (got {cpus})")
@@ -126,6 +126,9 @@ class GuestPlan:
             raise LocklabError("--exec: give a command line, like 'pi-futex-load {threads} 1000'")
         self.first_word = words[0]
         validate_axis("nwriters", program.threads)
+        # A label of --rev alone is a kernel with no patches of its own (build.build).
+        self.revisions = revisions or {}
+        patches = {**{label: [] for label in self.revisions}, **patches}
         self.program, self.patches, self.source, self.config = program, patches, source, config
         self.debug, self.repeat, self.seed = debug, repeat, seed
         self.cpus, self.accel, self.pin = cpus, accel, pin
@@ -150,7 +153,8 @@ class GuestPlan:
         """Build the kernels (cached), run the program in each, print one table of its
         figures (guest_tables): the exit status, and the tables (None when interrupted)."""
         spec = self.spec(name, str(store.path.parent / "kernel-logs" / name))
-        built = build.build(self.patches, self.source, self.config, self.debug, self.arch.name)
+        built = build.build(self.patches, self.source, self.config, self.debug, self.arch.name,
+                            self.revisions)  # fmt: skip
         spec.variants = [
             Variant(label, GUEST_LOCK, patches=tuple(str(p) for p in self.patches[label]),
                     plugin=str(built[label].image))

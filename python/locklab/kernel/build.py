@@ -395,7 +395,7 @@ def build(
     for label, files in patches.items():
         key = plans[label]
         source, origin = sources[label]
-        cached = _cached(key, label, target)
+        cached = _cached(key, label, target, origin)
         if cached is None:
             cached = _build_one(label, key, source, keys[source], origin, files, options, debug,
                                 target)  # fmt: skip
@@ -436,13 +436,15 @@ def _sources(patches: dict[str, list[Path]], source_dir: Path | None,
     return {**trees, **{label: (tree, origin) for label in others}}
 
 
-def _cached(key: str, label: str, arch: Arch) -> Built | None:
+def _cached(key: str, label: str, arch: Arch, origin: str) -> Built | None:
+    """The image built before from the same inputs, said to come from this request's tree: a
+    revision of another clone, or another commit with the same files, builds the same kernel."""
     record = IMAGES / key / "provenance.json"
     image = IMAGES / key / arch.image_name
     if not (record.exists() and image.exists()):
         return None
     data = json.loads(record.read_text())
-    data.update(label=label, image=image, cached=True)
+    data.update(label=label, image=image, cached=True, source=origin)
     return Built(**data)
 
 
