@@ -168,3 +168,35 @@ patches = ["{kernel_repo.parent / "series.mbox"}"]
     assert (
         refused.returncode == 2 and "rev is for locks compiled from a kernel tree" in refused.stderr
     )
+
+
+def test_a_campaign_variant_takes_a_range_of_revisions(kernel_repo, tmp_path):
+    campaign = tmp_path / "range.toml"
+    campaign.write_text(f"""
+name = "range"
+source = "{kernel_repo}"
+sim = "lent-xeon-16"
+repeat = 1
+[sweep]
+nwriters = [1]
+[[variant]]
+label = "rt"
+lock = "kernel:rtmutex"
+revs = "v6.1..regress~1"
+""")
+    proc = run_cli("campaign", str(campaign), store=tmp_path / "s.db")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    touched = git(kernel_repo, "rev-list", "--reverse", "v6.1..regress~1", "--", *TREE_PARTS)
+    shorts = [git(kernel_repo, "rev-parse", "--short", c).strip() for c in touched.split()]
+    labels = ["rt@v6.1", *(f"rt@{short}" for short in shorts)]
+    header = proc.stdout.split("Lock:")[1].splitlines()[0].split()
+    assert header == labels, header
+    assert "Verdict against rt@v6.1:" in proc.stdout
+    for text, says in (
+        ('revs = "v6.1"', 'give "A..B"'),
+        ('revs = "v6.1..master"\nrev = "v6.1"', "give rev or revs, not both"),
+    ):
+        bad = tmp_path / "bad.toml"
+        bad.write_text(campaign.read_text().replace('revs = "v6.1..regress~1"', text))
+        refused = run_cli("campaign", str(bad), store=tmp_path / "t.db")
+        assert refused.returncode == 2 and says in refused.stderr, refused.stderr[-500:]

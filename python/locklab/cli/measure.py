@@ -13,7 +13,8 @@ from locklab.analysis.cells import Analysis, Settings, analyse_experiment
 from locklab.cli.common import EXIT_INTERRUPTED, EXIT_RUN_FAILED
 from locklab.kernel import campaign as kernel_campaign
 from locklab.kernel.campaign import KernelCampaign
-from locklab.kernel.from_source import SIM_BUILD, build_source_lock, is_source_lock
+from locklab.kernel.from_source import SIM_BUILD, TREE_PARTS, build_source_lock, is_source_lock
+from locklab.kernel.revisions import git_tree, range_rev_options
 from locklab.kernel.series import split_series
 from locklab.kernel.sweep import Target
 from locklab.model.spec import ExperimentSpec, Variant
@@ -40,11 +41,27 @@ def compile_variants(spec: ExperimentSpec, engine: Engine) -> None:
         if variant.plugin and is_source(variant.plugin) else variant
         for variant in spec.variants
     ]  # fmt: skip
+    spec.variants = [one for variant in spec.variants for one in _revision_range(spec, variant)]
     spec.variants = [
         _compiled_source_lock(variant, tree, build, engine, spec.sim_machine)
         if is_source_lock(variant.lock) and variant.plugin is None else variant
         for variant in spec.variants
     ]  # fmt: skip
+
+
+def _revision_range(spec: ExperimentSpec, variant: Variant) -> list[Variant]:
+    """`revs = "A..B"`: the variant once per commit of the range that touches the locking
+    files, A first (as --revs takes them), labelled LABEL@A, LABEL@SHORT; a baseline named by
+    the variant's label becomes its first. Any other variant as it is."""
+    if ".." not in variant.revision:
+        return [variant]
+    top = git_tree(Path(spec.kernel_tree) if spec.kernel_tree else None)
+    options = range_rev_options(top, variant.revision, TREE_PARTS)
+    expanded = [replace(variant, label=f"{variant.label}@{label}", revision=commit)
+                for label, _, commit in (option.partition("=") for option in options)]  # fmt: skip
+    if spec.baseline == variant.label:
+        spec.baseline = expanded[0].label
+    return expanded
 
 
 def _compiled_source_lock(

@@ -43,7 +43,7 @@ TOP_KEYS = {
     "hosts",
     "sim",
 }
-VARIANT_KEYS = {"label", "lock", "params", "plugin", "patches", "rev"}
+VARIANT_KEYS = {"label", "lock", "params", "plugin", "patches", "rev", "revs"}
 # What [full] may override: the seed's own scale, run with `locklab campaign FILE --full`.
 FULL_KEYS = {
     "repeat", "duration", "warmup", "long_hold_ms", "numa_nodes", "pin", "sweep",
@@ -257,11 +257,20 @@ class _CampaignReader:
                 )  # fmt: skip
             files = tuple(str((self.path.parent / p).resolve()) for p in patches)
             revision = self.typed(table, "rev", str, "")
-            if revision and not lock.startswith("kernel:"):
+            revision_range = self.typed(table, "revs", str, "")
+            if (revision or revision_range) and not lock.startswith("kernel:"):
+                key = "rev" if revision else "revs"
                 raise self.fail(
-                    f"variant {index}: rev is for locks compiled from a kernel tree "
-                    f"(kernel:rtmutex, ...), not '{lock}'", "rev",
+                    f"variant {index}: {key} is for locks compiled from a kernel tree "
+                    f"(kernel:rtmutex, ...), not '{lock}'", key,
                 )  # fmt: skip
+            if revision and revision_range:
+                raise self.fail(f"variant {index}: give rev or revs, not both", "revs")
+            if revision_range and ".." not in revision_range:
+                raise self.fail(f"variant {index}: revs = {revision_range!r}: give "
+                                '"A..B" (two revisions)', "revs")  # fmt: skip
+            # A range stays A..B until the campaign compiles it into a variant per commit.
+            revision = revision or revision_range
             variants.append(Variant(label, lock, tuple(params.items()), plugin, files, revision))
         return variants
 
