@@ -194,6 +194,8 @@ revs = "v6.1..regress~1"
     assert "Verdict against rt@v6.1:" in proc.stdout
     for text, says in (
         ('revs = "v6.1"', 'give "A..B"'),
+        ('revs = "v6.1...master"', 'give "A..B"'),
+        ('rev = "v6.1..master"', "is one revision"),
         ('revs = "v6.1..master"\nrev = "v6.1"', "give rev or revs, not both"),
     ):
         bad = tmp_path / "bad.toml"

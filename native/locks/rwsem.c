@@ -363,19 +363,22 @@ static bool rwsem_can_spin_on_owner(struct rw_semaphore *sem)
 /*
  * rwsem_spin_on_owner(): while the same writer holds the lock and runs, spin on the owner word
  * alone; then say what the word shows. need_resched()'s stand-in is the tick's worth of
- * spinning since `deadline` (spun_a_tick, osq.h).
+ * spinning since `deadline` (spun_a_tick, osq.h), its rounds counted in `*rounds` across the
+ * calls of one spin, so that owners that change often do not restart the count.
  */
-static enum owner_state rwsem_spin_on_owner(struct rw_semaphore *sem, u64 deadline)
+static enum owner_state rwsem_spin_on_owner(struct rw_semaphore *sem, u64 deadline,
+					    unsigned int *rounds)
 {
 	uintptr_t owner = READ_ONCE(sem->owner);
 	enum owner_state state = rwsem_owner_state(owner);
 	if (state != OWNER_WRITER)
 		return state;
-	for (unsigned int round = 1;; round++) {
+	for (;;) {
 		uintptr_t now = READ_ONCE(sem->owner);
 		if (now != owner) /* another owner, or the same with other flags */
 			return rwsem_owner_state(now);
-		if (spun_a_tick(round, deadline) || !lock_task_running((struct lock_task *)owner))
+		if (spun_a_tick(++*rounds, deadline) ||
+		    !lock_task_running((struct lock_task *)owner))
 			return OWNER_NONSPINNABLE;
 		cpu_relax();
 	}
@@ -398,8 +401,8 @@ static bool rwsem_optimistic_spin(struct rw_semaphore *sem, struct lock_thread *
 	if (!osq_lock(&sem->osq, self))
 		return false;
 	u64 deadline = osq_now_ns() + OSQ_SPIN_NS;
-	for (unsigned int i = 1;; i++) {
-		enum owner_state state = rwsem_spin_on_owner(sem, deadline);
+	for (unsigned int rounds = 0;;) {
+		enum owner_state state = rwsem_spin_on_owner(sem, deadline, &rounds);
 		if (!(state & OWNER_SPINNABLE))
 			break;
 		if (rwsem_try_write_lock_unqueued(sem, me)) {
@@ -418,7 +421,7 @@ static bool rwsem_optimistic_spin(struct rw_semaphore *sem, struct lock_thread *
 				break;
 			}
 		}
-		if (state != OWNER_WRITER && spun_a_tick(i, deadline))
+		if (state != OWNER_WRITER && spun_a_tick(++rounds, deadline))
 			break;
 		previous = state;
 		cpu_relax();
@@ -501,8 +504,9 @@ static void rwsem_down_write_slowpath(struct rw_semaphore *sem, struct lock_thre
 		 * 6.1 (rwsem.c around line 1178): a writer that set HANDOFF spins on a running
 		 * writer owner first, and tries again at once if that owner let go.
 		 */
+		unsigned int rounds = 0;
 		if (!(waiter->handoff_set &&
-		      rwsem_spin_on_owner(sem, osq_now_ns() + OSQ_SPIN_NS) == OWNER_NULL))
+		      rwsem_spin_on_owner(sem, osq_now_ns() + OSQ_SPIN_NS, &rounds) == OWNER_NULL))
 			lock_task_sleep(me, &waiter->wake, 0);
 		raw_qspin_lock(&sem->wait_lock, self);
 	}

@@ -256,8 +256,11 @@ bool sim_access(uintptr_t addr, unsigned int size, enum sim_access kind)
 	}
 	if (created) {
 		self->clock += sim_memory_cost(cpu, l->home_node) + rmw;
-		if (self->counted)
+		if (self->counted) {
 			self->transfers[SIM_FROM_MEMORY]++;
+			l->transfers[SIM_FROM_MEMORY]++;
+			*(kind == SIM_LOAD ? &l->last_load_pc : &l->last_write_pc) = self->pc;
+		}
 		return false;
 	}
 	if (!l->shared) {

@@ -94,10 +94,12 @@ PLAIN_ACCESS(8)
 PLAIN_ACCESS(16)
 
 /* Structure copies: each line once, and a loop that copies is not a spin. */
-static void range(void *p, unsigned long size, enum sim_access kind)
+static inline __attribute__((always_inline)) void range(void *p, unsigned long size,
+							 enum sim_access kind)
 {
 	if (sim_self == NULL || size == 0)
 		return;
+	NOTE_PC();
 	sim_spin_dirty();
 	uintptr_t line_bytes = (uintptr_t)1 << sim_machine.line_shift;
 	uintptr_t first = (uintptr_t)p & ~(line_bytes - 1);

@@ -44,7 +44,8 @@ static void after_write(const void *addr) { (void)addr; }
 /* The hand-off writer's question: did the owner let go (OWNER_NULL)? */
 static bool try_again_at_once(void)
 {
-	return rwsem_spin_on_owner(&test_sem, osq_now_ns() + OSQ_SPIN_NS) == OWNER_NULL;
+	unsigned int rounds = 0;
+	return rwsem_spin_on_owner(&test_sem, osq_now_ns() + OSQ_SPIN_NS, &rounds) == OWNER_NULL;
 }
 
 static bool spin(int what, int after)

@@ -174,10 +174,11 @@ def _extract_streamed(top: Path, commit: str, into: Path, revision: str) -> None
                            capture_output=True, text=True, check=False)  # fmt: skip
     archive.stdout.close()
     error = archive.stderr.read().decode(errors="replace")
+    if untar.returncode != 0:  # first: a tar that stopped (no room) leaves git a broken pipe
+        raise LocklabError(f"--rev {revision}: unpacking its tree failed: "
+                           f"{(untar.stderr.strip().splitlines() or ['?'])[-1]}")  # fmt: skip
     if archive.wait() != 0:
         raise _archive_failed(revision, error)
-    if untar.returncode != 0:
-        raise _archive_failed(revision, untar.stderr)
 
 
 def parse_rev_options(texts: list[str]) -> dict[str, str]:

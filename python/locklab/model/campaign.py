@@ -266,9 +266,12 @@ class _CampaignReader:
                 )  # fmt: skip
             if revision and revision_range:
                 raise self.fail(f"variant {index}: give rev or revs, not both", "revs")
-            if revision_range and ".." not in revision_range:
+            if revision_range and (".." not in revision_range or "..." in revision_range):
                 raise self.fail(f"variant {index}: revs = {revision_range!r}: give "
                                 '"A..B" (two revisions)', "revs")  # fmt: skip
+            if ".." in revision:
+                raise self.fail(f"variant {index}: rev = {revision!r} is one revision; a "
+                                'range is revs = "A..B"', "rev")  # fmt: skip
             # A range stays A..B until the campaign compiles it into a variant per commit.
             revision = revision or revision_range
             variants.append(Variant(label, lock, tuple(params.items()), plugin, files, revision))
