@@ -83,8 +83,9 @@ def test_a_folder_that_is_not_a_git_tree_is_one_line(tmp_path):
     assert proc.returncode == 2 and "not a git tree" in proc.stderr
 
 
-def history(repository: Path, store: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return locklab_cli("history", "--source", str(repository), "--lock", "kernel:rtmutex",
+def history(repository: Path, store: Path, *args: str,
+            lock: str = "kernel:rtmutex") -> subprocess.CompletedProcess[str]:  # fmt: skip
+    return locklab_cli("history", "--source", str(repository), "--lock", lock,
                        "--store", str(store), *args)  # fmt: skip
 
 
@@ -117,9 +118,8 @@ def test_history_judges_each_commit_against_the_one_before(kernel_repo, tmp_path
 
 def test_history_with_readers(kernel_repo, tmp_path):
     """kernel:rwsem's readers beside its writers; a lock without readers refused in one line."""
-    proc = locklab_cli("history", "--source", str(kernel_repo), "--lock", "kernel:rwsem",
-                       "--range", "v6.1..master", "--nwriters", "1", "--nreaders", "2", "--sim",
-                       "lent-xeon-16", "--store", str(tmp_path))  # fmt: skip
+    proc = history(kernel_repo, tmp_path, "--range", "v6.1..master", "--nwriters", "1",
+                   "--nreaders", "2", "--sim", "lent-xeon-16", lock="kernel:rwsem")  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith("kernel:rwsem at 1 writer and 2 readers over v6.1..master")
     proc = history(kernel_repo, tmp_path, "--range", "v6.1..master", "--nreaders", "2",
