@@ -126,9 +126,8 @@ class GuestPlan:
             raise LocklabError("--exec: give a command line, like 'pi-futex-load {threads} 1000'")
         self.first_word = words[0]
         validate_axis("nwriters", program.threads)
-        # A label of --rev alone is a kernel with no patches of its own (build.build).
         self.revisions = revisions or {}
-        patches = {**{label: [] for label in self.revisions}, **patches}
+        patches = build.kernel_labels(patches, self.revisions)
         self.program, self.patches, self.source, self.config = program, patches, source, config
         self.debug, self.repeat, self.seed = debug, repeat, seed
         self.cpus, self.accel, self.pin = cpus, accel, pin

@@ -47,7 +47,7 @@ from locklab.kernel.build_inputs import (
     patched_files,
     read_config,
 )
-from locklab.kernel.revisions import INDEX, read_revision
+from locklab.kernel.revisions import INDEX, commit_of, git_tree, read_revision
 from locklab.kernel.series import display_name
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -355,6 +355,13 @@ def build_key(
     return _sha256(json.dumps(recipe, sort_keys=True).encode())
 
 
+def kernel_labels(patches: dict[str, list[Path]],
+                  revisions: dict[str, str]) -> dict[str, list[Path]]:  # fmt: skip
+    """Each kernel's patches, by label: a label of --rev alone is a kernel with no patches of
+    its own."""
+    return {**{label: [] for label in revisions}, **patches}
+
+
 def build(
     patches: dict[str, list[Path]],
     source_dir: Path | None = None,
@@ -370,7 +377,7 @@ def build(
     LocklabError and nothing is built. An image built before from the same source, patches,
     config and architecture is reused at once."""
     revisions = revisions or {}
-    patches = {**{label: [] for label in revisions}, **patches}
+    patches = kernel_labels(patches, revisions)
     for label in patches:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", label):
             raise LocklabError(f"kernel label {label!r}: use letters, digits and _ . + -")
@@ -410,8 +417,6 @@ def _sources(patches: dict[str, list[Path]], source_dir: Path | None,
     builds (Debian's 6.1 by default)."""
     trees: dict[str, tuple[Path, str]] = {}
     if revisions:
-        from locklab.kernel.revisions import commit_of, git_tree
-
         top = git_tree(source_dir)
         for revision in revisions.values():
             commit_of(top, revision)
