@@ -23,7 +23,7 @@ from locklab.kernel.from_source import (
     build_source_locks,
     is_source_lock,
 )
-from locklab.kernel.revisions import git_tree, range_rev_options
+from locklab.kernel.revisions import git_tree, range_revisions
 from locklab.model.machine_profile import MachineProfile, find_profile, flat_cpus
 from locklab.model.spec import ExperimentSpec, default, run_times, threads_at
 from locklab.model.targeting import SourceVariant
@@ -336,7 +336,8 @@ def source_plugins(
             )
         return {}
     if revision_range:
-        revisions += range_rev_options(git_tree(args.source), revision_range, TREE_PARTS)
+        commits = range_revisions(git_tree(args.source), revision_range, TREE_PARTS)
+        revisions += [f"{label}={commit}" for label, commit in commits]
     build = SIM_BUILD if machine else args.build or engine.build()
     flat = machine.flat_text() if machine else ""
     built = build_source_locks(names, args.patch, build, engine.path, args.source, flat,

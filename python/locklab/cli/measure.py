@@ -14,7 +14,7 @@ from locklab.cli.common import EXIT_INTERRUPTED, EXIT_RUN_FAILED
 from locklab.kernel import campaign as kernel_campaign
 from locklab.kernel.campaign import KernelCampaign
 from locklab.kernel.from_source import SIM_BUILD, TREE_PARTS, build_source_lock, is_source_lock
-from locklab.kernel.revisions import git_tree, range_rev_options
+from locklab.kernel.revisions import git_tree, range_revisions
 from locklab.kernel.series import split_series
 from locklab.kernel.sweep import Target
 from locklab.model.spec import ExperimentSpec, Variant
@@ -56,9 +56,9 @@ def _revision_range(spec: ExperimentSpec, variant: Variant) -> list[Variant]:
     if ".." not in variant.revision:
         return [variant]
     top = git_tree(Path(spec.kernel_tree) if spec.kernel_tree else None)
-    options = range_rev_options(top, variant.revision, TREE_PARTS)
+    commits = range_revisions(top, variant.revision, TREE_PARTS)
     expanded = [replace(variant, label=f"{variant.label}@{label}", revision=commit)
-                for label, _, commit in (option.partition("=") for option in options)]  # fmt: skip
+                for label, commit in commits]  # fmt: skip
     if spec.baseline == variant.label:
         spec.baseline = expanded[0].label
     return expanded

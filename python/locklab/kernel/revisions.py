@@ -94,14 +94,14 @@ def commits_in(top: Path, range_text: str, paths: tuple[str, ...],
     return [(first, subject_of(top, first)), *later]
 
 
-def range_rev_options(top: Path, range_text: str, parts: tuple[str, ...]) -> list[str]:
-    """--revs A..B as --rev options: the range's start labelled as given, then each commit of
+def range_revisions(top: Path, range_text: str, parts: tuple[str, ...]) -> list[tuple[str, str]]:
+    """--revs A..B as (label, commit): the range's start labelled as given, then each commit of
     the range that touches `parts`, labelled by its short hash."""
     found = commits_in(top, range_text, parts, "--revs")
     start = range_text.partition("..")[0]
     labels = [start, *(_git(top, "rev-parse", "--short", commit).stdout.strip()
                        for commit, _ in found[1:])]  # fmt: skip
-    return [f"{label}={commit}" for label, (commit, _) in zip(labels, found, strict=True)]
+    return [(label, commit) for label, (commit, _) in zip(labels, found, strict=True)]
 
 
 def is_ancestor(repository: Path, older: str, newer: str) -> bool:
