@@ -321,7 +321,7 @@ def test_tune_interrupted_says_how_to_resume(tmp_path):
     finally:
         proc.kill()
         proc.wait()
-    assert proc.returncode == 130
+    assert proc.returncode == 130, f"rows seen: {len(run_rows(tmp_path / 's'))}; {err[-2000:]}"
     assert "run the same command again to resume" in err and "Traceback" not in err
 
 
