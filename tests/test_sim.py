@@ -5,6 +5,7 @@ park without changing what they measure, and bad machines or locks are one line.
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -181,6 +182,39 @@ def test_concurrency_kit_runs_on_its_compiler_builtins(machine):
         assert proc.returncode == 0, proc.stderr
         assert result["handoffs"]["total"] > 0
         assert result["simulation"]["transfers_per_acquisition"]["total"] > 1
+
+
+TRANSFER = re.compile(
+    r"^locklab-sim: transfer (?P<ns>[0-9.]+) ns cpu[0-3] line 0x[0-9a-f]+ (load|store) "
+    r"(same_llc|other_socket|memory|smt_sibling|same_socket) (?P<code>\S+)"
+)
+
+
+def test_the_costliest_lines_and_each_transfer_are_named(machine):
+    _, whole = simulate(machine, ["--lock", "ticket", *RUN])
+    # One virtual microsecond inside the measured half millisecond, which ends the run.
+    middle_us = whole["simulation"]["virtual_s"] * 1e6 - 250
+    window = f"{middle_us}:{middle_us + 1}"
+    watch = {"LOCKLAB_SIM_LINES": "2", "LOCKLAB_SIM_TRACE": window}
+    proc, result = simulate(machine, ["--lock", "ticket", *RUN], env=watch)
+    assert proc.returncode == 0, proc.stderr
+    assert figures(result) == figures(whole)  # watching changes nothing
+    assert "the 2 lines with the most transfers" in proc.stderr
+    assert "last store or RMW that missed: " in proc.stderr
+    transfers = [m for line in proc.stderr.splitlines() if (m := TRANSFER.match(line))]
+    assert transfers, proc.stderr
+    assert all(middle_us * 1000 <= float(m["ns"]) < (middle_us + 1) * 1000 for m in transfers)
+    assert any(m["code"].startswith(str(SIM)) for m in transfers)
+
+
+@pytest.mark.parametrize("window", ["2:1", "x", "1:2:3", "-1:2"])
+def test_a_bad_trace_window_is_one_line(machine, window):
+    proc, _ = simulate(machine, ["--lock", "ticket", *RUN], env={"LOCKLAB_SIM_TRACE": window})
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"locklab-sim: error: LOCKLAB_SIM_TRACE={window}: give FROM:TO, virtual microseconds "
+        "since the program started, FROM below TO (e.g. 28000:28002)"
+    ]
 
 
 def test_locks_it_cannot_run_are_one_line(machine):

@@ -157,6 +157,25 @@ static uint64_t farthest_copy_cost(const struct sim_line *l, int cpu)
 	return worst;
 }
 
+/* LOCKLAB_SIM_TRACE=FROM:TO: each transfer answered in that window of virtual time, as it
+ * happens (docs/simulator.md, "Which lines cost the transfers"). */
+static uint64_t trace_from, trace_to; /* cycles; an empty window when unset */
+
+static void print_code_place(const void *address);
+
+static void trace_transfer(const struct sim_thread *self, const struct sim_line *l,
+			   uint64_t start, enum locklab_sim_distance distance, bool write)
+{
+	if (start < trace_from || start >= trace_to)
+		return;
+	void *address = (void *)((l->key - 1) << sim_machine.line_shift);
+	fprintf(stderr, "locklab-sim: transfer %.1f ns cpu%d line %p %s %s ",
+		sim_cycles_to_ns(start), self->cpu, address, write ? "store" : "load",
+		locklab_sim_distance_names[distance]);
+	print_code_place(self->pc);
+	fputc('\n', stderr);
+}
+
 /*
  * The answer to a request that has reached the line: it takes `cost` to arrive, queued behind
  * the answer the line is serving, and occupies the line for `occupancy`. Returns when it
@@ -171,6 +190,7 @@ static uint64_t answer(struct sim_thread *self, struct sim_line *l, uint64_t cos
 		self->transfers[distance]++;
 		l->transfers[distance]++;
 		*(write ? &l->last_write_pc : &l->last_load_pc) = self->pc;
+		trace_transfer(self, l, start, distance, write);
 	}
 	return start + cost;
 }
@@ -255,11 +275,13 @@ bool sim_access(uintptr_t addr, unsigned int size, enum sim_access kind)
 		return true;
 	}
 	if (created) {
+		uint64_t start = self->clock;
 		self->clock += sim_memory_cost(cpu, l->home_node) + rmw;
 		if (self->counted) {
 			self->transfers[SIM_FROM_MEMORY]++;
 			l->transfers[SIM_FROM_MEMORY]++;
 			*(kind == SIM_LOAD ? &l->last_load_pc : &l->last_write_pc) = self->pc;
+			trace_transfer(self, l, start, SIM_FROM_MEMORY, kind != SIM_LOAD);
 		}
 		return false;
 	}
@@ -368,21 +390,27 @@ static int by_total_descending(const void *a, const void *b)
 
 /* A code or data address as its object's file and offset (what addr2line -e FILE reads), with
  * the symbol where one covers it. */
-static void print_place(const char *what, const void *address)
+static void print_code_place(const void *address)
 {
 	Dl_info info;
 	if (address == NULL) {
-		fprintf(stderr, "    %s: -\n", what);
+		fputc('-', stderr);
 	} else if (dladdr(address, &info) && info.dli_fname != NULL) {
-		fprintf(stderr, "    %s: %s+0x%lx", what, info.dli_fname,
+		fprintf(stderr, "%s+0x%lx", info.dli_fname,
 			(unsigned long)((uintptr_t)address - (uintptr_t)info.dli_fbase));
 		if (info.dli_sname != NULL)
 			fprintf(stderr, " (%s+0x%lx)", info.dli_sname,
 				(unsigned long)((uintptr_t)address - (uintptr_t)info.dli_saddr));
-		fputc('\n', stderr);
 	} else {
-		fprintf(stderr, "    %s: %p (heap or stack)\n", what, address);
+		fprintf(stderr, "%p (heap or stack)", address);
 	}
+}
+
+static void print_place(const char *what, const void *address)
+{
+	fprintf(stderr, "    %s: ", what);
+	print_code_place(address);
+	fputc('\n', stderr);
 }
 
 static unsigned int lines_to_report;
@@ -421,5 +449,16 @@ void sim_coherence_init(void)
 	if (report != NULL && atoi(report) > 0) {
 		lines_to_report = (unsigned int)atoi(report);
 		atexit(report_costliest_lines);
+	}
+	const char *trace = getenv("LOCKLAB_SIM_TRACE");
+	if (trace != NULL) {
+		double from_us, to_us;
+		char end;
+		if (sscanf(trace, "%lf:%lf%c", &from_us, &to_us, &end) != 2 || !(from_us >= 0) ||
+		    !(to_us > from_us))
+			sim_fatal("LOCKLAB_SIM_TRACE=%s: give FROM:TO, virtual microseconds since the "
+				  "program started, FROM below TO (e.g. 28000:28002)", trace);
+		trace_from = sim_ns_to_cycles(from_us * 1000);
+		trace_to = sim_ns_to_cycles(to_us * 1000);
 	}
 }
