@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * lock_task.h - the part of a task_struct that the sleeping kernel locks (mutex, rwsem,
- * rtmutex) read of another thread: is it on a CPU? Userspace cannot see that, so a thread
- * says so itself: `sleeping` is set while it waits on a futex inside a lock, and an owner that
- * is not sleeping counts as running (a preempted owner still does; spinners bound their spin).
- * Lives in the thread's queue node 3; zero, as the engine allocates it, means running.
+ * rtmutex) use of another thread: its state, which a waker sets to RUNNING, and whether it is
+ * on a CPU. Userspace cannot see the latter, so a thread says so itself: `sleeping` is set
+ * while it waits on a futex inside a lock, and an owner that is not sleeping counts as running
+ * (a preempted owner still does; spinners bound their spin). Lives in the thread's
+ * LOCK_QNODE_TASK node; zero, as the engine allocates it, means running.
  */
 #ifndef LOCKLAB_LOCK_TASK_H
 #define LOCKLAB_LOCK_TASK_H
@@ -15,7 +16,10 @@
 
 struct lock_task {
 	u32 sleeping;
+	u32 state; /* futex word: LOCK_TASK_BLOCKED while it waits in a lock, else RUNNING */
 };
+
+enum { LOCK_TASK_RUNNING = 0, LOCK_TASK_BLOCKED = 1 };
 
 static inline struct lock_task *lock_task_of(struct lock_thread *self)
 {
@@ -28,32 +32,67 @@ static inline bool lock_task_running(const struct lock_task *task)
 }
 
 /*
- * Sleep until *word != value (or a spurious wake-up), marked as not running meanwhile. The
- * mark, a full barrier, then the word read again: with lock_task_wake()'s barrier between
- * its store to the word and its read of the mark, either this read sees the new value and the
- * thread does not sleep, or the waker sees the mark and makes the system call.
+ * The kernel's set_current_state(TASK_UNINTERRUPTIBLE), before the waiter's last look at
+ * its condition: a store and a full barrier (smp_store_mb(), an xchg on x86). With the
+ * barrier in lock_task_wake(), either that look sees what the waker did, or the waker sees
+ * BLOCKED and wakes it.
  */
-static inline void lock_task_sleep(struct lock_task *task, u32 *word, u32 value)
+static inline void lock_task_block(struct lock_task *task)
+{
+	(void)__atomic_exchange_n(&task->state, LOCK_TASK_BLOCKED, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * __set_current_state(TASK_UNINTERRUPTIBLE): the plain store, for a waiter that stores it
+ * under a lock its waker holds while it wakes (3.10's mutex), which orders the two.
+ */
+static inline void lock_task_set_blocked(struct lock_task *task)
+{
+	WRITE_ONCE(task->state, LOCK_TASK_BLOCKED);
+}
+
+/* __set_current_state(TASK_RUNNING): done waiting. */
+static inline void lock_task_unblock(struct lock_task *task)
+{
+	WRITE_ONCE(task->state, LOCK_TASK_RUNNING);
+}
+
+/*
+ * schedule(): sleep while still BLOCKED, marked as not running meanwhile. The mark, a full
+ * barrier, then the state read again: with lock_task_wake()'s barrier between its change of
+ * the state and its read of the mark, either this read sees RUNNING and the thread does not
+ * sleep, or the waker sees the mark and makes the system call. May return with the thread
+ * still BLOCKED (a signal, or a waker of an earlier wait): callers look at their condition
+ * again, as the kernel's do.
+ */
+static inline void lock_task_schedule(struct lock_task *task)
 {
 	WRITE_ONCE(task->sleeping, 1);
 	smp_mb();
-	if (READ_ONCE(*word) == value)
-		futex_wait(word, value);
+	if (READ_ONCE(task->state) == LOCK_TASK_BLOCKED)
+		futex_wait(&task->state, LOCK_TASK_BLOCKED);
 	WRITE_ONCE(task->sleeping, 0);
 }
 
 /*
- * Wake the thread of `task` waiting on `word`, whose new value the caller has stored: the
- * system call only if it is asleep, or about to be (lock_task_sleep()). The kernel's
- * try_to_wake_up() of a task still on its CPU only sets its state (ttwu_runnable()); a
- * system call for it would hold the waker back a microsecond, time the woken waiter would
- * have that the kernel does not give it.
+ * try_to_wake_up() of a task, after the caller has stored what it waits for: a full barrier,
+ * then BLOCKED -> RUNNING (nothing if the task is not blocked: it has not looked yet, and
+ * will see the caller's stores), then the system call only if it is asleep or about to be
+ * (lock_task_schedule()). The kernel wakes a task still on its CPU by its state alone
+ * (ttwu_runnable()); a system call for it would hold the waker back a microsecond that the
+ * kernel does not cost. The wake is by task, not by waiter, as the kernel's wake_q is: a
+ * waiter lives on its thread's stack, and may be gone once the lock is granted.
  */
-static inline void lock_task_wake(const struct lock_task *task, u32 *word)
+static inline void lock_task_wake(struct lock_task *task)
 {
+	u32 blocked = LOCK_TASK_BLOCKED;
+	smp_mb();
+	if (!__atomic_compare_exchange_n(&task->state, &blocked, LOCK_TASK_RUNNING, false,
+					 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		return;
 	smp_mb();
 	if (READ_ONCE(task->sleeping))
-		futex_wake_one(word);
+		futex_wake_one(&task->state);
 }
 
 #endif /* LOCKLAB_LOCK_TASK_H */

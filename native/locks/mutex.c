@@ -50,10 +50,10 @@
 #define MUTEX_FLAG_PICKUP 0x04UL
 #define MUTEX_FLAGS 0x07UL
 
+/* On the waiting thread's stack, as the kernel's; its wake-up is by task (lock_task_wake()). */
 struct mutex_waiter {
 	struct mutex_waiter *next, *prev;
 	struct lock_task *task;
-	u32 wake; /* futex word, set by the unlocker */
 };
 
 struct mutex {
@@ -171,7 +171,7 @@ static bool mutex_optimistic_spin(struct mutex *lock, struct lock_thread *self, 
 static void mutex_lock_slowpath(struct mutex *lock, struct lock_thread *self)
 {
 	struct lock_task *me = lock_task_of(self);
-	struct mutex_waiter *waiter = lock_qnode(self, LOCK_QNODE_WAITER, struct mutex_waiter);
+	struct mutex_waiter waiter;
 
 	if (mutex_trylock_flags(lock, me) || (lock->spin && mutex_optimistic_spin(lock, self, false)))
 		return;
@@ -181,32 +181,35 @@ static void mutex_lock_slowpath(struct mutex *lock, struct lock_thread *self)
 		raw_qspin_unlock(&lock->wait_lock);
 		return;
 	}
-	waiter->next = NULL;
-	waiter->prev = lock->last;
-	waiter->task = me;
+	waiter.next = NULL;
+	waiter.prev = lock->last;
+	waiter.task = me;
 	if (lock->last)
-		lock->last->next = waiter;
+		lock->last->next = &waiter;
 	else
-		WRITE_ONCE(lock->first, waiter); /* read unlocked by a woken waiter */
-	lock->last = waiter;
-	if (lock->first == waiter) /* the first waiter announces itself */
+		WRITE_ONCE(lock->first, &waiter); /* read unlocked by a woken waiter */
+	lock->last = &waiter;
+	if (lock->first == &waiter) /* the first waiter announces itself */
 		__atomic_fetch_or(&lock->owner, MUTEX_FLAG_WAITERS, __ATOMIC_RELAXED);
 
+	/* BLOCKED while it tries, from here and after each sleep: an unlock meanwhile makes it
+	 * RUNNING, so a sleep it was about to begin does not happen (set_current_state()). */
+	lock_task_block(me);
 	for (;;) {
 		/* Woken or not, the lock may be free (or handed to us) now. */
 		if (mutex_trylock_flags(lock, me))
 			break;
-		WRITE_ONCE(waiter->wake, 0); /* a wake after this is not lost */
 		raw_qspin_unlock(&lock->wait_lock);
 
-		lock_task_sleep(me, &waiter->wake, 0);
+		lock_task_schedule(me);
 
 		/*
 		 * Woken: try at once. The first waiter that fails even now asks for a hand-off (in
 		 * the same CAS, while the lock is held), so spinners and newcomers cannot overtake
 		 * it again, then spins itself.
 		 */
-		bool first = READ_ONCE(lock->first) == waiter;
+		bool first = READ_ONCE(lock->first) == &waiter;
+		lock_task_block(me);
 		bool taken = mutex_trylock_or_owner(lock, me, first) == NULL;
 		if (!taken && first)
 			taken = lock->spin && mutex_optimistic_spin(lock, self, true);
@@ -214,15 +217,16 @@ static void mutex_lock_slowpath(struct mutex *lock, struct lock_thread *self)
 		if (taken)
 			break;
 	}
+	lock_task_unblock(me);
 	/* Leave the wait list; the last one out clears the flags. */
-	if (waiter->prev)
-		waiter->prev->next = waiter->next;
+	if (waiter.prev)
+		waiter.prev->next = waiter.next;
 	else
-		WRITE_ONCE(lock->first, waiter->next);
-	if (waiter->next)
-		waiter->next->prev = waiter->prev;
+		WRITE_ONCE(lock->first, waiter.next);
+	if (waiter.next)
+		waiter.next->prev = waiter.prev;
 	else
-		lock->last = waiter->prev;
+		lock->last = waiter.prev;
 	if (lock->first == NULL)
 		__atomic_fetch_and(&lock->owner, ~(MUTEX_FLAG_WAITERS | MUTEX_FLAG_HANDOFF),
 				   __ATOMIC_RELAXED);
@@ -245,8 +249,7 @@ static void mutex_unlock_slowpath(struct mutex *lock, struct lock_thread *self)
 	}
 	raw_qspin_lock(&lock->wait_lock, self);
 	struct mutex_waiter *next = lock->first;
-	u32 *wake = NULL;
-	const struct lock_task *woken = NULL;
+	struct lock_task *woken = NULL; /* the waiter itself may be gone after unlock */
 	if (next) {
 		if (owner & MUTEX_FLAG_HANDOFF) {
 			/* owner = next | PICKUP, keeping WAITERS: only it may take the lock now. */
@@ -258,16 +261,14 @@ static void mutex_unlock_slowpath(struct mutex *lock, struct lock_thread *self)
 				;
 		}
 		woken = next->task;
-		WRITE_ONCE(next->wake, 1);
-		wake = &next->wake;
 	} else if (owner & MUTEX_FLAG_HANDOFF) {
 		/* The waiter that asked left already (it took the lock meanwhile): just free it. */
 		__atomic_fetch_and(&lock->owner, MUTEX_FLAG_WAITERS, __ATOMIC_RELEASE);
 	}
 	raw_qspin_unlock(&lock->wait_lock);
 	(void)me;
-	if (wake)
-		lock_task_wake(woken, wake);
+	if (woken)
+		lock_task_wake(woken);
 }
 
 static void mutex_lock_op(void *lockp, struct lock_thread *self)

@@ -34,11 +34,12 @@
  * Ordering: taking the lock is an ACQUIRE RMW on count (the decrement, cmpxchg or xchg; a
  * full barrier on x86), releasing it a RELEASE RMW or, in the slow path, a RELEASE store of 1;
  * each acquire pairs with the release of the previous holder. wait_lock orders the list and
- * the waiter's futex word; the woken waiter re-reads count under wait_lock.
+ * the waiter's task state; the woken waiter re-reads count under wait_lock.
  *
  * Userspace: an owner counts as running unless it sleeps in a lock (lock_task.h); spinning
  * stops after OSQ_SPIN_NS, standing in for need_resched() at the next scheduler tick. Sleep
- * and wake-up are a futex on the waiter's word; like 3.10, the unlocker wakes under wait_lock.
+ * and wake-up are a futex on the task's state (lock_task.h); like 3.10, the unlocker wakes under
+ * wait_lock.
  */
 #include <errno.h>
 
@@ -50,10 +51,10 @@
 #include <locklab/kernel.h>
 #include <locklab/lock.h>
 
+/* On the waiting thread's stack, as the kernel's; its wake-up is by task (lock_task_wake()). */
 struct mutex_3_10_waiter {
 	struct mutex_3_10_waiter *next;
 	struct lock_task *task;
-	u32 wake; /* futex word: 1 once the unlocker woke us */
 };
 
 struct mutex_3_10 {
@@ -65,12 +66,10 @@ struct mutex_3_10 {
 	bool spin;
 };
 
-_Static_assert(sizeof(struct mutex_3_10_waiter) <= LOCK_QNODE_BYTES, "waiter fits a qnode");
 _Static_assert(sizeof(struct mspin_node) <= LOCK_QNODE_BYTES, "mspin node fits a qnode");
 
-/* Queue nodes: 0 the MCS spinner node, 1 the waiter, 3 the lock_task (lock_task.h). */
+/* Queue nodes: 0 the MCS spinner node, 3 the lock_task (lock_task.h). */
 #define MUTEX_3_10_MSPIN_NODE LOCK_QNODE_QUEUE
-#define MUTEX_3_10_WAITER_NODE LOCK_QNODE_WAITER
 
 static inline void mutex_3_10_set_owner(struct mutex_3_10 *lock, struct lock_task *me)
 {
@@ -136,39 +135,38 @@ static inline bool mutex_3_10_xchg_take(struct mutex_3_10 *lock)
 
 static void mutex_3_10_lock_slowpath(struct mutex_3_10 *lock, struct lock_thread *self)
 {
-	struct mutex_3_10_waiter *waiter =
-		lock_qnode(self, MUTEX_3_10_WAITER_NODE, struct mutex_3_10_waiter);
+	struct mutex_3_10_waiter waiter;
 	struct lock_task *me = lock_task_of(self);
 
 	if (lock->spin && mutex_3_10_optimistic_spin(lock, self))
 		return;
 
 	raw_ticket_spin_lock(&lock->wait_lock);
-	waiter->next = NULL;
-	waiter->task = me;
-	waiter->wake = 0;
+	waiter.next = NULL;
+	waiter.task = me;
 	if (lock->last)
-		lock->last->next = waiter;
+		lock->last->next = &waiter;
 	else
-		lock->first = waiter;
-	lock->last = waiter;
+		lock->first = &waiter;
+	lock->last = &waiter;
 
 	/* Try at once, even before sleeping: it also makes the holder's unlock wake us. */
 	while (!mutex_3_10_xchg_take(lock)) {
-		WRITE_ONCE(waiter->wake, 0); /* under wait_lock: a wake after this is not lost */
+		lock_task_set_blocked(me); /* under wait_lock: a wake after this is not lost */
 		raw_ticket_spin_unlock(&lock->wait_lock);
-		lock_task_sleep(me, &waiter->wake, 0);
+		lock_task_schedule(me);
 		raw_ticket_spin_lock(&lock->wait_lock);
 	}
+	lock_task_unblock(me);
 
 	/* Ours: leave the list (FIFO, but not necessarily first: we may have stolen it). */
 	struct mutex_3_10_waiter **link = &lock->first, *prev = NULL;
-	while (*link != waiter) {
+	while (*link != &waiter) {
 		prev = *link;
 		link = &(*link)->next;
 	}
-	*link = waiter->next;
-	if (lock->last == waiter)
+	*link = waiter.next;
+	if (lock->last == &waiter)
 		lock->last = prev;
 	mutex_3_10_set_owner(lock, me);
 	/* Nobody left to wake: let the next unlock take the fast path again. */
@@ -183,10 +181,8 @@ static void mutex_3_10_unlock_slowpath(struct mutex_3_10 *lock)
 	/* x86 keeps the lock locked when the fast path fails: free it here. */
 	atomic_set_release(&lock->count, 1);
 	struct mutex_3_10_waiter *first = lock->first;
-	if (first) {
-		WRITE_ONCE(first->wake, 1);
-		lock_task_wake(first->task, &first->wake); /* under wait_lock, as 3.10's */
-	}
+	if (first)
+		lock_task_wake(first->task); /* under wait_lock, as 3.10's */
 	raw_ticket_spin_unlock(&lock->wait_lock);
 }
 

@@ -155,7 +155,7 @@ struct rt_raw_spinlock {
 	struct raw_dec_spinlock dec;
 };
 
-/* What the lock needs of a task_struct; lives in the thread's queue node 3. */
+/* What the lock needs of a task_struct; lives in the thread's LOCK_QNODE_TASK node. */
 struct rt_task {
 	struct lock_task base; /* first: whether it is asleep in a lock */
 	pid_t tid;             /* 0 until the thread first uses an rtmutex */
@@ -166,15 +166,17 @@ struct rt_task {
 	struct rtmutex *owned; /* locks it holds that have waiters: their top waiters boost it */
 };
 
+/*
+ * On the waiting thread's stack, as the kernel's: the unlocker reads it, and the thread's next
+ * calls write over it once it has the lock. Its wake-up is by task (lock_task_wake()).
+ */
 struct rt_waiter {
 	struct rt_waiter *next;
 	struct rt_task *task;
 	int prio;
-	u32 wake; /* futex word: the unlocker sets 1 */
 };
 
-typedef void rt_mutex_slowlock_fn(struct rtmutex *lock, struct rt_task *task,
-				  struct rt_waiter *waiter);
+typedef void rt_mutex_slowlock_fn(struct rtmutex *lock, struct rt_task *task);
 
 struct rtmutex {
 	uintptr_t owner;           /* struct rt_task * | RT_MUTEX_HAS_WAITERS */
@@ -189,7 +191,6 @@ struct rtmutex {
 };
 
 _Static_assert(sizeof(struct rt_task) <= LOCK_QNODE_BYTES, "rt_task fits a queue node");
-_Static_assert(sizeof(struct rt_waiter) <= LOCK_QNODE_BYTES, "rt_waiter fits a queue node");
 
 /* The thread whose task this is (the task lives in its LOCK_QNODE_TASK slot). */
 static inline struct lock_thread *rt_thread_of(struct rt_task *task)
@@ -479,36 +480,44 @@ static bool spin_on_owner(struct rtmutex *lock, struct rt_waiter *waiter, struct
 typedef bool try_to_take_fn(struct rtmutex *lock, struct rt_task *task,
 			    struct rt_waiter *waiter);
 
-/* Instantiated once per variant with that variant's try_to_take, which it calls directly. */
+/*
+ * Instantiated once per variant with that variant's try_to_take, which it calls directly.
+ * The task is BLOCKED from before it queues until it has the lock, and again each time it
+ * comes back under wait_lock, as the kernel's set_current_state() calls make it: an unlock
+ * meanwhile sets it RUNNING, so that a sleep it was about to begin does not happen.
+ */
 static __attribute__((always_inline)) inline void
-rt_mutex_slowlock(struct rtmutex *lock, struct rt_task *task, struct rt_waiter *waiter,
-		  try_to_take_fn *take)
+rt_mutex_slowlock(struct rtmutex *lock, struct rt_task *task, try_to_take_fn *take)
 {
+	struct rt_waiter waiter;
+
 	rt_raw_lock(lock, &lock->wait_lock, task);
 	if (take(lock, task, NULL)) {
 		rt_raw_unlock(lock, &lock->wait_lock);
 		return;
 	}
-	waiter->task = task;
-	waiter->prio = READ_ONCE(task->prio);
-	waiter->wake = 0;
+	lock_task_block(&task->base);
+	waiter.next = NULL;
+	waiter.task = task;
+	waiter.prio = READ_ONCE(task->prio);
 	WRITE_ONCE(task->blocked_on, lock);
-	enqueue_waiter(lock, waiter);
-	if (lock->waiters == waiter)
+	enqueue_waiter(lock, &waiter);
+	if (lock->waiters == &waiter)
 		boost_chain(lock, task);
 
 	for (;;) {
-		if (take(lock, task, waiter))
+		if (take(lock, task, &waiter))
 			break;
 		struct rt_task *owner = rt_mutex_owner(lock);
-		bool spin = lock->waiters == waiter && owner && lock->spin_budget_ns;
-		WRITE_ONCE(waiter->wake, 0); /* a wake after this point is not lost */
+		bool spin = lock->waiters == &waiter && owner && lock->spin_budget_ns;
 		rt_raw_unlock(lock, &lock->wait_lock);
 
-		if (!(spin && spin_on_owner(lock, waiter, owner)))
-			lock_task_sleep(&task->base, &waiter->wake, 0);
+		if (!(spin && spin_on_owner(lock, &waiter, owner)))
+			lock_task_schedule(&task->base);
 		rt_raw_lock(lock, &lock->wait_lock, task);
+		lock_task_block(&task->base);
 	}
+	lock_task_unblock(&task->base);
 	WRITE_ONCE(task->blocked_on, NULL);
 	rt_raw_unlock(lock, &lock->wait_lock);
 }
@@ -529,11 +538,9 @@ static void rt_mutex_slowunlock(struct rtmutex *lock, struct rt_task *task)
 	}
 	/* Free, but with waiters: fast paths still fail; the top waiter takes it. */
 	smp_store_release(&lock->owner, RT_MUTEX_HAS_WAITERS);
-	WRITE_ONCE(top->wake, 1);
-	u32 *wake = &top->wake; /* waiter nodes live as long as their thread: safe after unlock */
-	const struct lock_task *woken = &top->task->base;
+	struct lock_task *woken = &top->task->base; /* the waiter itself may be gone after unlock */
 	rt_raw_unlock(lock, &lock->wait_lock);
-	lock_task_wake(woken, wake);
+	lock_task_wake(woken);
 	/*
 	 * De-boost only now, as the kernel does (its wake-up runs with preemption off): dropping
 	 * our priority before the top waiter is awake would let a medium-priority thread preempt
@@ -553,7 +560,7 @@ rtmutex_fastlock(struct rtmutex *lock, struct lock_thread *self, rt_mutex_slowlo
 	if (likely(__atomic_compare_exchange_n(&lock->owner, &expected, (uintptr_t)task, false,
 					       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
 		return;
-	slowlock(lock, task, lock_qnode(self, LOCK_QNODE_RT_WAITER, struct rt_waiter));
+	slowlock(lock, task);
 }
 
 /*
@@ -566,10 +573,9 @@ rtmutex_fastlock(struct rtmutex *lock, struct lock_thread *self, rt_mutex_slowlo
 	{                                                                                      \
 		return try_to_take(lock, task, waiter, (bits));                                \
 	}                                                                                      \
-	static void rt_mutex_slowlock_##name(struct rtmutex *lock, struct rt_task *task,       \
-					     struct rt_waiter *waiter)                         \
+	static void rt_mutex_slowlock_##name(struct rtmutex *lock, struct rt_task *task)       \
 	{                                                                                      \
-		rt_mutex_slowlock(lock, task, waiter, try_to_take_##name);                      \
+		rt_mutex_slowlock(lock, task, try_to_take_##name);                              \
 	}                                                                                      \
 	static void rtmutex_lock_##name(void *lockp, struct lock_thread *self)                 \
 	{                                                                                      \

@@ -68,11 +68,12 @@
 
 enum waiter_type { WAITER_READER, WAITER_WRITER };
 
+/* On the waiting thread's stack, as the kernel's; its wake-up is by task (lock_task_wake()). */
 struct rwsem_waiter {
 	struct rwsem_waiter *next, *prev; /* doubly linked, as the kernel's list_head: O(1) removal */
 	struct lock_task *task;
 	enum waiter_type type;
-	u32 wake;    /* futex word; for a reader, 1 also means "granted" */
+	u32 granted; /* a reader's: the waker added its bias (the kernel clears waiter->task) */
 	u64 timeout; /* when to ask for hand-off */
 	bool handoff_set; /* it set HANDOFF (a writer then spins on the owner before sleeping) */
 };
@@ -86,8 +87,6 @@ struct rw_semaphore {
 	bool writer_spin;
 	bool skip_active;
 };
-
-_Static_assert(sizeof(struct rwsem_waiter) <= LOCK_QNODE_BYTES, "waiter fits a queue node");
 
 /*
  * A reader's mark in the owner word: its task and READER_OWNED, stored by every reader that
@@ -127,23 +126,22 @@ static void del_waiter(struct rw_semaphore *sem, struct rwsem_waiter *waiter)
 
 /* Collected wake-ups, done after wait_lock is dropped (the kernel's wake_q). */
 struct wake_list {
-	u32 *words[MAX_READERS_WAKEUP + 1];
-	const struct lock_task *tasks[MAX_READERS_WAKEUP + 1];
+	struct lock_task *tasks[MAX_READERS_WAKEUP + 1];
 	unsigned int n;
 };
 
 static void wake_all(struct wake_list *wake)
 {
 	for (unsigned int i = 0; i < wake->n; i++)
-		lock_task_wake(wake->tasks[i], wake->words[i]);
+		lock_task_wake(wake->tasks[i]);
 }
 
+/* A writer, woken to try for itself; a reader, granted first (its bias is in). */
 static void wake_waiter(struct rwsem_waiter *waiter, struct wake_list *wake)
 {
-	u32 *word = &waiter->wake;
-	wake->tasks[wake->n] = waiter->task; /* before the grant: the waiter may leave after it */
-	smp_store_release(word, 1); /* for a reader: granted, pairs with its ACQUIRE wait */
-	wake->words[wake->n++] = word;
+	wake->tasks[wake->n++] = waiter->task; /* before the grant: a reader may leave after it */
+	if (waiter->type == WAITER_READER)
+		smp_store_release(&waiter->granted, 1); /* pairs with its ACQUIRE load */
 }
 
 /* What rwsem_mark_wake() may wake; READ_OWNED: readers, into a lock readers already own. */
@@ -219,7 +217,7 @@ static void rwsem_wake(struct rw_semaphore *sem, struct lock_thread *self)
 static void rwsem_down_read_slowpath(struct rw_semaphore *sem, struct lock_thread *self,
 				     unsigned long count)
 {
-	struct rwsem_waiter *waiter = lock_qnode(self, LOCK_QNODE_WAITER, struct rwsem_waiter);
+	struct rwsem_waiter waiter;
 	struct lock_task *me = lock_task_of(self);
 	struct wake_list wake = { .n = 0 };
 	unsigned long adjustment = -RWSEM_READER_BIAS;
@@ -243,11 +241,11 @@ static void rwsem_down_read_slowpath(struct rw_semaphore *sem, struct lock_threa
 		}
 		return;
 	}
-	waiter->task = me;
-	waiter->type = WAITER_READER;
-	waiter->wake = 0;
-	waiter->timeout = osq_now_ns() + RWSEM_WAIT_TIMEOUT_NS;
-	waiter->handoff_set = false;
+	waiter.task = me;
+	waiter.type = WAITER_READER;
+	waiter.granted = 0;
+	waiter.timeout = osq_now_ns() + RWSEM_WAIT_TIMEOUT_NS;
+	waiter.handoff_set = false;
 
 	raw_qspin_lock(&sem->wait_lock, self);
 	if (sem->first == NULL) {
@@ -260,7 +258,7 @@ static void rwsem_down_read_slowpath(struct rw_semaphore *sem, struct lock_threa
 		}
 		adjustment += RWSEM_FLAG_WAITERS;
 	}
-	add_waiter(sem, waiter);
+	add_waiter(sem, &waiter);
 	count = __atomic_add_fetch(&sem->count, adjustment, __ATOMIC_ACQ_REL);
 	/*
 	 * rwsem_cond_wake_waiter(): no writer holds it now, so wake the front (maybe us): readers
@@ -277,8 +275,13 @@ static void rwsem_down_read_slowpath(struct rw_semaphore *sem, struct lock_threa
 	raw_qspin_unlock(&sem->wait_lock);
 	wake_all(&wake);
 
-	while (!smp_load_acquire(&waiter->wake))
-		lock_task_sleep(waiter->task, &waiter->wake, 0);
+	for (;;) {
+		lock_task_block(me);
+		if (smp_load_acquire(&waiter.granted))
+			break;
+		lock_task_schedule(me);
+	}
+	lock_task_unblock(me);
 	/* Granted: the waker added our bias and took us off the list. */
 }
 
@@ -466,21 +469,21 @@ static bool rwsem_try_write_lock(struct rw_semaphore *sem, struct rwsem_waiter *
 
 static void rwsem_down_write_slowpath(struct rw_semaphore *sem, struct lock_thread *self)
 {
-	struct rwsem_waiter *waiter = lock_qnode(self, LOCK_QNODE_WAITER, struct rwsem_waiter);
+	struct rwsem_waiter waiter;
 	struct lock_task *me = lock_task_of(self);
 	struct wake_list wake = { .n = 0 };
 
 	if (sem->writer_spin && rwsem_can_spin_on_owner(sem) && rwsem_optimistic_spin(sem, self))
 		return;
 
-	waiter->task = me;
-	waiter->type = WAITER_WRITER;
-	waiter->timeout = osq_now_ns() + RWSEM_WAIT_TIMEOUT_NS;
-	waiter->handoff_set = false;
+	waiter.task = me;
+	waiter.type = WAITER_WRITER;
+	waiter.timeout = osq_now_ns() + RWSEM_WAIT_TIMEOUT_NS;
+	waiter.handoff_set = false;
 
 	raw_qspin_lock(&sem->wait_lock, self);
 	bool alone = sem->first == NULL;
-	add_waiter(sem, waiter);
+	add_waiter(sem, &waiter);
 	if (alone) {
 		__atomic_fetch_or(&sem->count, RWSEM_FLAG_WAITERS, __ATOMIC_RELAXED);
 	} else {
@@ -490,12 +493,14 @@ static void rwsem_down_write_slowpath(struct rw_semaphore *sem, struct lock_thre
 			rwsem_mark_wake(sem, count & RWSEM_READER_MASK ? WAKE_READERS : WAKE_ANY,
 					&wake);
 	}
+	/* BLOCKED while it tries, from here and after each sleep: a wake meanwhile makes it
+	 * RUNNING, so a sleep it was about to begin does not happen (set_current_state()). */
+	lock_task_block(me);
 	for (;;) {
 		bool skip = sem->skip_active && (READ_ONCE(sem->count) & RWSEM_LOCK_MASK) &&
-			    osq_now_ns() < waiter->timeout;
-		if (!skip && rwsem_try_write_lock(sem, waiter))
+			    osq_now_ns() < waiter.timeout;
+		if (!skip && rwsem_try_write_lock(sem, &waiter))
 			break;
-		WRITE_ONCE(waiter->wake, 0); /* a wake after this is not lost */
 		raw_qspin_unlock(&sem->wait_lock);
 		wake_all(&wake);
 		wake.n = 0;
@@ -505,11 +510,14 @@ static void rwsem_down_write_slowpath(struct rw_semaphore *sem, struct lock_thre
 		 * writer owner first, and tries again at once if that owner let go.
 		 */
 		unsigned int rounds = 0;
-		if (!(waiter->handoff_set &&
-		      rwsem_spin_on_owner(sem, osq_now_ns() + OSQ_SPIN_NS, &rounds) == OWNER_NULL))
-			lock_task_sleep(me, &waiter->wake, 0);
+		if (!(waiter.handoff_set &&
+		      rwsem_spin_on_owner(sem, osq_now_ns() + OSQ_SPIN_NS, &rounds) == OWNER_NULL)) {
+			lock_task_schedule(me);
+			lock_task_block(me);
+		}
 		raw_qspin_lock(&sem->wait_lock, self);
 	}
+	lock_task_unblock(me);
 	raw_qspin_unlock(&sem->wait_lock);
 	wake_all(&wake);
 }

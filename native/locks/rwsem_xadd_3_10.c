@@ -94,11 +94,12 @@
 
 enum rwsem_3_10_waiter_type { WAITING_FOR_WRITE, WAITING_FOR_READ };
 
+/* On the waiting thread's stack, as the kernel's; its wake-up is by task (lock_task_wake()). */
 struct rwsem_3_10_waiter {
 	struct rwsem_3_10_waiter *next;
 	struct lock_task *task;
 	enum rwsem_3_10_waiter_type type;
-	u32 wake; /* futex word: reader, 1 = granted (3.10's waiter.task = NULL); writer, woken */
+	u32 granted; /* a reader's: the waker added its bias (3.10 clears waiter.task) */
 };
 
 struct rwsem_3_10 {
@@ -112,11 +113,9 @@ struct rwsem_3_10 {
 	bool skip_active;
 };
 
-_Static_assert(sizeof(struct rwsem_3_10_waiter) <= LOCK_QNODE_BYTES, "waiter fits a qnode");
 
-/* Queue nodes: 0 the MCS spinner node, 1 the waiter, 3 the lock_task (lock_task.h). */
+/* Queue nodes: 0 the MCS spinner node, 3 the lock_task (lock_task.h). */
 #define RWSEM_3_10_MSPIN_NODE LOCK_QNODE_QUEUE
-#define RWSEM_3_10_WAITER_NODE LOCK_QNODE_WAITER
 
 /* rwsem_atomic_update(): add, return the new value; fully ordered. */
 static inline long rwsem_atomic_update(long delta, struct rwsem_3_10 *sem)
@@ -143,11 +142,10 @@ enum rwsem_3_10_wake_type {
 	RWSEM_WAKE_READERS, /* wake readers only */
 };
 
-/* wake_up_process(): the xchg orders the waker's count update before the wake. */
+/* wake_up_process(): its barrier orders the waker's count update before the wake. */
 static inline void rwsem_3_10_wake_writer(struct rwsem_3_10_waiter *waiter)
 {
-	xchg(&waiter->wake, 1);
-	lock_task_wake(waiter->task, &waiter->wake);
+	lock_task_wake(waiter->task);
 }
 
 static void rwsem_3_10_do_wake(struct rwsem_3_10 *sem, enum rwsem_3_10_wake_type type)
@@ -191,10 +189,10 @@ static void rwsem_3_10_do_wake(struct rwsem_3_10 *sem, enum rwsem_3_10_wake_type
 		sem->last = NULL;
 	while (woken--) {
 		struct rwsem_3_10_waiter *reader = waiter;
-		const struct lock_task *task = reader->task; /* it may leave once granted */
+		struct lock_task *task = reader->task; /* it may leave once granted */
 		waiter = waiter->next;
-		smp_store_release(&reader->wake, 1); /* granted: pairs with the reader's ACQUIRE */
-		lock_task_wake(task, &reader->wake);
+		smp_store_release(&reader->granted, 1); /* pairs with the reader's ACQUIRE */
+		lock_task_wake(task);
 	}
 }
 
@@ -232,18 +230,18 @@ static void rwsem_3_10_del_waiter(struct rwsem_3_10 *sem, struct rwsem_3_10_wait
 
 static void rwsem_3_10_down_read_failed(struct rwsem_3_10 *sem, struct lock_thread *self)
 {
-	struct rwsem_3_10_waiter *waiter =
-		lock_qnode(self, RWSEM_3_10_WAITER_NODE, struct rwsem_3_10_waiter);
+	struct rwsem_3_10_waiter waiter;
+	struct lock_task *me = lock_task_of(self);
 	long adjustment = -RWSEM_ACTIVE_READ_BIAS;
 
-	waiter->task = lock_task_of(self);
-	waiter->type = WAITING_FOR_READ;
-	waiter->wake = 0;
+	waiter.task = me;
+	waiter.type = WAITING_FOR_READ;
+	waiter.granted = 0;
 
 	raw_ticket_spin_lock(&sem->wait_lock);
 	if (sem->first == NULL)
 		adjustment += RWSEM_WAITING_BIAS;
-	rwsem_3_10_add_waiter(sem, waiter);
+	rwsem_3_10_add_waiter(sem, &waiter);
 
 	/* Waiting now, no longer actively locking. */
 	long count = rwsem_atomic_update(adjustment, sem);
@@ -257,8 +255,13 @@ static void rwsem_3_10_down_read_failed(struct rwsem_3_10 *sem, struct lock_thre
 		rwsem_3_10_do_wake(sem, RWSEM_WAKE_ANY);
 	raw_ticket_spin_unlock(&sem->wait_lock);
 
-	while (!smp_load_acquire(&waiter->wake))
-		lock_task_sleep(waiter->task, &waiter->wake, 0);
+	for (;;) {
+		lock_task_block(me);
+		if (smp_load_acquire(&waiter.granted))
+			break;
+		lock_task_schedule(me);
+	}
+	lock_task_unblock(me);
 }
 
 static void rwsem_3_10_down_read(void *lockp, struct lock_thread *self)
@@ -356,8 +359,7 @@ static bool rwsem_3_10_try_write_lock(struct rwsem_3_10 *sem, long count)
 static void rwsem_3_10_down_write_failed(struct rwsem_3_10 *sem, struct lock_thread *self,
 					 bool biased)
 {
-	struct rwsem_3_10_waiter *waiter =
-		lock_qnode(self, RWSEM_3_10_WAITER_NODE, struct rwsem_3_10_waiter);
+	struct rwsem_3_10_waiter waiter;
 	struct lock_task *me = lock_task_of(self);
 	long adjustment = biased ? -RWSEM_ACTIVE_WRITE_BIAS : 0;
 	long count = 0;
@@ -371,15 +373,15 @@ static void rwsem_3_10_down_write_failed(struct rwsem_3_10 *sem, struct lock_thr
 			return;
 	}
 
-	waiter->task = me;
-	waiter->type = WAITING_FOR_WRITE;
-	WRITE_ONCE(waiter->wake, 0); /* set_task_state(): wakes from here on are seen */
+	waiter.task = me;
+	waiter.type = WAITING_FOR_WRITE;
+	waiter.granted = 0;
 
 	raw_ticket_spin_lock(&sem->wait_lock);
 	bool others_waiting = sem->first != NULL;
 	if (!others_waiting)
 		adjustment += RWSEM_WAITING_BIAS;
-	rwsem_3_10_add_waiter(sem, waiter);
+	rwsem_3_10_add_waiter(sem, &waiter);
 
 	/* Waiting now, no longer actively locking: one update does both. */
 	if (adjustment)
@@ -391,6 +393,7 @@ static void rwsem_3_10_down_write_failed(struct rwsem_3_10 *sem, struct lock_thr
 	if (others_waiting && count > RWSEM_WAITING_BIAS)
 		rwsem_3_10_do_wake(sem, RWSEM_WAKE_READERS);
 
+	lock_task_block(me); /* set_task_state(): wakes from here on are seen */
 	for (;;) {
 		if (rwsem_3_10_try_write_lock(sem, count))
 			break;
@@ -398,17 +401,18 @@ static void rwsem_3_10_down_write_failed(struct rwsem_3_10 *sem, struct lock_thr
 
 		/* Sleep until nobody is active; a wake-up alone is only a hint. */
 		do {
-			lock_task_sleep(me, &waiter->wake, 0);
-			xchg(&waiter->wake, 0); /* set_task_state(): full barrier before the read */
+			lock_task_schedule(me);
+			lock_task_block(me); /* set_task_state(): a full barrier before the read */
 			count = __atomic_load_n(&sem->count, __ATOMIC_SEQ_CST);
 		} while (count & RWSEM_ACTIVE_MASK);
 
 		raw_ticket_spin_lock(&sem->wait_lock);
 	}
-	rwsem_3_10_del_waiter(sem, waiter);
+	rwsem_3_10_del_waiter(sem, &waiter);
 	if (sem->writer_spin)
 		WRITE_ONCE(sem->owner, me);
 	raw_ticket_spin_unlock(&sem->wait_lock);
+	lock_task_unblock(me);
 }
 
 /*

@@ -204,7 +204,7 @@ _Static_assert(sizeof(struct delay_table) <= 2 * LOCK_QNODE_BYTES,
 static inline u32 *delay_slot(const void *lock, struct lock_thread *self)
 {
 	/* Queue nodes 2 and 3 are contiguous and unused by ticket locks. */
-	struct delay_table *table = lock_qnode(self, LOCK_QNODE_RT_WAITER, struct delay_table);
+	struct delay_table *table = lock_qnode(self, LOCK_QNODE_BACKOFF, struct delay_table);
 	u32 hash = (u32)((uintptr_t)lock >> 6) * 0x9e3779b9u >> (32 - DELAY_HASH_SHIFT);
 	return &table->delay[hash];
 }
@@ -265,7 +265,7 @@ struct rfc_spinlock_delay {
 
 static inline u32 *rfc_delay_of(struct lock_thread *self)
 {
-	return &lock_qnode(self, LOCK_QNODE_RT_WAITER, struct rfc_spinlock_delay)->delay;
+	return &lock_qnode(self, LOCK_QNODE_BACKOFF, struct rfc_spinlock_delay)->delay;
 }
 
 /* One step of the RFC's tuning after a look at head that found the lock still busy. */

@@ -7,7 +7,7 @@
  * CAS fails and the waiter takes the now free lock; an unconditional fetch_or would leave
  * HANDOFF on a free lock. The test makes that interleaving happen every time: READ_ONCE and
  * WRITE_ONCE are wrapped (before the lock's source is included) so that
- *   - when the waiter marks itself asleep, it is "woken" at once (its futex word is set), and
+ *   - when the waiter marks itself asleep, it is "woken" at once (its state is RUNNING), and
  *   - the first read of the owner word after that wake-up returns X's value and then releases
  *     the lock as X's unlock would (owner = WAITERS), between the waiter's read and its update.
  * Every later read of the owner word checks that HANDOFF is never set on a free lock.
@@ -50,11 +50,10 @@ static void after_read(const void *addr)
 static void after_write(const void *addr)
 {
 	struct lock_task *me = lock_task_of(&waiter_thread);
-	struct mutex_waiter *waiter = lock_qnode(&waiter_thread, 1, struct mutex_waiter);
 	if (addr != &me->sleeping || __atomic_load_n(&me->sleeping, __ATOMIC_RELAXED) != 1)
 		return;
-	/* Going to sleep: wake it at once (futex_wait returns, its word is not 0). */
-	__atomic_store_n(&waiter->wake, 1, __ATOMIC_RELAXED);
+	/* Going to sleep: wake it at once (it is RUNNING again, so it does not wait). */
+	__atomic_store_n(&me->state, LOCK_TASK_RUNNING, __ATOMIC_RELAXED);
 	if (phase == IDLE) {
 		phase = scenario == RELEASE_BETWEEN_READ_AND_UPDATE ? RELEASE_ON_NEXT_READ : CHECKING;
 	} else if (phase == CHECKING && scenario == KEEP_HOLDING) {

@@ -4,11 +4,11 @@
  * top waiter spin on a running owner before it sleeps, or sleep at once?
  *
  * A fake owner X holds the lock and counts as running (it never sleeps), and never lets go
- * while the waiter spins, so a waiter that spins at all polls the owner word until its own
- * limit. READ_ONCE and WRITE_ONCE are wrapped (before the lock's source is included) to count
- * the waiter's reads of the owner word between its last try (it re-arms its futex word) and
- * its going to sleep (it marks itself asleep); there X releases the lock and wakes it, and the
- * waiter takes the lock. Zero reads: it slept at once. Seed 003's baseline (2.6.24-rt) and
+ * while the waiter spins, so a waiter that spins at all polls X until its own limit. READ_ONCE
+ * and WRITE_ONCE are wrapped (before the lock's source is included) to count the waiter's
+ * looks at whether X runs (reads of X's `sleeping`, which only the spin makes) before it first
+ * goes to sleep (it marks itself asleep); there X releases the lock and wakes it, and the
+ * waiter takes the lock. Zero looks: it slept at once. Seed 003's baseline (2.6.24-rt) and
  * rtmutex_adaptive with spin_budget_ns=0 must read zero; the stock and adaptive locks must spin.
  *
  * Exit status 0 when every check holds; each failure prints one line.
@@ -32,30 +32,24 @@ static unsigned char lock_memory[sizeof(struct rtmutex)]
 	__attribute__((aligned(LOCKLAB_CACHELINE)));
 static struct rtmutex *const test_lock = (struct rtmutex *)(void *)lock_memory;
 
-static bool counting;
-static long owner_reads;  /* between re-arming the futex word and sleeping, first time */
+static long owner_polls; /* the waiter's looks at whether X runs, before it first sleeps */
 static int sleeps;
 
 static void after_read(const void *addr)
 {
-	if (counting && addr == &test_lock->owner)
-		owner_reads++;
+	if (sleeps == 0 && addr == &lock_task_of(&owner_thread)->sleeping)
+		owner_polls++;
 }
 
 static void after_write(const void *addr)
 {
-	struct rt_waiter *waiter = lock_qnode(&waiter_thread, 2, struct rt_waiter);
 	struct lock_task *me = lock_task_of(&waiter_thread);
 
-	if (addr == &waiter->wake && __atomic_load_n(&waiter->wake, __ATOMIC_RELAXED) == 0 &&
-	    sleeps == 0) {
-		counting = true; /* the try failed; what the waiter does next is counted */
-	} else if (addr == &me->sleeping && __atomic_load_n(&me->sleeping, __ATOMIC_RELAXED) == 1) {
-		counting = false;
+	if (addr == &me->sleeping && __atomic_load_n(&me->sleeping, __ATOMIC_RELAXED) == 1) {
 		sleeps++;
 		/* X unlocks as its slow path would, (NULL, HAS_WAITERS), and wakes the waiter. */
 		__atomic_store_n(&test_lock->owner, RT_MUTEX_HAS_WAITERS, __ATOMIC_RELEASE);
-		__atomic_store_n(&waiter->wake, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&me->state, LOCK_TASK_RUNNING, __ATOMIC_RELAXED);
 	}
 }
 
@@ -67,8 +61,7 @@ static long owner_polls_before_sleeping(const struct lock_ops *ops, const long *
 
 	memset(lock_memory, 0, sizeof(lock_memory));
 	CHECK(ops->init(test_lock, &args) == 0, "%s: init", ops->name);
-	counting = false;
-	owner_reads = 0;
+	owner_polls = 0;
 	sleeps = 0;
 	test_lock->owner = (uintptr_t)x; /* X holds the lock and runs (it never sleeps) */
 
@@ -81,7 +74,7 @@ static long owner_polls_before_sleeping(const struct lock_ops *ops, const long *
 	ops->unlock(test_lock, &waiter_thread);
 	CHECK(test_lock->owner == 0, "%s: unlocked (owner %#lx)", ops->name,
 	      (unsigned long)test_lock->owner);
-	return owner_reads;
+	return owner_polls;
 }
 
 static void test_baseline_never_spins(void)

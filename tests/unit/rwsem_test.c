@@ -69,10 +69,8 @@ static void test_reader_handoff(bool late)
 {
 	static struct lock_thread reader_thread, writer_thread;
 	static struct rw_semaphore sem __attribute__((aligned(LOCKLAB_CACHELINE)));
-	struct rwsem_waiter *reader = lock_qnode(&reader_thread, LOCK_QNODE_WAITER,
-						 struct rwsem_waiter);
-	struct rwsem_waiter *writer = lock_qnode(&writer_thread, LOCK_QNODE_WAITER,
-						 struct rwsem_waiter);
+	static struct rwsem_waiter reader_waiter, writer_waiter;
+	struct rwsem_waiter *reader = &reader_waiter, *writer = &writer_waiter;
 	struct wake_list wake = { .n = 0 };
 
 	sem = (struct rw_semaphore){ 0 };

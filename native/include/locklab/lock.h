@@ -56,7 +56,7 @@ struct lock_init_args {
 };
 
 #define LOCK_QNODE_BYTES 128
-#define LOCK_QNODES_PER_THREAD 6
+#define LOCK_QNODES_PER_THREAD 5
 
 /*
  * A thread's context. `index` is dense (0..nthreads-1) so array locks and encoded queue tails
@@ -85,18 +85,18 @@ struct lock_thread {
  * same bytes for two purposes. A lock uses only the slots it needs; plugins may use any.
  */
 enum lock_qnode_slot {
-	LOCK_QNODE_QUEUE = 0,  /* a queue lock's node: MCS, CLH, qspinlock/CNA, OSQ, Anderson */
-	LOCK_QNODE_WAITER = 1, /* a sleeping lock's waiter: mutex, rwsem (and their 3.10 forms) */
-	LOCK_QNODE_RT_WAITER = 2, /* rtmutex's rt_waiter; ticket backoff's delay table */
-	LOCK_QNODE_TASK = 3,   /* the thread as a task (lock_task.h): priority, state, wake-up */
+	LOCK_QNODE_QUEUE = 0,   /* a queue lock's node: MCS, CLH, qspinlock/CNA, OSQ, Anderson */
+	LOCK_QNODE_BACKOFF = 1, /* ticket backoff's delay table */
+	LOCK_QNODE_TASK = 2,    /* the thread as a task (lock_task.h): priority, state, wake-up */
 	/*
-	 * 4 and 5: a sleeping lock's own raw spinlocks when they are queued spinlocks
+	 * No slot for a sleeping lock's waiter: it lives on its thread's stack, as the kernel's.
+	 * 3 and 4: a sleeping lock's own raw spinlocks when they are queued spinlocks
 	 * (raw_spinlock.h: the 6.1 ports' wait_lock, rtmutex's pi_lock nested inside it). Not
 	 * slot 0: the mutex's and rwsem's OSQ node lives there and another spinner may still read
 	 * it after we leave the OSQ (osq.h, step A); the kernel keeps osq_node and qnodes apart too.
 	 */
-	LOCK_QNODE_RAW_SPIN = 4,
-	LOCK_QNODE_RAW_SPIN_NESTED = 5,
+	LOCK_QNODE_RAW_SPIN = 3,
+	LOCK_QNODE_RAW_SPIN_NESTED = 4,
 };
 
 /* A queue node of the thread, as a typed pointer: lock_qnode(self, LOCK_QNODE_QUEUE, struct
