@@ -39,15 +39,17 @@ KNOWN_DIFFERENCES: tuple[PortDifference, ...] = (
         port="rtmutex_k0",
         nwriters=2,
         ratio=2.44,
-        why="both hand the lock over at nearly every acquisition (2% re-taken by the unlocker "
-        "on each side), and a hand-over of the tree's code moves 37 lines per acquisition "
-        "against the port's 16: 6.1's priority-inheritance and wake-up bookkeeping, which the "
-        "port keeps lighter. Per hand-over the tree's code also moves the waiter's node in the "
-        "owner's pi_waiters tree (rt_mutex_enqueue_pi/dequeue_pi), the owner's task in "
-        "rt_mutex_setprio() at each boost and de-boost (pi_top_task changes even between equal "
-        "priorities), the woken task's wake_q node and state (wake_q_add(), try_to_wake_up()) "
-        "and the lock's rb-tree of waiters; the port keeps a list of the locks a task owns and "
-        "wakes by the task's state alone (LOCKLAB_SIM_TRACE counts each transfer by code)",
+        why="both hand the lock over at nearly every acquisition (2% re-taken by the unlocker, "
+        "each), and a hand-over of the tree's code moves 40 lines against the port's 17 "
+        "(LOCKLAB_SIM_TRACE, counted by code): 6.1's priority-inheritance and wake-up "
+        "bookkeeping, which the port keeps lighter. Per hand-over the tree's code moves the "
+        "waiter in and out of the owner's pi_waiters tree (rt_mutex_enqueue_pi/dequeue_pi: "
+        "1.9), the owner's task in rt_mutex_setprio() at each boost and de-boost (1.9: "
+        "pi_top_task changes even between equal priorities), the woken task's wake_q node and "
+        "state (wake_q_add(), try_to_wake_up(): 4.1), the lock's tree of waiters (3.5) and, "
+        "its sections under wait_lock being longer, 7.8 in waiting for wait_lock against the "
+        "port's 1.5. The port keeps a list of the locks a task owns and wakes by the task's "
+        "state alone",
     ),
     PortDifference(
         port="rtmutex_k0",
