@@ -1,9 +1,13 @@
 """A hand port and the tree's code of the same kernel lock, run side by side in the simulator:
 throughput and coherence transfers per acquisition of each, one deterministic run per writer
-count (model/ports.py names the pairs and the differences known)."""
+count and gap between acquisitions, and port / tree as the geometric mean over the gaps
+(model/ports.py names the pairs, the gaps and the differences known)."""
 
 from __future__ import annotations
 
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,10 +25,8 @@ class SimulatedFigures:
 
 
 @dataclass(frozen=True)
-class PortAgainstTree:
-    port: str
-    tree: str
-    nwriters: int
+class AtGap:
+    gap_ns: int
     of_port: SimulatedFigures
     of_tree: SimulatedFigures
 
@@ -33,32 +35,59 @@ class PortAgainstTree:
         return self.of_port.throughput / self.of_tree.throughput
 
 
+@dataclass(frozen=True)
+class PortAgainstTree:
+    port: str
+    tree: str
+    nwriters: int
+    at_gaps: tuple[AtGap, ...]
+
+    @property
+    def ratio(self) -> float:
+        """Port / tree throughput, the geometric mean over the gaps."""
+        return math.exp(sum(math.log(at.ratio) for at in self.at_gaps) / len(self.at_gaps))
+
+    @property
+    def spread(self) -> tuple[float, float]:
+        ratios = [at.ratio for at in self.at_gaps]
+        return min(ratios), max(ratios)
+
+
 def compare_simulated(
-    engine_path: Path, tree_lock: str, port: str, writers: tuple[int, ...], profile: str,
-    seconds: float,
+    engine_path: Path, tree_lock: str, port: str, writers: tuple[int, ...],
+    gaps_ns: tuple[int, ...], profile: str, seconds: float,
 ) -> list[PortAgainstTree]:  # fmt: skip
+    """Every run, two at a time per host CPU: each is deterministic, whatever else runs."""
     flat = find_profile(profile).flat_text()
-    plugin = build_source_lock(tree_lock, "stock", [], SIM_BUILD, engine_path, sim_machine=flat)
+    plugin = str(
+        build_source_lock(tree_lock, "stock", [], SIM_BUILD, engine_path, sim_machine=flat).plugin
+    )
     engine = Engine(engine_path)
-    rows = []
-    for nwriters in writers:
-        figures = [
-            _simulated(engine, lock, nwriters, seconds, flat, plugin_path)
-            for lock, plugin_path in ((port, None), (tree_lock, str(plugin.plugin)))
-        ]
-        rows.append(PortAgainstTree(port, tree_lock, nwriters, *figures))
-    return rows
+    cells = [(n, gap, lock, path) for n in writers for gap in gaps_ns
+             for lock, path in ((port, None), (tree_lock, plugin))]  # fmt: skip
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        figures = list(pool.map(lambda cell: _simulated(engine, *cell, seconds, flat), cells))
+    runs = dict(zip([cell[:3] for cell in cells], figures, strict=True))
+    return [
+        PortAgainstTree(port, tree_lock, n, tuple(
+            AtGap(gap, runs[n, gap, port], runs[n, gap, tree_lock]) for gap in gaps_ns))
+        for n in writers
+    ]  # fmt: skip
 
 
 def _simulated(
-    engine: Engine, lock: str, nwriters: int, seconds: float, flat: str, plugin: str | None
-) -> SimulatedFigures:
-    args = ["--lock", lock, "--nwriters", str(nwriters), "--duration", str(seconds),
-            "--warmup", str(seconds / 4), *(["--plugin", plugin] if plugin else [])]  # fmt: skip
+    engine: Engine, nwriters: int, gap_ns: int, lock: str, plugin: str | None, seconds: float,
+    flat: str,
+) -> SimulatedFigures:  # fmt: skip
+    args = ["--lock", lock, "--nwriters", str(nwriters), "--gap-ns", str(gap_ns),
+            "--duration", str(seconds), "--warmup", str(seconds / 4),
+            *(["--plugin", plugin] if plugin else [])]  # fmt: skip
     outcome = engine.run(args, timeout_s=600, sim_machine=flat)
     if outcome.exit_code != 0 or outcome.result is None:
         last = (outcome.stderr.strip().splitlines() or ["no output"])[-1]
-        raise LocklabError(f"{lock} at {nwriters} simulated writers failed: {last}")
+        raise LocklabError(
+            f"{lock} at {nwriters} simulated writers, gap {gap_ns} ns, failed: {last}"
+        )
     result = outcome.result
     return SimulatedFigures(
         float(result["throughput_ops_per_s"]),
