@@ -54,5 +54,5 @@ def test_every_known_difference_is_of_a_checked_cell_and_the_table_names_it():
         assert difference.nwriters in CHECK_WRITERS
         assert difference.why
     note = differences_note(["mutex", "kernel:mutex", "ticket"])
-    assert note is not None and "mutex 1.69x at 8 writers" in note
+    assert note is not None and "mutex 1.65x at 8 writers" in note
     assert differences_note(["mutex", "kernel:rwsem"]) is None

@@ -245,6 +245,31 @@ static bool line_has_copies(const struct sim_line *l)
 	return false;
 }
 
+/*
+ * A transfer costs its profile figure give or take TRANSFER_JITTER_PERCENT, drawn uniformly
+ * from a stream per thread that the seed fixes. Real transfers vary (the interconnect's other
+ * traffic, which slice of the shared cache answers); with every transfer the same, a few CPUs'
+ * loops lock into one phase of each other for a whole run, and the figure then depends on a
+ * few nanoseconds of the loop (docs/simulator.md, "Phase"). The same seed draws the same
+ * latencies; another seed, others, so repeats are samples of the phases. 10% is an estimate.
+ */
+#define TRANSFER_JITTER_PERCENT 10
+
+static uint64_t jittered(struct sim_thread *self, uint64_t cost)
+{
+	if (self->latency_random == 0) /* splitmix64 of the seed and the thread */
+		self->latency_random = ((locklab_sim_seed() << 16) ^ (uint64_t)self->id) *
+					       0x9e3779b97f4a7c15ull | 1;
+	uint64_t x = self->latency_random; /* xorshift64* */
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	self->latency_random = x;
+	uint64_t draw = (x * 0x2545f4914f6cdd1dull) >> 32;
+	uint64_t span = cost * TRANSFER_JITTER_PERCENT / 100;
+	return cost - span + draw % (2 * span + 1);
+}
+
 /* How long a clean line's answer of `cost` occupies it (at least a hit): a shared cache
  * serves many readers of one line faster than a holder hands the line over. */
 static uint64_t shared_read_occupancy(uint64_t cost)
@@ -316,6 +341,7 @@ bool sim_access(uintptr_t addr, unsigned int size, enum sim_access kind)
 		enum locklab_sim_distance distance = SIM_FROM_MEMORY;
 		if (nearest_copy(l, cpu, &cost, &distance) < 0)
 			cost = sim_memory_cost(cpu, l->home_node);
+		cost = jittered(self, cost);
 		l = request_travels(self, key, cost);
 		uint64_t half = cost - cost / 2;
 		bool clean = l->owner < 0 && line_has_copies(l);
@@ -346,7 +372,7 @@ bool sim_access(uintptr_t addr, unsigned int size, enum sim_access kind)
 		hit = had_copy;
 	} else {
 		uint64_t acks = farthest_copy_cost(l, cpu);
-		uint64_t slowest = acks > cost ? acks : cost;
+		uint64_t slowest = jittered(self, acks > cost ? acks : cost);
 		l = request_travels(self, key, slowest);
 		taken_at = self->clock;
 		uint64_t half = slowest - slowest / 2;

@@ -152,6 +152,7 @@ struct sim_thread {
 	uint64_t blocked_cycles;        /* asleep: futex, nanosleep, barrier, join */
 	uint64_t stores_done_at;        /* when its buffered stores have all completed */
 	const void *pc;                 /* the instrumented code's access now charged */
+	uint64_t latency_random;        /* its stream of transfer latencies (coherence.c); 0: unset */
 
 	/* Counted for the report. */
 	uint64_t transfers[SIM_DISTANCES];

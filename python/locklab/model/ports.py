@@ -43,46 +43,45 @@ KNOWN_DIFFERENCES: tuple[PortDifference, ...] = (
     PortDifference(
         port="rtmutex_k0",
         nwriters=2,
-        ratio=1.63,
-        why="1.05 to 2.44 over the gaps, the port faster at each. At no gap both hand the lock "
-        "over at nearly every acquisition (2% re-taken by the unlocker, each), and a hand-over "
-        "of the tree's code moves 40 lines against the port's 17 (LOCKLAB_SIM_TRACE, counted "
-        "by code): 6.1's priority-inheritance and wake-up bookkeeping, which the port keeps "
-        "lighter. Per hand-over the tree's code moves the waiter in and out of the owner's "
-        "pi_waiters tree (rt_mutex_enqueue_pi/dequeue_pi: 1.9), the owner's task in "
-        "rt_mutex_setprio() at each boost and de-boost (1.9: pi_top_task changes even between "
-        "equal priorities), the woken task's wake_q node and state (wake_q_add(), "
-        "try_to_wake_up(): 4.1), the lock's tree of waiters (3.5) and, its sections under "
-        "wait_lock being longer, 7.8 in waiting for wait_lock against the port's 1.5. The port "
-        "keeps a list of the locks a task owns and wakes by the task's state alone",
+        ratio=1.84,
+        why="1.65 to 2.33 over the gaps, the port faster at each. At no gap, a hand-over of "
+        "the tree's code moves 35 lines against the port's 20 (LOCKLAB_SIM_TRACE, counted by "
+        "code), and the port hands over 1.9 times as often in the same time: 6.1's "
+        "priority-inheritance and wake-up bookkeeping, which the port keeps lighter. Per "
+        "hand-over the tree's code moves the waiter in and out of the owner's pi_waiters tree "
+        "(rt_mutex_enqueue_pi/dequeue_pi: 1.6), the owner's task in rt_mutex_setprio() at each "
+        "boost and de-boost (1.6: pi_top_task changes even between equal priorities), the woken "
+        "task's wake_q node and state (wake_q_add(), try_to_wake_up(): 3.4), the lock's tree "
+        "of waiters (2.8) and, its sections under wait_lock being longer, 5.9 in waiting for "
+        "wait_lock against the port's 2.4. The port keeps a list of the locks a task owns and "
+        "wakes by the task's state alone",
     ),
     PortDifference(
         port="rtmutex_k0",
         nwriters=8,
         ratio=1.18,
         why="1.16 to 1.19 over the gaps. Both convoy (0.77 futex sleeps per acquisition each, "
-        "at no gap); the tree's code moves 31 lines per acquisition against the port's 15, the "
-        "same bookkeeping as at 2 writers",
+        "at no gap); the tree's code moves 31 lines per acquisition against the port's 15 "
+        "(means over the gaps), the same bookkeeping as at 2 writers",
     ),
     PortDifference(
         port="mutex",
         nwriters=8,
-        ratio=1.69,
-        why="1.31 to 2.31 over the gaps. The port lets one writer keep the lock more (Jain's "
-        "index 0.34 against the tree's 0.74, 1.2 transfers per acquisition against 4.8, means "
-        "over the gaps). On both sides the OSQ head and the writer that keeps re-taking the "
-        "lock fall into step (LOCKLAB_SIM_TRACE at 40 ns: one transfer each way per 110 ns): "
-        "the head's spin reads the word just after the unlock, sees it free, and its try reads "
-        "it just after the re-lock. The tree's head breaks out of that step far more often; "
-        "why is not found. rwsem, whose port spins through the same OSQ (osq.h), shows the same "
-        "at 8 writers",
+        ratio=1.65,
+        why="1.39 to 2.23 over the gaps. The port lets one writer keep the lock (Jain's index "
+        "0.36 against the tree's 0.94, 2.2 transfers per acquisition against 5.0, means over "
+        "the gaps). The OSQ head and the writer that keeps re-taking the lock fall into step "
+        "(LOCKLAB_SIM_TRACE at 40 ns: one transfer each way per 110 ns): the head's spin reads "
+        "the word just after the unlock, sees it free, and its try reads it just after the "
+        "re-lock. The tree's head breaks out of that far more often; why is not found. rwsem, "
+        "whose port spins through the same OSQ (osq.h), shows the same at 8 writers",
     ),
     PortDifference(
         port="rwsem",
         nwriters=8,
-        ratio=1.80,
-        why="1.19 to 3.16 over the gaps. The port lets one writer keep the lock (Jain's index "
-        "0.34 against the tree's 0.97, 1.0 transfers per acquisition against 6.4, means over "
+        ratio=1.79,
+        why="1.22 to 3.04 over the gaps. The port lets one writer keep the lock (Jain's index "
+        "0.34 against the tree's 0.97, 1.2 transfers per acquisition against 6.2, means over "
         "the gaps); the tree's code hands it round. Cause not found; mutex, whose port spins "
         "through the same OSQ (osq.h), shows the same at 8 writers",
     ),
