@@ -245,28 +245,37 @@ static bool line_has_copies(const struct sim_line *l)
 	return false;
 }
 
+/* Vigna's splitmix64 step: a well-mixed 64-bit value from any seed, 0 included. */
+static uint64_t splitmix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
 /*
- * A transfer costs its profile figure give or take TRANSFER_JITTER_PERCENT, drawn uniformly
+ * A transfer costs its profile figure give or take SIM_TRANSFER_JITTER_PERCENT, drawn uniformly
  * from a stream per thread that the seed fixes. Real transfers vary (the interconnect's other
  * traffic, which slice of the shared cache answers); with every transfer the same, a few CPUs'
  * loops lock into one phase of each other for a whole run, and the figure then depends on a
  * few nanoseconds of the loop (docs/simulator.md, "Phase"). The same seed draws the same
- * latencies; another seed, others, so repeats are samples of the phases. 10% is an estimate.
+ * latencies; another seed, others, so repeats are samples of the phases. The percentage
+ * (runtime.h) is an estimate; the scheduler's lookahead allows for the cheapest transfer's
+ * least draw.
  */
-#define TRANSFER_JITTER_PERCENT 10
-
 static uint64_t jittered(struct sim_thread *self, uint64_t cost)
 {
-	if (self->latency_random == 0) /* splitmix64 of the seed and the thread */
-		self->latency_random = ((locklab_sim_seed() << 16) ^ (uint64_t)self->id) *
-					       0x9e3779b97f4a7c15ull | 1;
+	if (self->latency_random == 0) /* the seed and the thread, mixed; never 0 */
+		self->latency_random =
+			splitmix64(splitmix64(locklab_sim_seed()) ^ (uint64_t)self->id) | 1;
 	uint64_t x = self->latency_random; /* xorshift64* */
 	x ^= x >> 12;
 	x ^= x << 25;
 	x ^= x >> 27;
 	self->latency_random = x;
 	uint64_t draw = (x * 0x2545f4914f6cdd1dull) >> 32;
-	uint64_t span = cost * TRANSFER_JITTER_PERCENT / 100;
+	uint64_t span = cost * SIM_TRANSFER_JITTER_PERCENT / 100;
 	return cost - span + draw % (2 * span + 1);
 }
 
@@ -301,7 +310,7 @@ bool sim_access(uintptr_t addr, unsigned int size, enum sim_access kind)
 	}
 	if (created) {
 		uint64_t start = self->clock;
-		self->clock += sim_memory_cost(cpu, l->home_node) + rmw;
+		self->clock += jittered(self, sim_memory_cost(cpu, l->home_node)) + rmw;
 		if (self->counted) {
 			self->transfers[SIM_FROM_MEMORY]++;
 			l->transfers[SIM_FROM_MEMORY]++;

@@ -161,10 +161,11 @@ void sim_runtime_init(void)
 		sim_fatal("LOCKLAB_SIM_SPIN is park or exact, not '%s'", spin);
 	sim_coherence_init();
 	say_the_seed_on_crashes();
-	/* No access by another CPU takes effect sooner than half the cheapest transfer after it
-	 * is issued (coherence.c, request_travels): a load hit within that of the horizon reads
-	 * what it would have read in order. */
-	sim_lookahead = sim_cheapest_transfer() / 2;
+	/* No access by another CPU takes effect sooner than half the cheapest transfer, at its
+	 * least draw, after it is issued (coherence.c, request_travels): a load hit within that of
+	 * the horizon reads what it would have read in order. */
+	uint64_t cheapest = sim_cheapest_transfer();
+	sim_lookahead = (cheapest - cheapest * SIM_TRANSFER_JITTER_PERCENT / 100) / 2;
 	struct sim_thread *main_thread = sim_thread_new();
 	main_thread->cpu = sim_service_cpu();
 	main_thread->counted = false;

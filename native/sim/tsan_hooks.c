@@ -143,13 +143,10 @@ void __tsan_atomic_signal_fence(int order) { (void)order; }
 	RMW(bits, type, fetch_or, __atomic_fetch_or)                                           \
 	RMW(bits, type, fetch_xor, __atomic_fetch_xor)                                         \
 	RMW(bits, type, fetch_nand, __atomic_fetch_nand)                                       \
-	int __tsan_atomic##bits##_compare_exchange_strong(volatile type *a, type *c, type v,   \
-							  int mo, int fail_mo);                \
-	int __tsan_atomic##bits##_compare_exchange_strong(volatile type *a, type *c, type v,   \
-							  int mo, int fail_mo)                 \
+	/* Each of the three inlines the compare-and-swap, so NOTE_PC names its caller. */      \
+	static inline __attribute__((always_inline)) int cas##bits(volatile type *a, type *c,  \
+								   type v)                     \
 	{                                                                                      \
-		(void)mo;                                                                      \
-		(void)fail_mo;                                                                 \
 		uint64_t before = 0;                                                           \
 		bool hit = rmw_begin(a, sizeof(type), &before);                                \
 		int done = __atomic_compare_exchange_n(a, c, v, false, ATOMIC_ORDER,           \
@@ -157,19 +154,32 @@ void __tsan_atomic_signal_fence(int order) { (void)order; }
 		rmw_end(a, sizeof(type), hit, before);                                         \
 		return done;                                                                   \
 	}                                                                                      \
+	int __tsan_atomic##bits##_compare_exchange_strong(volatile type *a, type *c, type v,   \
+							  int mo, int fail_mo);                \
+	int __tsan_atomic##bits##_compare_exchange_strong(volatile type *a, type *c, type v,   \
+							  int mo, int fail_mo)                 \
+	{                                                                                      \
+		(void)mo;                                                                      \
+		(void)fail_mo;                                                                 \
+		return cas##bits(a, c, v);                                                     \
+	}                                                                                      \
 	int __tsan_atomic##bits##_compare_exchange_weak(volatile type *a, type *c, type v,     \
 							int mo, int fail_mo);                  \
 	int __tsan_atomic##bits##_compare_exchange_weak(volatile type *a, type *c, type v,     \
 							int mo, int fail_mo)                   \
 	{                                                                                      \
-		return __tsan_atomic##bits##_compare_exchange_strong(a, c, v, mo, fail_mo);    \
+		(void)mo;                                                                      \
+		(void)fail_mo;                                                                 \
+		return cas##bits(a, c, v);                                                     \
 	}                                                                                      \
 	type __tsan_atomic##bits##_compare_exchange_val(volatile type *a, type c, type v,      \
 							int mo, int fail_mo);                  \
 	type __tsan_atomic##bits##_compare_exchange_val(volatile type *a, type c, type v,      \
 							int mo, int fail_mo)                   \
 	{                                                                                      \
-		__tsan_atomic##bits##_compare_exchange_strong(a, &c, v, mo, fail_mo);          \
+		(void)mo;                                                                      \
+		(void)fail_mo;                                                                 \
+		cas##bits(a, &c, v);                                                           \
 		return c;                                                                      \
 	}
 
