@@ -33,13 +33,14 @@ static inline bool lock_task_running(const struct lock_task *task)
 
 /*
  * The kernel's set_current_state(TASK_UNINTERRUPTIBLE), before the waiter's last look at
- * its condition: a store and a full barrier (smp_store_mb(), an xchg on x86). With the
+ * its condition: a store and a full barrier (smp_store_mb(); an xchg on x86). With the
  * barrier in lock_task_wake(), either that look sees what the waker did, or the waker sees
  * BLOCKED and wakes it.
  */
 static inline void lock_task_block(struct lock_task *task)
 {
-	(void)__atomic_exchange_n(&task->state, LOCK_TASK_BLOCKED, __ATOMIC_SEQ_CST);
+	WRITE_ONCE(task->state, LOCK_TASK_BLOCKED);
+	smp_mb();
 }
 
 /*

@@ -64,7 +64,6 @@ struct mutex {
 	bool spin;     /* tunable: optimistic spinning */
 };
 
-_Static_assert(sizeof(struct mutex_waiter) <= LOCK_QNODE_BYTES, "waiter fits a queue node");
 
 static inline struct lock_task *owner_task(uintptr_t owner)
 {

@@ -68,7 +68,7 @@ struct mutex_3_10 {
 
 _Static_assert(sizeof(struct mspin_node) <= LOCK_QNODE_BYTES, "mspin node fits a qnode");
 
-/* Queue nodes: 0 the MCS spinner node, 3 the lock_task (lock_task.h). */
+/* Queue nodes: LOCK_QNODE_QUEUE the MCS spinner node, LOCK_QNODE_TASK the lock_task. */
 #define MUTEX_3_10_MSPIN_NODE LOCK_QNODE_QUEUE
 
 static inline void mutex_3_10_set_owner(struct mutex_3_10 *lock, struct lock_task *me)

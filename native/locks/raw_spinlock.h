@@ -18,7 +18,7 @@
  *                      rtmutex_rt_2_6_24, the baseline the adaptive series was measured against.
  *
  * Queued: a waiter needs a queue node of its own, hence `self`. The nodes are the thread's
- * LOCK_QNODE_RAW_SPIN slots (4, and 5 for one level of nesting: rtmutex takes a task's pi_lock
+ * LOCK_QNODE_RAW_SPIN slots (3, and 4 for one level of nesting: rtmutex takes a task's pi_lock
  * inside a wait_lock, as the kernel does, whose qspinlock nests up to 4 deep through the tail's
  * idx). Not slot 0, where the OSQ node of the same mutex or rwsem lives: in the kernel the OSQ
  * is never held while wait_lock is taken (6.1 mutex_optimistic_spin() and rwsem's take the OSQ

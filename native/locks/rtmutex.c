@@ -422,18 +422,24 @@ try_to_take(struct rtmutex *lock, struct rt_task *task, struct rt_waiter *waiter
 
 /*
  * Priority inheritance: `lock`'s top waiter changed; boost its owner, and if that owner is
- * itself waiting for another rtmutex, carry the boost along the chain. Each further lock's
- * wait_lock is only tried, never waited for, so the walk cannot deadlock; it stops at
- * MAX_LOCK_DEPTH. (In locklab-bench every thread uses one lock: the chain has depth 1.)
+ * itself waiting for another rtmutex, carry the boost along the chain. Called with
+ * lock->wait_lock held. Each further lock's wait_lock is only tried, never waited for, so the
+ * walk cannot deadlock, and is held while that lock's owner is boosted from its waiters (who
+ * live on their threads' stacks, as long as they are queued, which wait_lock keeps them); it
+ * stops at MAX_LOCK_DEPTH. (In locklab-bench every thread uses one lock: the chain has depth 1.)
  */
 static void boost_chain(struct rtmutex *lock, struct rt_task *me)
 {
+	struct rtmutex *held = NULL; /* the last further lock whose wait_lock the walk took */
 	struct rt_task *owner = rt_mutex_owner(lock);
 	for (int depth = 0; owner && depth < MAX_LOCK_DEPTH; depth++) {
 		pi_attach(owner, lock, me);
 		struct rtmutex *next = READ_ONCE(owner->blocked_on);
 		if (next == NULL || next == lock || !rt_raw_trylock(next, &next->wait_lock))
-			return;
+			break;
+		if (held)
+			rt_raw_unlock(held, &held->wait_lock);
+		held = next;
 		/* Requeue the owner's own waiter in `next` at its new priority. */
 		for (struct rt_waiter *w = next->waiters; w; w = w->next) {
 			if (w->task == owner && w->prio != READ_ONCE(owner->prio)) {
@@ -443,11 +449,11 @@ static void boost_chain(struct rtmutex *lock, struct rt_task *me)
 				break;
 			}
 		}
-		struct rt_task *next_owner = rt_mutex_owner(next);
-		rt_raw_unlock(next, &next->wait_lock);
 		lock = next;
-		owner = next_owner;
+		owner = rt_mutex_owner(next);
 	}
+	if (held)
+		rt_raw_unlock(held, &held->wait_lock);
 }
 
 static u64 now_ns(void)
@@ -542,9 +548,11 @@ static void rt_mutex_slowunlock(struct rtmutex *lock, struct rt_task *task)
 	rt_raw_unlock(lock, &lock->wait_lock);
 	lock_task_wake(woken);
 	/*
-	 * De-boost only now, as the kernel does (its wake-up runs with preemption off): dropping
-	 * our priority before the top waiter is awake would let a medium-priority thread preempt
-	 * us between the two, the very inversion this lock exists to prevent.
+	 * De-boost only now. The kernel de-boosts before the wake-up, under wait_lock, with
+	 * preemption off until the wake-up is done (mark_wakeup_next_waiter()). Userspace cannot
+	 * turn preemption off: dropping our priority before the top waiter is awake would let a
+	 * medium-priority thread preempt us between the two, the very inversion this lock exists
+	 * to prevent.
 	 */
 	pi_adjust(task, lock);
 }

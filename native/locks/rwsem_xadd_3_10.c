@@ -62,11 +62,12 @@
  * tweak 2 is written from the seed's description.
  *
  * Ordering: taking the lock is a fully ordered RMW on count (xadd, cmpxchg: a locked
- * instruction on x86), as is every release (xadd). A granted reader's wait word is set with a
+ * instruction on x86), as is every release (xadd). A granted reader's `granted` is set with a
  * RELEASE store after its bias was added, pairing with the reader's ACQUIRE load. A sleeping
- * writer marks itself "not woken" with a full barrier before it re-reads count, and wakers
- * update count before setting the word with an xchg, so either the writer sees the new count
- * or its futex wait sees the wake (set_current_state() against wake_up_process()).
+ * writer marks its task BLOCKED with a full barrier before it re-reads count, and wakers
+ * update count before lock_task_wake()'s barrier and its read of the state, so either the
+ * writer sees the new count or the waker sees BLOCKED and wakes it (set_current_state()
+ * against wake_up_process(), lock_task.h).
  *
  * Userspace: futexes for sleeping; "owner running" from lock_task.h; a spin stops after
  * OSQ_SPIN_NS, standing in for need_resched(). Like 3.10, wakers wake under wait_lock.
@@ -113,8 +114,7 @@ struct rwsem_3_10 {
 	bool skip_active;
 };
 
-
-/* Queue nodes: 0 the MCS spinner node, 3 the lock_task (lock_task.h). */
+/* Queue nodes: LOCK_QNODE_QUEUE the MCS spinner node, LOCK_QNODE_TASK the lock_task. */
 #define RWSEM_3_10_MSPIN_NODE LOCK_QNODE_QUEUE
 
 /* rwsem_atomic_update(): add, return the new value; fully ordered. */
@@ -183,7 +183,7 @@ static void rwsem_3_10_do_wake(struct rwsem_3_10 *sem, enum rwsem_3_10_wake_type
 	if (adjustment)
 		rwsem_atomic_update(adjustment, sem);
 
-	/* Unlink first: a granted reader may return and reuse its node at once. */
+	/* Unlink first: a granted reader may return at once, and its waiter (on its stack) with it. */
 	sem->first = next;
 	if (next == NULL)
 		sem->last = NULL;
@@ -375,7 +375,6 @@ static void rwsem_3_10_down_write_failed(struct rwsem_3_10 *sem, struct lock_thr
 
 	waiter.task = me;
 	waiter.type = WAITING_FOR_WRITE;
-	waiter.granted = 0;
 
 	raw_ticket_spin_lock(&sem->wait_lock);
 	bool others_waiting = sem->first != NULL;

@@ -199,11 +199,12 @@ struct delay_table {
 };
 
 _Static_assert(sizeof(struct delay_table) <= 2 * LOCK_QNODE_BYTES,
-	       "the delay table fits the thread's queue nodes 2 and 3");
+	       "the delay table fits the thread's queue nodes 1 and 2");
 
 static inline u32 *delay_slot(const void *lock, struct lock_thread *self)
 {
-	/* Queue nodes 2 and 3 are contiguous and unused by ticket locks. */
+	/* Queue nodes 1 and 2 (LOCK_QNODE_BACKOFF and the next) are contiguous and unused by
+	 * ticket locks, which have no lock_task. */
 	struct delay_table *table = lock_qnode(self, LOCK_QNODE_BACKOFF, struct delay_table);
 	u32 hash = (u32)((uintptr_t)lock >> 6) * 0x9e3779b9u >> (32 - DELAY_HASH_SHIFT);
 	return &table->delay[hash];
@@ -258,7 +259,7 @@ static void ticket_auto_backoff_lock(void *lockp, struct lock_thread *self)
 #define RFC_MIN_SPINLOCK_DELAY 1
 #define RFC_MAX_SPINLOCK_DELAY 1000
 
-/* The per-CPU `spinlock_delay`, per thread here, in the thread's spare queue node 2. */
+/* The per-CPU `spinlock_delay`, per thread here, in the thread's LOCK_QNODE_BACKOFF node. */
 struct rfc_spinlock_delay {
 	u32 delay; /* 0: never used, start at RFC_MIN_SPINLOCK_DELAY */
 };

@@ -22,7 +22,7 @@
 #include "arch.h"
 
 /* Bump when struct lock_ops or struct lock_thread changes; plugins are checked against it. */
-#define LOCKLAB_ABI_VERSION 3
+#define LOCKLAB_ABI_VERSION 4
 
 enum lock_flags {
 	LOCK_SPINS = 1u << 0,        /* waiters busy-wait (at least for a while) */
