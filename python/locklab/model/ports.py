@@ -22,9 +22,10 @@ SIMULATED_TOLERANCE = 0.10  # simulated, port / tree at every writer count
 # Where the differential check runs: the lent 16-core machine's profile, at these writers,
 # for this many virtual seconds after a quarter as much warm-up, once at each of these gaps
 # between a writer's acquisitions. Port / tree is the geometric mean over the gaps: at one
-# gap, a few CPUs in a deterministic model lock into one phase of each other's loops, and the
-# ratio at 2 writers moves from 0.85 to 1.19 (rwsem) and from 0.95 to 1.49 (qspinlock) as the
-# gap moves by a few ns, both ways; a real machine's jitter averages over the phases.
+# gap, a few CPUs in a deterministic model can lock into one phase of each other's loops.
+# Before the simulator varied its transfer latencies, the ratio at 2 writers moved from 0.85
+# to 1.19 (rwsem) and from 0.95 to 1.49 (qspinlock) as the gap moved by a few ns, both ways
+# (docs/simulator.md, "Phase"); with them, 0.93 to 1.26 and 0.99 to 1.02.
 CHECK_PROFILE = "lent-xeon-16"
 CHECK_WRITERS = (1, 2, 8)
 CHECK_GAPS_NS = (0, 10, 20, 40, 80, 160)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,16 +57,22 @@ def compare_simulated(
     engine_path: Path, tree_lock: str, port: str, writers: tuple[int, ...],
     gaps_ns: tuple[int, ...], profile: str, seconds: float,
 ) -> list[PortAgainstTree]:  # fmt: skip
-    """Every run, two at a time per host CPU: each is deterministic, whatever else runs."""
+    """Every run, as many at a time as the host has CPUs: each is deterministic, whatever else
+    runs. In processes of their own, not threads: the engine is started with a preexec_fn
+    (lifetime.py), which is safe only in a process with no other busy thread."""
     flat = find_profile(profile).flat_text()
     plugin = str(
         build_source_lock(tree_lock, "stock", [], SIM_BUILD, engine_path, sim_machine=flat).plugin
     )
-    engine = Engine(engine_path)
     cells = [(n, gap, lock, path) for n in writers for gap in gaps_ns
              for lock, path in ((port, None), (tree_lock, plugin))]  # fmt: skip
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        figures = list(pool.map(lambda cell: _simulated(engine, *cell, seconds, flat), cells))
+    with ProcessPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        futures = [pool.submit(_simulated, engine_path, *cell, seconds, flat) for cell in cells]
+        try:
+            figures = [future.result() for future in futures]
+        except BaseException:
+            pool.shutdown(cancel_futures=True)
+            raise
     runs = dict(zip([cell[:3] for cell in cells], figures, strict=True))
     return [
         PortAgainstTree(port, tree_lock, n, tuple(
@@ -76,19 +82,20 @@ def compare_simulated(
 
 
 def _simulated(
-    engine: Engine, nwriters: int, gap_ns: int, lock: str, plugin: str | None, seconds: float,
-    flat: str,
+    engine_path: Path, nwriters: int, gap_ns: int, lock: str, plugin: str | None,
+    seconds: float, flat: str,
 ) -> SimulatedFigures:  # fmt: skip
     args = ["--lock", lock, "--nwriters", str(nwriters), "--gap-ns", str(gap_ns),
             "--duration", str(seconds), "--warmup", str(seconds / 4),
             *(["--plugin", plugin] if plugin else [])]  # fmt: skip
-    outcome = engine.run(args, timeout_s=600, sim_machine=flat)
+    outcome = Engine(engine_path).run(args, timeout_s=600, sim_machine=flat)
+    where = f"{lock} at {nwriters} simulated writers, gap {gap_ns} ns"
     if outcome.exit_code != 0 or outcome.result is None:
         last = (outcome.stderr.strip().splitlines() or ["no output"])[-1]
-        raise LocklabError(
-            f"{lock} at {nwriters} simulated writers, gap {gap_ns} ns, failed: {last}"
-        )
+        raise LocklabError(f"{where}, failed: {last}")
     result = outcome.result
+    if not float(result["throughput_ops_per_s"]) > 0:
+        raise LocklabError(f"{where}: no acquisition in the window, so no ratio")
     return SimulatedFigures(
         float(result["throughput_ops_per_s"]),
         float(result["simulation"]["transfers_per_acquisition"]["total"]),
