@@ -279,6 +279,15 @@ def test_the_hosts_command_line_drops_local_options_and_ships_outside_files(tmp_
     arguments, inputs = remote_command(args)
     assert set(inputs) == {campaign.resolve(), profile.resolve()}
     assert inputs[profile.resolve()].endswith("/my-box.toml")
+    # --sim replaces the file's own profile, which is then neither shipped nor checked.
+    elsewhere = 'name = "x"\nsim = "/elsewhere/a.toml"'
+    campaign.write_text(CAMPAIGN.replace('name = "hosts-check"', elsewhere))
+    argv = ["campaign", str(campaign), "--sim", "x5-4", "--hosts", "a"]
+    args = build_parser().parse_args(argv)
+    args.argv = argv
+    arguments, inputs = remote_command(args)
+    assert set(inputs) == {campaign.resolve()}
+    assert arguments[arguments.index("--sim") + 1] == "x5-4"
     inside = ROOT / "campaigns" / "seed-002-cna.toml"
     argv = ["campaign", str(inside), "--hosts", "a"]
     args = build_parser().parse_args(argv)

@@ -70,7 +70,7 @@ def remote_command(args: argparse.Namespace, dropped: frozenset[str] = frozenset
             out += [name, text]
             continue
         if own[0] == "campaign" and index > 0 and Path(token) == args.file:
-            out.append(_campaign(token, mapped, inputs))
+            out.append(_campaign(token, mapped, inputs, getattr(args, "sim", None)))
             continue
         out.append(token)
     if program:
@@ -78,16 +78,19 @@ def remote_command(args: argparse.Namespace, dropped: frozenset[str] = frozenset
     return out, inputs
 
 
-def _campaign(text: str, mapped: Callable[[str], str], inputs: dict[Path, str]) -> str:
+def _campaign(
+    text: str, mapped: Callable[[str], str], inputs: dict[Path, str], sim: str | None
+) -> str:
     """The campaign file and, when it comes from outside the project, the plugins, patches and
-    machine profile (sim = "FILE.toml") it names beside it."""
+    machine profile (sim = "FILE.toml") it names beside it; not that profile when the command
+    line's --sim (`sim`, shipped on its own) replaces it."""
     shown = mapped(text)
     if not shown.startswith(WORK):
         return shown
     folder = Path(text).resolve().parent
     place = shown.removeprefix(f"{WORK}/").rsplit("/", 1)[0]
     spec = load_campaign(Path(text))
-    is_file = spec.sim.endswith(".toml") or "/" in spec.sim  # as find_profile tells them
+    is_file = not sim and (spec.sim.endswith(".toml") or "/" in spec.sim)  # as find_profile
     profile = (folder / spec.sim).resolve() if is_file else None
     named_files = [profile, *(f for v in spec.variants for f in (v.plugin, *v.patches))]
     for named in named_files:
