@@ -89,7 +89,7 @@ def _campaign(
         return shown
     folder = Path(text).resolve().parent
     place = shown.removeprefix(f"{WORK}/").rsplit("/", 1)[0]
-    spec = load_campaign(Path(text))
+    spec = load_campaign(Path(text), sim=sim)
     is_file = not sim and (spec.sim.endswith(".toml") or "/" in spec.sim)  # as find_profile
     profile = (folder / spec.sim).resolve() if is_file else None
     named_files = [profile, *(f for v in spec.variants for f in (v.plugin, *v.patches))]
