@@ -76,6 +76,21 @@ static inline void lock_task_schedule(struct lock_task *task)
 }
 
 /*
+ * The kernel's wait loop on a flag its waker sets (an rwsem reader's grant): BLOCKED, look,
+ * sleep, until the flag reads non-zero. ACQUIRE, pairing with the waker's RELEASE store of it.
+ */
+static inline void lock_task_wait_for(struct lock_task *task, const u32 *flag)
+{
+	for (;;) {
+		lock_task_block(task);
+		if (smp_load_acquire(flag))
+			break;
+		lock_task_schedule(task);
+	}
+	lock_task_unblock(task);
+}
+
+/*
  * try_to_wake_up() of a task, after the caller has stored what it waits for: a full barrier,
  * then BLOCKED -> RUNNING (nothing if the task is not blocked: it has not looked yet, and
  * will see the caller's stores), then the system call only if it is asleep or about to be

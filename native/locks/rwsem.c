@@ -275,13 +275,7 @@ static void rwsem_down_read_slowpath(struct rw_semaphore *sem, struct lock_threa
 	raw_qspin_unlock(&sem->wait_lock);
 	wake_all(&wake);
 
-	for (;;) {
-		lock_task_block(me);
-		if (smp_load_acquire(&waiter.granted))
-			break;
-		lock_task_schedule(me);
-	}
-	lock_task_unblock(me);
+	lock_task_wait_for(me, &waiter.granted);
 	/* Granted: the waker added our bias and took us off the list. */
 }
 

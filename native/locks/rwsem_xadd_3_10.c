@@ -255,13 +255,7 @@ static void rwsem_3_10_down_read_failed(struct rwsem_3_10 *sem, struct lock_thre
 		rwsem_3_10_do_wake(sem, RWSEM_WAKE_ANY);
 	raw_ticket_spin_unlock(&sem->wait_lock);
 
-	for (;;) {
-		lock_task_block(me);
-		if (smp_load_acquire(&waiter.granted))
-			break;
-		lock_task_schedule(me);
-	}
-	lock_task_unblock(me);
+	lock_task_wait_for(me, &waiter.granted);
 }
 
 static void rwsem_3_10_down_read(void *lockp, struct lock_thread *self)

@@ -154,24 +154,8 @@ void __tsan_atomic_signal_fence(int order) { (void)order; }
 		rmw_end(a, sizeof(type), hit, before);                                         \
 		return done;                                                                   \
 	}                                                                                      \
-	int __tsan_atomic##bits##_compare_exchange_strong(volatile type *a, type *c, type v,   \
-							  int mo, int fail_mo);                \
-	int __tsan_atomic##bits##_compare_exchange_strong(volatile type *a, type *c, type v,   \
-							  int mo, int fail_mo)                 \
-	{                                                                                      \
-		(void)mo;                                                                      \
-		(void)fail_mo;                                                                 \
-		return cas##bits(a, c, v);                                                     \
-	}                                                                                      \
-	int __tsan_atomic##bits##_compare_exchange_weak(volatile type *a, type *c, type v,     \
-							int mo, int fail_mo);                  \
-	int __tsan_atomic##bits##_compare_exchange_weak(volatile type *a, type *c, type v,     \
-							int mo, int fail_mo)                   \
-	{                                                                                      \
-		(void)mo;                                                                      \
-		(void)fail_mo;                                                                 \
-		return cas##bits(a, c, v);                                                     \
-	}                                                                                      \
+	CAS_HOOK(bits, type, strong)                                                           \
+	CAS_HOOK(bits, type, weak) /* a weak one never fails spuriously here */                \
 	type __tsan_atomic##bits##_compare_exchange_val(volatile type *a, type c, type v,      \
 							int mo, int fail_mo);                  \
 	type __tsan_atomic##bits##_compare_exchange_val(volatile type *a, type c, type v,      \
@@ -181,6 +165,18 @@ void __tsan_atomic_signal_fence(int order) { (void)order; }
 		(void)fail_mo;                                                                 \
 		cas##bits(a, &c, v);                                                           \
 		return c;                                                                      \
+	}
+
+/* __tsan_atomicN_compare_exchange_{strong,weak}: the same CAS, inlined into each. */
+#define CAS_HOOK(bits, type, kind)                                                             \
+	int __tsan_atomic##bits##_compare_exchange_##kind(volatile type *a, type *c, type v,   \
+							  int mo, int fail_mo);                \
+	int __tsan_atomic##bits##_compare_exchange_##kind(volatile type *a, type *c, type v,   \
+							  int mo, int fail_mo)                 \
+	{                                                                                      \
+		(void)mo;                                                                      \
+		(void)fail_mo;                                                                 \
+		return cas##bits(a, c, v);                                                     \
 	}
 
 /* A failed compare-and-swap still takes the line exclusive, as a locked cmpxchg does. */
