@@ -163,9 +163,16 @@ static uint64_t trace_from, trace_to; /* cycles; an empty window when unset */
 
 static void print_code_place(const void *address);
 
-static void trace_transfer(const struct sim_thread *self, const struct sim_line *l,
-			   uint64_t start, enum locklab_sim_distance distance, bool write)
+/* A transfer to a program thread, starting at `start`: counted by distance, for the thread and
+ * the line, with the code that caused it; printed if it falls in the trace's window. */
+static void count_transfer(struct sim_thread *self, struct sim_line *l, uint64_t start,
+			   enum locklab_sim_distance distance, bool write)
 {
+	if (!self->counted)
+		return;
+	self->transfers[distance]++;
+	l->transfers[distance]++;
+	*(write ? &l->last_write_pc : &l->last_load_pc) = self->pc;
 	if (start < trace_from || start >= trace_to)
 		return;
 	void *address = (void *)((l->key - 1) << sim_machine.line_shift);
@@ -186,12 +193,7 @@ static uint64_t answer(struct sim_thread *self, struct sim_line *l, uint64_t cos
 {
 	uint64_t start = self->clock > l->busy_until ? self->clock : l->busy_until;
 	l->busy_until = start + occupancy;
-	if (self->counted) {
-		self->transfers[distance]++;
-		l->transfers[distance]++;
-		*(write ? &l->last_write_pc : &l->last_load_pc) = self->pc;
-		trace_transfer(self, l, start, distance, write);
-	}
+	count_transfer(self, l, start, distance, write);
 	return start + cost;
 }
 
@@ -255,14 +257,13 @@ static uint64_t splitmix64(uint64_t x)
 }
 
 /*
- * A transfer costs its profile figure give or take SIM_TRANSFER_JITTER_PERCENT, drawn uniformly
+ * A transfer costs its profile figure give or take sim_transfer_jitter_span(), drawn uniformly
  * from a stream per thread that the seed fixes. Real transfers vary (the interconnect's other
  * traffic, which slice of the shared cache answers); with every transfer the same, a few CPUs'
  * loops lock into one phase of each other for a whole run, and the figure then depends on a
  * few nanoseconds of the loop (docs/simulator.md, "Phase"). The same seed draws the same
- * latencies; another seed, others, so repeats are samples of the phases. The percentage
- * (runtime.h) is an estimate; the scheduler's lookahead allows for the cheapest transfer's
- * least draw.
+ * latencies; another seed, others, so repeats are samples of the phases. The span (runtime.h)
+ * is an estimate; the scheduler's lookahead allows for the cheapest transfer's least draw.
  */
 static uint64_t jittered(struct sim_thread *self, uint64_t cost)
 {
@@ -275,7 +276,7 @@ static uint64_t jittered(struct sim_thread *self, uint64_t cost)
 	x ^= x >> 27;
 	self->latency_random = x;
 	uint64_t draw = (x * 0x2545f4914f6cdd1dull) >> 32;
-	uint64_t span = cost * SIM_TRANSFER_JITTER_PERCENT / 100;
+	uint64_t span = sim_transfer_jitter_span(cost);
 	return cost - span + draw % (2 * span + 1);
 }
 
@@ -309,14 +310,8 @@ bool sim_access(uintptr_t addr, unsigned int size, enum sim_access kind)
 		return true;
 	}
 	if (created) {
-		uint64_t start = self->clock;
+		count_transfer(self, l, self->clock, SIM_FROM_MEMORY, kind != SIM_LOAD);
 		self->clock += jittered(self, sim_memory_cost(cpu, l->home_node)) + rmw;
-		if (self->counted) {
-			self->transfers[SIM_FROM_MEMORY]++;
-			l->transfers[SIM_FROM_MEMORY]++;
-			*(kind == SIM_LOAD ? &l->last_load_pc : &l->last_write_pc) = self->pc;
-			trace_transfer(self, l, start, SIM_FROM_MEMORY, kind != SIM_LOAD);
-		}
 		return false;
 	}
 	if (!l->shared) {

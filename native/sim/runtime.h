@@ -164,9 +164,11 @@ struct sim_thread {
 extern __thread struct sim_thread *sim_self;
 extern bool sim_spin_parking; /* $LOCKLAB_SIM_SPIN=exact turns it off */
 /* How far past the horizon a load hit may run unordered: half the cheapest line transfer at
- * its least (coherence.c draws each transfer within this percentage of its cost). */
+ * its least (coherence.c draws each transfer within this span of its cost). */
 extern uint64_t sim_lookahead;
-#define SIM_TRANSFER_JITTER_PERCENT 10
+/* How far a transfer's latency may stray from `cost` either way: 10%, an estimate
+ * (docs/simulator.md, "Phase"). */
+static inline uint64_t sim_transfer_jitter_span(uint64_t cost) { return cost * 10 / 100; }
 
 void sim_runtime_init(void);
 struct sim_thread *sim_thread_new(void);

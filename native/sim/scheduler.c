@@ -165,7 +165,7 @@ void sim_runtime_init(void)
 	 * least draw, after it is issued (coherence.c, request_travels): a load hit within that of
 	 * the horizon reads what it would have read in order. */
 	uint64_t cheapest = sim_cheapest_transfer();
-	sim_lookahead = (cheapest - cheapest * SIM_TRANSFER_JITTER_PERCENT / 100) / 2;
+	sim_lookahead = (cheapest - sim_transfer_jitter_span(cheapest)) / 2;
 	struct sim_thread *main_thread = sim_thread_new();
 	main_thread->cpu = sim_service_cpu();
 	main_thread->counted = false;
