@@ -32,6 +32,15 @@ static inline bool lock_task_running(const struct lock_task *task)
 }
 
 /*
+ * __set_current_state(TASK_UNINTERRUPTIBLE): the plain store, for a waiter that stores it
+ * under a lock its waker holds while it wakes (3.10's mutex), which orders the two.
+ */
+static inline void lock_task_set_blocked(struct lock_task *task)
+{
+	WRITE_ONCE(task->state, LOCK_TASK_BLOCKED);
+}
+
+/*
  * The kernel's set_current_state(TASK_UNINTERRUPTIBLE), before the waiter's last look at
  * its condition: a store and a full barrier (smp_store_mb(); an xchg on x86). With the
  * barrier in lock_task_wake(), either that look sees what the waker did, or the waker sees
@@ -39,17 +48,8 @@ static inline bool lock_task_running(const struct lock_task *task)
  */
 static inline void lock_task_block(struct lock_task *task)
 {
-	WRITE_ONCE(task->state, LOCK_TASK_BLOCKED);
+	lock_task_set_blocked(task);
 	smp_mb();
-}
-
-/*
- * __set_current_state(TASK_UNINTERRUPTIBLE): the plain store, for a waiter that stores it
- * under a lock its waker holds while it wakes (3.10's mutex), which orders the two.
- */
-static inline void lock_task_set_blocked(struct lock_task *task)
-{
-	WRITE_ONCE(task->state, LOCK_TASK_BLOCKED);
 }
 
 /* __set_current_state(TASK_RUNNING): done waiting. */
