@@ -5,8 +5,8 @@ count and gap between acquisitions, and port / tree as the geometric mean over t
 
 from __future__ import annotations
 
-import math
 import os
+import statistics
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +45,7 @@ class PortAgainstTree:
     @property
     def ratio(self) -> float:
         """Port / tree throughput, the geometric mean over the gaps."""
-        return math.exp(sum(math.log(at.ratio) for at in self.at_gaps) / len(self.at_gaps))
+        return statistics.geometric_mean(at.ratio for at in self.at_gaps)
 
     @property
     def spread(self) -> tuple[float, float]:
