@@ -7,6 +7,10 @@ user's patches plus a config fragment, for `locklab kernel` to boot.
   touches are first replaced by private copies, so the pristine tree is never written; before
   the next build they are restored from the source. make then rebuilds only what changed,
   and ccache (cache in build/kernel/ccache) makes a rebuild of anything seen before cheap.
+  The revisions of one git tree (--rev, bisect, history) share one work tree
+  (build/kernel/work-repo-REPOKEY), linked from the first revision built there: the files
+  another revision changes (`git diff`) are put in as a patch's are, so a step between
+  nearby commits is an incremental build, not a cold one.
 - Patches: all of them are tried with `patch -p1 --dry-run` first; one that does not apply is
   one LocklabError line naming the file and the failing hunk, and nothing is built.
 - Config: `make tinyconfig`, then the options of the kernel's own lock-torture scenarios
@@ -47,7 +51,7 @@ from locklab.kernel.build_inputs import (
     patched_files,
     read_config,
 )
-from locklab.kernel.revisions import INDEX, commit_of, git_tree, read_revision
+from locklab.kernel.revisions import INDEX, changed_paths, commit_of, git_tree, read_revision
 from locklab.kernel.series import display_name
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -213,43 +217,106 @@ class _Lock:
         self.handle.close()
 
 
-def _work_tree(source: Path, source_key: str, debug: list[str], arch: Arch) -> Path:
-    """A hard-linked copy of `source` to build in (cheap; sources are never written there:
-    files to patch are replaced by private copies first). One per architecture and set of
-    checkers: either changes every object, so kernels that differ in them share no objects."""
-    flavour = arch.distinct + "".join(f"-{name}" for name in sorted(debug))
-    work = BUILD / f"work-{source_key[:16]}{flavour}"
-    if (work / "Makefile").exists():
-        return work
+def _flavour(debug: list[str], arch: Arch) -> str:
+    """One work tree per architecture and set of checkers: either changes every object, so
+    kernels that differ in them share no objects."""
+    return arch.distinct + "".join(f"-{name}" for name in sorted(debug))
+
+
+def _link_work_tree(source: Path, work: Path) -> None:
+    """A hard-linked copy of `source` at `work` (cheap; sources are never written there: files
+    to patch are replaced by private copies first)."""
     _progress(f"linking a work tree for {source} at {work}")
     partial = work.with_name(work.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     subprocess.run(["cp", "-al", str(source), str(partial)], check=True)
     shutil.rmtree(partial / ".git", ignore_errors=True)  # a link to a checkout's history
     partial.rename(work)
-    return work
+
+
+def _revision_of(tree: Path) -> tuple[Path, str] | None:
+    """The repository and commit of a revision's exported tree (revisions.py), when it names
+    its repository (exports made before it did, don't)."""
+    index = tree / INDEX
+    if not index.is_file():
+        return None
+    record = json.loads(index.read_text())
+    repository = record.get("repository")
+    return (Path(repository), str(record["commit"])) if repository else None
+
+
+def _work_tree_path(source: Path, source_key: str, debug: list[str], arch: Arch) -> Path:
+    revision = _revision_of(source)
+    if revision is None:
+        return BUILD / f"work-{source_key[:16]}{_flavour(debug, arch)}"
+    repository_key = _sha256(str(revision[0].resolve()).encode())
+    return BUILD / f"work-repo-{repository_key[:16]}{_flavour(debug, arch)}"
+
+
+def _prepare_work_tree(work: Path, source: Path) -> tuple[Path, list[str]]:
+    """Make `work` ready to take `source` (under the work tree's lock): the tree its files are
+    restored from, and the files to take from `source` over it. A revision's tree in a work
+    tree of another revision of its repository: that revision's, and the files that differ
+    between the two; anything else: `source` itself, and none."""
+    base_record = work / ".locklab-base"
+    revision = _revision_of(source)
+    if revision is not None and base_record.exists() and (work / "Makefile").exists():
+        base = Path(base_record.read_text().strip())
+        based_on = _revision_of(base) if (base / "Makefile").exists() else None
+        differing = changed_paths(revision[0], based_on[1], revision[1]) if based_on else None
+        if differing is not None:
+            return base, differing
+        shutil.rmtree(work)  # its base was removed, or left the repository: start again
+    if not (work / "Makefile").exists():
+        _link_work_tree(source, work)
+        if revision is not None:
+            base_record.write_text(f"{source}\n")
+    return source, []
 
 
 def _restore(work: Path, source: Path) -> None:
-    """Put back, from the source, every file an earlier build patched."""
+    """Put back, from the source, every file an earlier build patched or took from another
+    revision (one the source lacks is removed)."""
     ledger = work / ".locklab-patched"
     if not ledger.exists():
         return
     for name in ledger.read_text().split("\n"):
-        if not name:
-            continue
-        target = work / name
-        target.unlink(missing_ok=True)
-        if (source / name).exists():
-            shutil.copy2(source / name, target)
-            os.utime(target)  # newer than its object, so make rebuilds it
+        if name:
+            _put(source / name, work / name)
     ledger.unlink()
 
 
-def _apply(work: Path, patches: list[Path]) -> None:
+def _put(origin: Path, target: Path) -> None:
+    """`target` as `origin` is (a private copy, or the same link), newer than its objects, so
+    make rebuilds what it touches; removed where `origin` is absent."""
+    target.unlink(missing_ok=True)
+    if origin.is_symlink():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(os.readlink(origin), target)
+    elif origin.is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(origin, target)
+        os.utime(target)
+
+
+def _note_changed(work: Path, names: list[str]) -> None:
+    """Add `names` to the files the next build restores: before any of them changes."""
     ledger = work / ".locklab-patched"
+    known = set(ledger.read_text().split("\n")) if ledger.exists() else set()
+    ledger.write_text("".join(f"{name}\n" for name in sorted((known | set(names)) - {""})))
+
+
+def _take_revision(work: Path, tree: Path, names: list[str]) -> None:
+    """Make `names` in `work` as they are in another revision's `tree` (absent there: removed),
+    newer than their objects, so make rebuilds what they touch."""
+    _note_changed(work, names)
+    for name in names:
+        _put(tree / name, work / name)
+
+
+def _apply(work: Path, patches: list[Path]) -> None:
     touched = sorted({name for patch in patches for name in patched_files(patch)})
-    ledger.write_text("".join(f"{name}\n" for name in touched))  # before any file changes
+    _note_changed(work, touched)
     for name in touched:  # break the hard link to the pristine source
         target = work / name
         if target.exists():
@@ -457,13 +524,15 @@ def _build_one(label: str, key: str, source: Path, source_key: str, origin: str,
                files: list[Path], options: dict[str, str], debug: list[str],
                arch: Arch) -> Built:  # fmt: skip
     start = time.monotonic()
-    work = _work_tree(source, source_key, debug, arch)
+    work = _work_tree_path(source, source_key, debug, arch)
     target = IMAGES / key
     target.mkdir(parents=True, exist_ok=True)
     log = target / "build.log"
     log.write_text("")
     with _Lock(work.with_name(work.name + ".lock")):
-        _restore(work, source)
+        base, differing = _prepare_work_tree(work, source)
+        _restore(work, base)
+        _take_revision(work, source, differing)
         _apply(work, files)
         # The same options as the work tree's last build: keep its .config, so make rebuilds
         # only what the patches changed.

@@ -125,7 +125,7 @@ def read_revision(repository: Path | None, revision: str, parts: tuple[str, ...]
     the whole tree, to build a kernel from (`locklab kernel --rev`)."""
     top = git_tree(repository)
     commit = commit_of(top, revision)
-    key = content_key(top, commit, parts) if parts else _whole_key(top, commit)
+    key = content_key(top, commit, parts) if parts else whole_key(top, commit)
     tree = REVISIONS / key
     subject = subject_of(top, commit)
     if not (tree / INDEX).is_file():
@@ -136,14 +136,23 @@ def read_revision(repository: Path | None, revision: str, parts: tuple[str, ...]
             _extract_in_memory(top, commit, parts, partial, revision)
         else:
             _extract_streamed(top, commit, partial, revision)
-        (partial / INDEX).write_text(json.dumps({"commit": commit, "subject": subject,
-                                                 "key": key}, indent=2) + "\n")  # fmt: skip
+        record = {"commit": commit, "subject": subject, "key": key, "repository": str(top)}
+        (partial / INDEX).write_text(json.dumps(record, indent=2) + "\n")
         shutil.rmtree(tree, ignore_errors=True)
         partial.rename(tree)
     return Revision(tree, commit, subject, revision, top)
 
 
-def _whole_key(top: Path, commit: str) -> str:
+def changed_paths(repository: Path, older: str, newer: str) -> list[str] | None:
+    """The files that differ between two commits (added, changed or removed), or None when git
+    cannot tell (a commit no longer in the repository)."""
+    proc = _git(repository, "diff", "--name-only", "--no-renames", "-z", older, newer)
+    if proc.returncode != 0:
+        return None
+    return [name for name in proc.stdout.split("\0") if name]
+
+
+def whole_key(top: Path, commit: str) -> str:
     """The whole tree's git object id: equal for commits with the same files."""
     found = _git(top, "rev-parse", "--verify", "--quiet", f"{commit}^{{tree}}")
     return "whole-" + found.stdout.strip()[:24]
