@@ -208,9 +208,9 @@ RTMUTEX_C = "kernel/locking/rtmutex.c"
 # per call, a comment, one breaks mutual exclusion (the deliberately broken patch), a README.
 SLOW_SUBJECT = "locking/rtmutex: pause four times in rt_mutex_lock()"
 BROKEN_SUBJECT = "locking/rtmutex: DELIBERATELY BROKEN: take an owned lock now and then"
-_SLOW_AT = "void __sched rt_mutex_lock(struct rt_mutex *lock)\n{\n"
+SLOW_AT = "void __sched rt_mutex_lock(struct rt_mutex *lock)\n{\n"
 _SLOWER = "\tfor (int i = 0; i < 4; i++)\n\t\tcpu_relax();\n"
-_ANCHOR = "#include <linux/sched.h>\n"  # a line of rtmutex.c the commits below edit after
+RTMUTEX_ANCHOR = "#include <linux/sched.h>\n"  # a line of rtmutex.c the commits below edit after
 
 
 def git(repository: Path, *args: str) -> str:
@@ -220,11 +220,16 @@ def git(repository: Path, *args: str) -> str:
                           text=True, check=True, env=env).stdout  # fmt: skip
 
 
-def commit_edit(repository: Path, path: str, old: str, new: str, subject: str) -> None:
+def edit_file(repository: Path, path: str, old: str, new: str) -> None:
     file = repository / path
     text = file.read_text()
     assert old in text
+    file.unlink()  # a new file: in a hard-linked copy of a tree, the tree's stays as it was
     file.write_text(text.replace(old, new, 1))
+
+
+def commit_edit(repository: Path, path: str, old: str, new: str, subject: str) -> None:
+    edit_file(repository, path, old, new)
     git(repository, "commit", "-q", "-am", subject)
 
 
@@ -255,10 +260,12 @@ def make_kernel_repo(folder: Path) -> Path:
     git(repository, "commit", "-q", "-am", "README: say more")
     git(repository, "tag", "docs")
     comment = "locking/rtmutex: add a comment"
-    commit_edit(repository, RTMUTEX_C, _ANCHOR, _ANCHOR + "/* a comment */\n", comment)
+    commit_edit(repository, RTMUTEX_C, RTMUTEX_ANCHOR, RTMUTEX_ANCHOR + "/* a comment */\n",
+                comment)  # fmt: skip
     git(repository, "checkout", "-q", "-b", "series", "v6.1")
     first = "locking/rtmutex: first of two"
-    commit_edit(repository, RTMUTEX_C, _ANCHOR, _ANCHOR + "/* first */\n", first)
+    commit_edit(repository, RTMUTEX_C, RTMUTEX_ANCHOR, RTMUTEX_ANCHOR + "/* first */\n",
+                first)  # fmt: skip
     commit_edit(
         repository,
         RTMUTEX_C,
@@ -269,7 +276,7 @@ def make_kernel_repo(folder: Path) -> Path:
     mbox = git(repository, "format-patch", "--stdout", "--cover-letter", "v6.1..series")
     (folder / "series.mbox").write_text(mbox)
     git(repository, "checkout", "-q", "-b", "regress", "master")
-    commit_edit(repository, "kernel/locking/rtmutex_api.c", _SLOW_AT, _SLOW_AT + _SLOWER,
+    commit_edit(repository, "kernel/locking/rtmutex_api.c", SLOW_AT, SLOW_AT + _SLOWER,
                 SLOW_SUBJECT)  # fmt: skip
     commit_edit(repository, RTMUTEX_C, "/* a comment */\n", "/* a comment, longer */\n",
                 "locking/rtmutex: a longer comment")  # fmt: skip

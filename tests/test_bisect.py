@@ -70,6 +70,13 @@ def test_measured_bisect_names_the_slow_commit(kernel_repo, tmp_path):
         (["--good", "v6.1", "--bad", "docs", "--sim", "lent-xeon-16"], "nothing to bisect"),
         (["--good", "master", "--bad", "regress", "--sim", "lent-xeon-16", "--nwriters", "99"],
          "need more than its 16 CPUs"),
+        (["--good", "master", "--bad", "regress", "--kernel", "--sim", "lent-xeon-16"],
+         "--kernel: not with --sim"),
+        (["--good", "master", "--bad", "regress", "--kernel", "--warmup", "1"],
+         "--kernel: not with --warmup"),
+        (["--good", "master", "--bad", "regress", "--kernel", "--duration", "2"],
+         "leaves fewer than two of locktorture's reports"),
+        (["--good", "master", "--bad", "regress", "--cpus", "4"], "--cpus: only with --kernel"),
     ],
 )  # fmt: skip
 def test_bad_input_is_one_line(kernel_repo, tmp_path, args, message):

@@ -1,12 +1,23 @@
 """Whole kernels from revisions of the user's git tree: `locklab kernel --source DIR --rev
-LABEL=REV` and `locklab kernel build --rev`. Bad input is one line before anything is built;
-`make test-slow` builds and boots a revision of a git tree made from Debian's 6.1 tree."""
+LABEL=REV`, `locklab kernel build --rev` and `locklab bisect --kernel`. Bad input is one line
+before anything is built; the revisions of one tree share a work tree, each taking only the
+files it changes; `make test-slow` builds and boots revisions of a git tree made from Debian's
+6.1 tree, and bisects them booted."""
 
 import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import git, locklab_cli
+from conftest import (
+    BROKEN_SUBJECT,
+    RTMUTEX_ANCHOR,
+    RTMUTEX_C,
+    SLOW_AT,
+    commit_edit,
+    edit_file,
+    git,
+    locklab_cli,
+)
 
 pytestmark = pytest.mark.skipif(
     not Path("/usr/src/linux-source-6.1.tar.xz").exists(),
@@ -68,3 +79,100 @@ def test_a_kernel_builds_and_boots_from_a_revision_of_a_git_tree(tmp_path):
         "--repeat", "1", "--accel", "tcg", "--store", str(tmp_path / "s"), timeout=600,
     )  # fmt: skip
     assert inside.returncode == 0, inside.stderr[-3000:]
+
+
+def test_revisions_of_one_tree_share_a_work_tree_taking_what_differs(tmp_path, monkeypatch):
+    from locklab.kernel import build, revisions
+
+    monkeypatch.setattr(revisions, "REVISIONS", tmp_path / "revisions")
+    repository = tmp_path / "repo"
+    repository.mkdir()
+    for name, text in (("Makefile", "all:\n"), ("kept.c", "kept\n"), ("changed.c", "old\n"),
+                       ("removed.c", "removed\n")):  # fmt: skip
+        (repository / name).write_text(text)
+    git(repository, "init", "-q", "-b", "master")
+    git(repository, "add", "-A")
+    git(repository, "commit", "-q", "-m", "one")
+    (repository / "changed.c").write_text("new\n")
+    (repository / "removed.c").unlink()
+    (repository / "added.c").write_text("added\n")
+    git(repository, "add", "-A")
+    git(repository, "commit", "-q", "-m", "two")
+    first = revisions.read_revision(repository, "HEAD~1", ())
+    second = revisions.read_revision(repository, "HEAD", ())
+    work = tmp_path / "work"
+
+    def switch(tree: Path) -> list[str]:
+        base, differing = build._prepare_work_tree(work, tree)
+        assert base == first.tree  # every revision of the tree builds over the first one's
+        build._restore(work, base)
+        build._take_revision(work, tree, differing)
+        return sorted(differing)
+
+    assert switch(first.tree) == []
+    kept = (work / "kept.c").stat().st_ino
+    assert switch(second.tree) == ["added.c", "changed.c", "removed.c"]
+    assert (work / "changed.c").read_text() == "new\n" and (work / "added.c").exists()
+    assert not (work / "removed.c").exists()
+    assert (work / "kept.c").stat().st_ino == kept  # untouched, so make rebuilds nothing of it
+    assert (first.tree / "changed.c").read_text() == "old\n"  # an export is never written
+    assert switch(first.tree) == []
+    assert (work / "changed.c").read_text() == "old\n" and (work / "removed.c").exists()
+    assert not (work / "added.c").exists()
+
+
+# A booted step must see the slowdown through an emulated guest's noise: 100 us per lock.
+BOOT_SLOW_SUBJECT = "locking/rtmutex: wait 100 us in rt_mutex_lock()"
+
+
+def _whole_kernel_repo(folder: Path) -> Path:
+    """Debian's 6.1 tree as a git tree, tag v6.1, then: a comment, the slow commit, a longer
+    comment, the deliberately broken patch."""
+    from locklab.kernel.build import unpack_default_source
+
+    repository = folder / "linux"
+    # Hard links: git only reads the files, and each commit below writes a new file.
+    subprocess.run(["cp", "-al", str(unpack_default_source()), str(repository)], check=True)
+    git(repository, "init", "-q", "-b", "master")
+    git(repository, "add", "-A", "-f")
+    git(repository, "commit", "-q", "-m", "Linux 6.1")
+    git(repository, "tag", "v6.1")
+    commit_edit(repository, RTMUTEX_C, RTMUTEX_ANCHOR, RTMUTEX_ANCHOR + "/* a comment */\n",
+                "locking/rtmutex: add a comment")  # fmt: skip
+    api = "kernel/locking/rtmutex_api.c"
+    edit_file(repository, api, "#include <linux/spinlock.h>\n",
+              "#include <linux/spinlock.h>\n#include <linux/delay.h>\n")  # fmt: skip
+    commit_edit(repository, api, SLOW_AT, SLOW_AT + "\tudelay(100);\n", BOOT_SLOW_SUBJECT)
+    commit_edit(repository, RTMUTEX_C, "/* a comment */\n", "/* a comment, longer */\n",
+                "locking/rtmutex: a longer comment")  # fmt: skip
+    broken = Path(__file__).resolve().parents[1] / "campaigns" / "patches" / "broken" / (
+        "0001-rtmutex-take-an-owned-lock-now-and-then.patch")  # fmt: skip
+    edit_file(repository, RTMUTEX_C, "", "")  # a new file, not the unpacked tree's
+    subprocess.run(["patch", "-s", "-p1", "-i", str(broken)], cwd=repository, check=True)
+    git(repository, "commit", "-q", "-am", BROKEN_SUBJECT)
+    return repository
+
+
+@pytest.mark.slow  # a cold kernel build, then one incremental build per commit: see docs
+@pytest.mark.timeout(3600)
+def test_a_booted_bisect_names_the_slow_commit_and_the_broken_one(tmp_path):
+    repository = _whole_kernel_repo(tmp_path)
+    status = git(repository, "status", "--porcelain")
+
+    def bisect(bad: str, *args: str) -> subprocess.CompletedProcess[str]:
+        return locklab_cli("bisect", "--source", str(repository), "--lock", "kernel:rtmutex",
+                           "--kernel", "--accel", "tcg", "--good", "v6.1", "--bad", bad,
+                           "--store", str(tmp_path / "s"), *args, timeout=3000)  # fmt: skip
+
+    slow = bisect("master~1", "--nwriters", "1", "--duration", "4", "--min-effect", "20",
+                  "--repeat", "2", "--max-repeat", "6")  # fmt: skip
+    assert slow.returncode == 0, slow.stderr[-3000:]
+    assert "got slower between v6.1 and master~1" in slow.stdout, slow.stdout
+    assert f"first bad commit: {git(repository, 'rev-parse', 'master~2').strip()} " \
+        f"{BOOT_SLOW_SUBJECT}" in slow.stdout, slow.stdout  # fmt: skip
+    broken = bisect("master", "--nwriters", "2", "--duration", "8", "--repeat", "2")
+    assert broken.returncode == 0, broken.stderr[-3000:]
+    assert "fails its runs between v6.1 and master" in broken.stdout, broken.stdout
+    assert f"first bad commit: {git(repository, 'rev-parse', 'master').strip()} " \
+        f"{BROKEN_SUBJECT}" in broken.stdout, broken.stdout  # fmt: skip
+    assert git(repository, "status", "--porcelain") == status, "the checkout changed"

@@ -14,6 +14,9 @@ tree at which a kernel: lock got slower (or faster), or starts failing its tortu
   bad; equal within it, or significantly the other way, is good; still inconclusive after
   --max-repeat pairs, the step is skipped, as `git bisect skip` would, and said so. Simulated
   (--sim), a run is deterministic: one run a side, and its ratio decides.
+- Booted (--kernel), each step builds the commit's whole kernel (incrementally: the commits of
+  one tree share a work tree, kernel/build.py) and runs locktorture in it under QEMU, measured
+  as above; a commit whose tree is the good or bad end's, file for file, is not run.
 - Every run is kept in a journal in the store (bisect-KEY.json, run/commit_runs.py), so a
   bisect that is interrupted resumes where it was, and one run again prints its answer from
   the journal.
@@ -36,8 +39,9 @@ from locklab.kernel.revisions import (
     git_tree,
     is_ancestor,
     subject_of,
+    whole_key,
 )
-from locklab.run.commit_runs import CommitRunner, Journal, RunSettings, Side, compare_sides
+from locklab.run.commit_runs import Journal, RunSettings, Side, commit_runner, compare_sides
 from locklab.run.engine import Engine
 
 GOOD, BAD, SKIP = "good", "bad", "skip"
@@ -98,7 +102,7 @@ class Bisector:
         self.top = git_tree(plan.source)
         settings = plan.settings
         self.journal = Journal(store, "bisect", [self.top, plan.good, plan.bad], settings)
-        self.runner = CommitRunner(self.top, settings, engine)
+        self.runner = commit_runner(self.top, settings, engine)
 
     def measure(self, step: int, commit: str, pairs: int) -> tuple[Side, Side]:
         """This step's runs of good and of `commit`, interleaved, up to `pairs` pairs."""
@@ -193,6 +197,9 @@ class Bisector:
                            "its runs pass: nothing to bisect")  # fmt: skip
 
     def _key(self, commit: str) -> str:
+        """What decides a run: the files the lock compiles, or for a booted kernel its tree."""
+        if self.plan.settings.boot is not None:
+            return whole_key(self.top, commit)
         return content_key(self.top, commit, TREE_PARTS)
 
     def _same_code(self, commit: str) -> tuple[str, str] | None:
@@ -201,7 +208,8 @@ class Bisector:
         key = self._key(commit)
         for judgement, end in ((GOOD, self.plan.good), (BAD, self.plan.bad)):
             if key == self.end_keys[judgement]:
-                return judgement, f"the same compiled files as {end}"
+                what = "tree" if self.plan.settings.boot else "compiled files"
+                return judgement, f"the same {what} as {end}"
         return None
 
     @staticmethod

@@ -1,20 +1,32 @@
 """Runs of a kernel: lock compiled from commits of the user's git tree, one commit at a time:
 what `locklab bisect` and `locklab history` measure with (each commit's build shared with
-the commits whose locking files are the same, kernel/revisions.py)."""
+the commits whose locking files are the same, kernel/revisions.py); or, with `--kernel`, of
+each commit's whole kernel booted with locktorture (commit_boots.py)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from locklab.analysis.stats import BELOW_MIN, EQUAL, HIGHER, INCONCLUSIVE, LOWER, compare
 from locklab.errors import LocklabError
 from locklab.kernel.from_source import build_source_lock
 from locklab.run.engine import Engine
 from locklab.run.outcome import EXIT_USAGE
+
+
+@dataclass(frozen=True)
+class BootSettings:
+    """Runs in whole kernels booted in QEMU, locktorture built in (`--kernel`)."""
+
+    cpus: int
+    accel: str  # auto | kvm | tcg
+    stat_interval_s: int = 1
+    warmup_reports: int = 1  # locktorture's reports dropped first: the booted warm-up
 
 
 @dataclass(frozen=True)
@@ -26,6 +38,7 @@ class RunSettings:
     build: str
     sim_machine: str = ""  # a flat machine file's text: simulated
     nreaders: int = 0
+    boot: BootSettings | None = None  # booted kernels instead of the engine
 
     @property
     def threads(self) -> str:
@@ -66,9 +79,11 @@ class Journal:
     def __init__(self, folder: Path, kind: str, identity: list[object],
                  settings: RunSettings) -> None:  # fmt: skip
         machine = hashlib.sha256(settings.sim_machine.encode()).hexdigest()
-        readers = [settings.nreaders] if settings.nreaders else []  # older journals had none
+        # Older journals had neither readers nor boots: their keys stay as they were.
+        readers = [settings.nreaders] if settings.nreaders else []
+        boot = [astuple(settings.boot)] if settings.boot else []
         text = json.dumps([*identity, settings.lock, settings.nwriters, settings.duration_s,
-                           settings.warmup_s, settings.build, machine, *readers],
+                           settings.warmup_s, settings.build, machine, *readers, *boot],
                           default=str)  # fmt: skip
         self.kind = kind
         self.path = folder / f"{kind}-{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
@@ -89,6 +104,19 @@ class Journal:
         partial = self.path.with_suffix(".partial")
         partial.write_text(json.dumps(self.data, indent=1) + "\n")
         partial.replace(self.path)
+
+
+class Runner(Protocol):
+    def run_once(self, commit: str, side: Side) -> None: ...
+
+
+def commit_runner(top: Path, settings: RunSettings, engine: Engine) -> Runner:
+    """What runs a commit: its lock compiled into the engine, or its whole kernel booted."""
+    if settings.boot is not None:
+        from locklab.run.commit_boots import BootedCommitRunner
+
+        return BootedCommitRunner(top, settings)
+    return CommitRunner(top, settings, engine)
 
 
 class CommitRunner:

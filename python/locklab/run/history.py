@@ -6,7 +6,8 @@ against the one before it by the tables' verdict, so change points stand out.
   rcutorture scripts' kvm-series.sh takes a list of commits; builds are shared between
   commits whose locking files are the same.
 - Measured, `--repeat` runs per commit, taken round-robin over the commits so that a drift of
-  the machine is spread over all of them; simulated (`--sim`), one deterministic run each.
+  the machine is spread over all of them; simulated (`--sim`), one deterministic run each;
+  booted (`--kernel`), each commit's whole kernel runs locktorture (run/commit_boots.py).
 - Runs are kept per commit in a journal in the store (history-KEY.json): a range measured
   again, or widened, reuses what is there and runs only what is missing.
 """
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from locklab.kernel.from_source import TREE_PARTS
 from locklab.kernel.revisions import commits_in, git_tree
-from locklab.run.commit_runs import CommitRunner, Journal, RunSettings, Side, compare_sides
+from locklab.run.commit_runs import Journal, RunSettings, Side, commit_runner, compare_sides
 from locklab.run.engine import Engine
 
 
@@ -39,7 +40,7 @@ def history(
     top = git_tree(source)
     commits = commits_in(top, range_text, paths or TREE_PARTS)
     journal = Journal(store, "history", [top], settings)
-    runner = CommitRunner(top, settings, engine)
+    runner = commit_runner(top, settings, engine)
     wanted = 1 if settings.sim_machine else repeat
     sides = {commit: journal.side(commit) for commit, _ in commits}
     missing = sum(max(0, wanted - len(side.figures)) for side in sides.values()
