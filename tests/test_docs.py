@@ -7,7 +7,8 @@ cut (the options a command has, replaced), outputs written under the test's fold
 may end with exit 1, a finding of its runs (ThreadSanitizer's report of seed 000's race is
 one), never with a usage error or a crash. What a test machine cannot do in a tiny run (build
 or boot kernels, read logs or stores it does not have, reach other machines) is parsed only;
-test_kernel_build.py, test_places.py and test_hosts.py run those paths.
+test_kernel_build.py, test_kernel_revisions.py, test_places.py and test_hosts.py run those
+paths.
 """
 
 import os
@@ -75,6 +76,8 @@ def runs_at_tiny_scale(argv: list[str]) -> bool:
         return False  # other machines: test_hosts.py runs that path against its own sshd
     if argv[0] == "campaign":
         return _campaign_kind(argv[1]) == "engine"
+    if argv[0] in ("bisect", "history") and "--kernel" in argv:
+        return False  # whole kernels booted: test_kernel_revisions.py (make test-slow)
     return True
 
 

@@ -8,7 +8,12 @@ import statistics
 import sys
 from pathlib import Path
 
-from locklab.cli.commit_options import commit_run_options, commit_run_settings, count
+from locklab.cli.commit_options import (
+    commit_run_options,
+    commit_run_settings,
+    count,
+    runs_place,
+)
 from locklab.cli.common import Commands
 from locklab.errors import LocklabError
 from locklab.run.bisect import Bisector, BisectPlan, BisectResult, Step
@@ -40,11 +45,13 @@ def cmd_bisect(args: argparse.Namespace) -> int:
                       args.max_repeat)  # fmt: skip
     bisector = Bisector(plan, engine, store, lambda text: print(text, file=sys.stderr))
     result = bisector.run()
-    print("\n".join(result_lines(result, plan, bisector.journal.path)))
+    where = runs_place(settings, args.sim)
+    print("\n".join(result_lines(result, plan, bisector.journal.path, where)))
     return 0
 
 
-def result_lines(result: BisectResult, plan: BisectPlan, journal: Path) -> list[str]:
+def result_lines(result: BisectResult, plan: BisectPlan, journal: Path,
+                 where: str) -> list[str]:  # fmt: skip
     what = {"failing": "fails its runs", "slower": "got slower", "faster": "got faster"}
     settings = plan.settings
     lines = [f"{settings.lock} at {settings.threads} {what[result.hunted]} between "
@@ -64,8 +71,7 @@ def result_lines(result: BisectResult, plan: BisectPlan, journal: Path) -> list[
     first = [step for step in result.steps if result.first_bad
              and step.commit == result.first_bad[0]]  # fmt: skip
     shown = (last[-1:] + first[-1:]) or result.steps[-2:]
-    where = " (simulated)" if settings.sim_machine else " (measured here)"
-    lines.append(f"\nthe last two steps{where}:")
+    lines.append(f"\nthe last two steps ({where}):")
     lines.append(f"  {'commit':<13}{'subject':<52}{'good kops/s':>12}{'this kops/s':>12}"
                  f"{'change':>9}  judged")  # fmt: skip
     lines += [_step_line(step) for step in shown]

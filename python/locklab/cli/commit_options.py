@@ -114,3 +114,12 @@ def _boot_settings(args: argparse.Namespace, simulated: bool) -> BootSettings | 
         raise LocklabError(f"--cpus must be from 1 to {qemu.MAX_GUEST_CPUS} (got {args.cpus})")
     resolve(None).require_qemu()
     return BootSettings(args.cpus, args.accel)
+
+
+def runs_place(settings: RunSettings, sim: str | None) -> str:
+    """Where the runs' figures come from, as a title says it."""
+    if settings.sim_machine:
+        return f"simulated on {sim}"
+    if settings.boot is not None:
+        return "booted: each commit's whole kernel in QEMU, locktorture's writes per second"
+    return "measured here"

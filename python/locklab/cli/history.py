@@ -9,7 +9,12 @@ import sys
 from pathlib import Path
 
 from locklab.analysis.stats import HIGHER, LOWER
-from locklab.cli.commit_options import commit_run_options, commit_run_settings, count
+from locklab.cli.commit_options import (
+    commit_run_options,
+    commit_run_settings,
+    count,
+    runs_place,
+)
 from locklab.cli.common import Commands
 from locklab.errors import LocklabError
 from locklab.run.history import HistoryRow, history
@@ -44,7 +49,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     rows = history(args.source, args.range, tuple(args.paths or ()), settings, args.repeat,
                    args.min_effect, engine, store,
                    lambda text: print(text, file=sys.stderr))  # fmt: skip
-    where = f"simulated on {args.sim}" if settings.sim_machine else "measured here"
+    where = runs_place(settings, args.sim)
     title = f"{args.lock} at {settings.threads} over {args.range}, {where}"
     table_text = "\n".join(table_lines(rows))
     print(title)
