@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import RTMUTEX_C as RTMUTEX
-from conftest import git, locklab_cli
+from conftest import SLOW_SUBJECT, git, locklab_cli
 from locklab.errors import LocklabError
 from locklab.kernel import series
 from locklab.kernel.from_source import TREE_PARTS
@@ -67,6 +67,16 @@ def test_a_range_of_revisions_is_a_column_per_commit_that_touches_the_lock(kerne
     for commit in touched.split():
         short = git(kernel_repo, "rev-parse", "--short", commit).strip()
         assert f"{short} = kernel:rtmutex from {kernel_repo} {commit} (" in header, header
+    # The report reads the columns as a history: each commit against the one before.
+    page = tmp_path / "r.html"
+    report = run_cli("report", "--latest", "-o", str(page), store=tmp_path / "s.db")
+    assert report.returncode == 0, report.stderr[-2000:]
+    text = page.read_text()
+    assert "Over the commits, each against the one before" in text
+    slow = git(kernel_repo, "rev-parse", "regress~3").strip()
+    row = text[text.index(f"{slow[:12]} {SLOW_SUBJECT}") :].split("</tr>")[0]
+    assert "% lower)" in row, row
+    assert text.count("% equal)") == 3, "the comments and, at one writer, the broken commit"
     empty = run_cli("run", "--lock", "kernel:rtmutex", "--source", str(kernel_repo), "--revs",
                     "v6.1..docs", "--sim", "lent-xeon-16", store=tmp_path / "t.db")  # fmt: skip
     assert empty.returncode == 2 and "Traceback" not in empty.stderr

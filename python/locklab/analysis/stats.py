@@ -196,6 +196,21 @@ def compare(
     return Comparison(rel_pct, p_value, p_value < alpha, None, ci_pct, min(len(base), len(other)))
 
 
+def judge_change(before: Sequence[float], after: Sequence[float], min_effect_pct: float,
+                 exact: bool) -> tuple[float, str]:  # fmt: skip
+    """`after`'s change against `before`, in percent of the means, and its judgement: EQUAL,
+    BELOW_MIN, HIGHER, LOWER or INCONCLUSIVE. Exact (simulated: one deterministic run a side),
+    the change itself decides; measured, the tables' verdict (Welch's test, Fieller's interval)."""
+    change = (statistics.fmean(after) / statistics.fmean(before) - 1) * 100
+    if exact:
+        if abs(change) < min_effect_pct:
+            return change, EQUAL
+        return change, HIGHER if change > 0 else LOWER
+    judgement = compare(before, after).judgement(min_effect_pct)
+    settled = judgement in (EQUAL, BELOW_MIN, HIGHER, LOWER)
+    return change, judgement if settled else INCONCLUSIVE
+
+
 def holm(p_values: Sequence[float]) -> list[float]:
     """Holm-Bonferroni adjusted p-values (same order as given): the smallest p times m, the
     next times m - 1, ..., kept monotone. Controls the chance of any false "significant" in

@@ -23,6 +23,8 @@ from locklab.analysis import metrics, series
 from locklab.analysis.cells import Analysis, Section, Settings
 from locklab.analysis.metrics import from_result
 from locklab.analysis.model import legend_lines
+from locklab.analysis.over_commits import CommitStep, commit_steps
+from locklab.analysis.stats import HIGHER, LOWER
 from locklab.output import table
 from locklab.store import Experiment, Run
 
@@ -185,6 +187,60 @@ def mark_oversubscribed(figure: go.Figure, section: Section) -> go.Figure:
     return figure
 
 
+def over_commits_figure(analysis: Analysis, steps: list[CommitStep]) -> go.Figure:
+    """The metric over the commits, a line per row (writers); a commit judged higher or lower
+    than the one before it is ringed."""
+    figure = go.Figure()
+    x = [_label(step.column) for step in steps]
+    hover = [_label(f"{step.commit[:12]} {step.subject}") for step in steps]
+    rows = sorted({row for step in steps for row in step.means})
+    for number, row in enumerate(rows):
+        color = PALETTE[number % len(PALETTE)]
+        y = [step.means[row] for step in steps]
+        figure.add_trace(
+            go.Scatter(
+                x=x, y=y, mode="lines+markers", name=_label(f"{analysis.row_axis}={row}"),
+                line={"color": color}, text=hover, hovertemplate="%{text}<br>%{y}<extra></extra>",
+            )
+        )  # fmt: skip
+        changed = [i for i, step in enumerate(steps) if row in step.changes
+                   and step.changes[row][1] in (HIGHER, LOWER)]  # fmt: skip
+        figure.add_trace(
+            go.Scatter(
+                x=[x[i] for i in changed], y=[y[i] for i in changed], mode="markers",
+                marker={"size": 18, "symbol": "circle-open", "color": color, "line": {"width": 2}},
+                showlegend=False, hoverinfo="skip",
+            )
+        )  # fmt: skip
+    _layout(figure, f"{analysis.settings.measure.name} over the commits (ringed: a change "
+            "from the commit before)", "commit", analysis.unit)  # fmt: skip
+    return figure
+
+
+def over_commits_table(analysis: Analysis, steps: list[CommitStep]) -> str:
+    """Each commit, its subject, and per row its mean and its change from the commit before."""
+    rows = sorted({row for step in steps for row in step.means})
+    head = "".join(f"<td>{html.escape(analysis.row_axis)}={row}</td>" for row in rows)
+
+    def cell(step: CommitStep, row: int) -> str:
+        mean = step.means.get(row)
+        text = "-" if mean is None else f"{mean:,.1f}"
+        change, judgement = step.changes.get(row, (None, ""))
+        if change is not None:
+            text += f" ({change:+.1f}% {judgement})"
+        elif judgement:
+            text += f" ({judgement})"
+        return f"<td>{html.escape(text)}</td>"
+
+    body = "".join(
+        f"<tr><td>{html.escape(step.column)}</td><td>{html.escape(step.commit[:12])} "
+        f"{html.escape(step.subject)}</td>" + "".join(cell(step, row) for row in rows) + "</tr>"
+        for step in steps
+    )  # fmt: skip
+    return (f"<table class='facts'><tr><td>column</td><td>commit</td>{head}</tr>{body}"
+            "</table>")  # fmt: skip
+
+
 def section_figures(analysis: Analysis, section: Section) -> list[Figure]:
     figures = [
         Figure("throughput", mark_oversubscribed(throughput_figure(analysis, section), section)),
@@ -248,7 +304,13 @@ def experiment_html(experiment: Experiment, runs: list[Run], analysis: Analysis,
     for section in analysis.sections:
         if section.label:
             parts.append(f"<h3>{html.escape(section.label)}</h3>")
-        for figure in section_figures(analysis, section):
+        figures = section_figures(analysis, section)
+        steps = commit_steps(experiment.spec, analysis, section)
+        if steps is not None:
+            figures.append(Figure("over commits", over_commits_figure(analysis, steps)))
+            parts.append("<h3>Over the commits, each against the one before</h3>"
+                         + over_commits_table(analysis, steps))  # fmt: skip
+        for figure in figures:
             include = first_plot[0]
             first_plot[0] = False
             parts.append(

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import statistics
 from dataclasses import astuple, dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from locklab.analysis.stats import BELOW_MIN, EQUAL, HIGHER, INCONCLUSIVE, LOWER, compare
+from locklab.analysis.stats import judge_change
 from locklab.errors import LocklabError
 from locklab.kernel.from_source import build_source_lock
 from locklab.run.engine import Engine
@@ -59,17 +58,8 @@ class Side:
 
 def compare_sides(before: Side, side: Side, min_effect_pct: float,
                   exact: bool) -> tuple[float, str]:  # fmt: skip
-    """`side`'s change against `before`, in percent of the means, and its judgement: EQUAL,
-    BELOW_MIN, HIGHER, LOWER or INCONCLUSIVE. Simulated (`exact`), one run a side, the change
-    itself decides; measured, the tables' verdict (Welch's test and Fieller's interval)."""
-    change = (statistics.fmean(side.figures) / statistics.fmean(before.figures) - 1) * 100
-    if exact:
-        if abs(change) < min_effect_pct:
-            return change, EQUAL
-        return change, HIGHER if change > 0 else LOWER
-    judgement = compare(before.figures, side.figures).judgement(min_effect_pct)
-    settled = judgement in (EQUAL, BELOW_MIN, HIGHER, LOWER)
-    return change, judgement if settled else INCONCLUSIVE
+    """`side`'s change against `before` and its judgement (stats.judge_change)."""
+    return judge_change(before.figures, side.figures, min_effect_pct, exact)
 
 
 class Journal:
