@@ -52,15 +52,7 @@ def test_bad_revisions_are_one_line_before_any_build(kernel_repo, tmp_path, args
 @pytest.mark.slow  # a cold kernel build from an exported tree: about 10 min on 2 cores
 @pytest.mark.timeout(2400)
 def test_a_kernel_builds_and_boots_from_a_revision_of_a_git_tree(tmp_path):
-    from locklab.kernel.build import unpack_default_source
-
-    repository = tmp_path / "linux"
-    # Hard links: git only reads the files, and nothing here writes one.
-    subprocess.run(["cp", "-al", str(unpack_default_source()), str(repository)], check=True)
-    git(repository, "init", "-q", "-b", "master")
-    git(repository, "add", "-A", "-f")
-    git(repository, "commit", "-q", "-m", "Linux 6.1")
-    git(repository, "tag", "v6.1")
+    repository = _whole_6_1_repo(tmp_path)
     built = locklab_cli("kernel", "build", "--source", str(repository), "--rev", "base=v6.1",
                         timeout=2000)  # fmt: skip
     assert built.returncode == 0, built.stderr[-3000:]
@@ -125,18 +117,24 @@ def test_revisions_of_one_tree_share_a_work_tree_taking_what_differs(tmp_path, m
 BOOT_SLOW_SUBJECT = "locking/rtmutex: wait 100 us in rt_mutex_lock()"
 
 
-def _whole_kernel_repo(folder: Path) -> Path:
-    """Debian's 6.1 tree as a git tree, tag v6.1, then: a comment, the slow commit, a longer
-    comment, the deliberately broken patch."""
+def _whole_6_1_repo(folder: Path) -> Path:
+    """Debian's 6.1 tree as a git tree, one commit, tag v6.1."""
     from locklab.kernel.build import unpack_default_source
 
     repository = folder / "linux"
-    # Hard links: git only reads the files, and each commit below writes a new file.
+    # Hard links: git only reads the files, and a commit on top writes new ones (edit_file).
     subprocess.run(["cp", "-al", str(unpack_default_source()), str(repository)], check=True)
     git(repository, "init", "-q", "-b", "master")
     git(repository, "add", "-A", "-f")
     git(repository, "commit", "-q", "-m", "Linux 6.1")
     git(repository, "tag", "v6.1")
+    return repository
+
+
+def _whole_kernel_repo(folder: Path) -> Path:
+    """_whole_6_1_repo's tree, then: a comment, the slow commit, a longer comment, the
+    deliberately broken patch."""
+    repository = _whole_6_1_repo(folder)
     commit_edit(repository, RTMUTEX_C, RTMUTEX_ANCHOR, RTMUTEX_ANCHOR + "/* a comment */\n",
                 "locking/rtmutex: add a comment")  # fmt: skip
     api = "kernel/locking/rtmutex_api.c"
