@@ -8,7 +8,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import BROKEN_SUBJECT, SLOW_SUBJECT, git, locklab_cli
+from conftest import (
+    BROKEN_SUBJECT,
+    RTMUTEX_ANCHOR,
+    RTMUTEX_C,
+    SLOW_SUBJECT,
+    commit_edit,
+    git,
+    locklab_cli,
+)
 
 pytestmark = pytest.mark.skipif(
     not Path("/usr/src/linux-source-6.1.tar.xz").exists(),
@@ -52,6 +60,23 @@ def test_simulated_bisect_names_the_commit_that_breaks_mutual_exclusion(kernel_r
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "fails its runs between master and regress" in proc.stdout
     assert first_bad(proc) == BROKEN_SUBJECT
+
+
+def test_a_commit_that_does_not_build_is_skipped(kernel_repo, tmp_path):
+    clone = tmp_path / "linux"
+    git(tmp_path, "clone", "-q", str(kernel_repo), str(clone))
+    git(clone, "checkout", "-q", "-b", "unbuilt", "origin/master")
+    commit_edit(clone, RTMUTEX_C, RTMUTEX_ANCHOR, RTMUTEX_ANCHOR + "this does not compile;\n",
+                "locking/rtmutex: break the build")  # fmt: skip
+    commit_edit(clone, RTMUTEX_C, "this does not compile;\n", "", "locking/rtmutex: mend it")
+    git(clone, "cherry-pick", "origin/regress~3")  # the slow commit, on top
+    unbuilt = git(clone, "rev-parse", "HEAD~2").strip()
+    proc = bisect(clone, tmp_path / "s", "--good", "origin/master", "--bad", "unbuilt",
+                  "--nwriters", "1", "--sim", "lent-xeon-16")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert first_bad(proc) == SLOW_SUBJECT
+    assert f"not built): {unbuilt[:12]}" in proc.stdout, proc.stdout
+    assert f"break the build: skip (does not build at {unbuilt[:12]}" in proc.stderr, proc.stderr
 
 
 def test_measured_bisect_names_the_slow_commit(kernel_repo, tmp_path):

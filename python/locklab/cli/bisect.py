@@ -65,7 +65,7 @@ def result_lines(result: BisectResult, plan: BisectPlan, journal: Path,
         lines += [f"  {commit} {subject}" for commit, subject in result.candidates]
     skipped = [step for step in result.steps if step.judgement == "skip"]
     if skipped:
-        lines.append("skipped (inconclusive within --max-repeat, or failed): "
+        lines.append("skipped (inconclusive within --max-repeat, failed, or not built): "
                      + ", ".join(step.commit[:12] for step in skipped))  # fmt: skip
     last = [step for step in result.steps if step.commit == result.last_good[0]]
     first = [step for step in result.steps if result.first_bad

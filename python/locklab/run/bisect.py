@@ -118,6 +118,8 @@ class Bisector:
     def judge(self, good: Side, side: Side, hunted: str) -> tuple[str, str]:
         if good.failure:
             raise LocklabError(f"bisect: the good revision failed its run: {good.failure}")
+        if side.untestable:
+            return SKIP, side.failure or "it cannot be tried"
         if hunted == "failing":
             return (BAD, side.failure) if side.failure else (GOOD, "its runs pass")
         if side.failure:
@@ -186,6 +188,8 @@ class Bisector:
         if good.failure:
             raise LocklabError(f"bisect: the good revision {self.plan.good} fails its runs: "
                                f"{good.failure}")  # fmt: skip
+        if side.untestable:
+            raise LocklabError(f"bisect: the bad revision {self.plan.bad}: {side.failure}")
         if side.failure:
             return good, side, "failing", side.failure
         for hunted in ("slower", "faster"):

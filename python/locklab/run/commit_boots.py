@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from locklab.errors import LocklabError
 from locklab.kernel import build, locktorture, qemu
 from locklab.kernel.from_source import TORTURE_TYPE, check_name
-from locklab.run.commit_runs import RunSettings, Side
+from locklab.run.commit_runs import RunSettings, Side, not_built
 
 
 class BootedCommitRunner:
@@ -36,8 +37,11 @@ class BootedCommitRunner:
                   "stat_interval": str(boot.stat_interval_s)}  # fmt: skip
         if s.nreaders:
             params["nreaders_stress"] = str(s.nreaders)
-        booted = qemu.run_builtin(self.image(commit), params, s.duration_s, boot.cpus,
-                                  boot.accel)  # fmt: skip
+        try:
+            image = self.image(commit)
+        except LocklabError as error:
+            return not_built(commit, side, error)
+        booted = qemu.run_builtin(image, params, s.duration_s, boot.cpus, boot.accel)
         failure = f"the kernel at {commit[:12]}: {booted.outcome}" if booted.failed else None
         runs, _ = locktorture.parse(booted.console, "console")
         measured = locktorture.measure(runs[-1], boot.warmup_reports) if runs else None

@@ -54,6 +54,9 @@ class Side:
 
     figures: list[float] = field(default_factory=list)
     failure: str | None = None
+    # The commit could not be tried: it does not build. A bisect skips it, as `git bisect
+    # skip` skips a commit that cannot be tested, whatever it hunts.
+    untestable: bool = False
 
 
 def compare_sides(before: Side, side: Side, min_effect_pct: float,
@@ -87,10 +90,12 @@ class Journal:
 
     def side(self, key: str) -> Side:
         stored = self.data.get(key, {})
-        return Side(list(stored.get("figures", [])), stored.get("failure"))
+        return Side(list(stored.get("figures", [])), stored.get("failure"),
+                    bool(stored.get("untestable", False)))  # fmt: skip
 
     def keep(self, key: str, side: Side) -> None:
-        self.data[key] = {"figures": side.figures, "failure": side.failure}
+        self.data[key] = {"figures": side.figures, "failure": side.failure,
+                          "untestable": side.untestable}  # fmt: skip
         partial = self.path.with_suffix(".partial")
         partial.write_text(json.dumps(self.data, indent=1) + "\n")
         partial.replace(self.path)
@@ -109,12 +114,19 @@ def commit_runner(top: Path, settings: RunSettings, engine: Engine) -> Runner:
     return CommitRunner(top, settings, engine)
 
 
+def not_built(commit: str, side: Side, error: LocklabError) -> None:
+    """`commit` does not build: its side says so, and that it cannot be tried."""
+    side.failure = f"does not build at {commit[:12]}: {error}"[:300]
+    side.untestable = True
+
+
 class CommitRunner:
     def __init__(self, top: Path, settings: RunSettings, engine: Engine) -> None:
         self.top = top
         self.settings = settings
         self.engine = engine
         self.plugins: dict[str, str] = {}
+        self.proven = False  # a run with these settings went through: they are not at fault
 
     def plugin(self, commit: str) -> str:
         if commit not in self.plugins:
@@ -127,15 +139,21 @@ class CommitRunner:
     def run_once(self, commit: str, side: Side) -> None:
         """One run of the lock at `commit`: its throughput, or its failure's line."""
         s = self.settings
-        args = ["--plugin", self.plugin(commit), "--lock", s.lock, "--nwriters",
-                str(s.nwriters), "--nreaders", str(s.nreaders), "--duration", str(s.duration_s),
-                "--warmup", str(s.warmup_s)]  # fmt: skip
+        try:
+            plugin = self.plugin(commit)
+        except LocklabError as error:
+            return not_built(commit, side, error)
+        args = ["--plugin", plugin, "--lock", s.lock, "--nwriters", str(s.nwriters),
+                "--nreaders", str(s.nreaders), "--duration", str(s.duration_s), "--warmup",
+                str(s.warmup_s)]  # fmt: skip
         outcome = self.engine.run(args, timeout_s=s.warmup_s + s.duration_s + 600,
                                   sim_machine=s.sim_machine)  # fmt: skip
-        if outcome.exit_code == EXIT_USAGE:  # the run as asked, not the commit, is wrong
+        if outcome.exit_code == EXIT_USAGE and not self.proven:
+            # Before any run went through, the run as asked is wrong, not the commit.
             raise LocklabError(f"the engine refused {s.lock} at {commit[:12]}: "
                                f"{outcome.error_line()}")  # fmt: skip
         if outcome.status == "ok" and outcome.result is not None:
+            self.proven = True
             side.figures.append(float(outcome.result["throughput_ops_per_s"]))
-        elif side.failure is None:
+        elif side.failure is None:  # refused after others ran (its lock's init fails): its own
             side.failure = outcome.error_line()[:300]
