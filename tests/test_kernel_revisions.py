@@ -4,6 +4,7 @@ before anything is built; the revisions of one tree share a work tree, each taki
 files it changes; `make test-slow` builds and boots revisions of a git tree made from Debian's
 6.1 tree, and bisects them booted."""
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -94,23 +95,26 @@ def test_revisions_of_one_tree_share_a_work_tree_taking_what_differs(tmp_path, m
     second = revisions.read_revision(repository, "HEAD", ())
     work = tmp_path / "work"
 
-    def switch(tree: Path) -> list[str]:
-        base, differing = build._prepare_work_tree(work, tree)
-        assert base == first.tree  # every revision of the tree builds over the first one's
-        build._restore(work, base)
-        build._take_revision(work, tree, differing)
-        return sorted(differing)
+    def switch(exported: revisions.Revision) -> list[str]:
+        """What a build of `exported` writes into the work tree."""
+        revision = (repository.resolve(), exported.commit)
+        base, differing = build._prepare_work_tree(work, exported.tree, revision)
+        return build._sync_work_tree(work, base, exported.tree, differing)
 
-    assert switch(first.tree) == []
+    assert switch(first) == []
     kept = (work / "kept.c").stat().st_ino
-    assert switch(second.tree) == ["added.c", "changed.c", "removed.c"]
+    assert switch(second) == ["added.c", "changed.c", "removed.c"]
     assert (work / "changed.c").read_text() == "new\n" and (work / "added.c").exists()
     assert not (work / "removed.c").exists()
     assert (work / "kept.c").stat().st_ino == kept  # untouched, so make rebuilds nothing of it
     assert (first.tree / "changed.c").read_text() == "old\n"  # an export is never written
-    assert switch(first.tree) == []
+    assert switch(second) == []  # as the last build left it: nothing to rebuild
+    assert switch(first) == ["added.c", "changed.c", "removed.c"]
     assert (work / "changed.c").read_text() == "old\n" and (work / "removed.c").exists()
     assert not (work / "added.c").exists()
+    shutil.rmtree(first.tree)  # the base's export removed: a work tree of its own again
+    second_again = revisions.read_revision(repository, "HEAD", ())
+    assert switch(second_again) == [] and (work / "changed.c").read_text() == "new\n"
 
 
 # A booted step must see the slowdown through an emulated guest's noise: 100 us per lock.

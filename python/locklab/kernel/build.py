@@ -5,11 +5,13 @@ user's patches plus a config fragment, for `locklab kernel` to boot.
   build/kernel/src-6.1 (kept pristine); `source_dir` takes any tree, including a git checkout.
 - Work tree: a hard-linked copy of the source (build/kernel/work-SOURCEKEY). Files a patch
   touches are first replaced by private copies, so the pristine tree is never written; before
-  the next build they are restored from the source. make then rebuilds only what changed,
-  and ccache (cache in build/kernel/ccache) makes a rebuild of anything seen before cheap.
+  the next build they are restored from the source (a revision's: from its work tree's
+  base). make then rebuilds only what changed, and ccache (cache in build/kernel/ccache)
+  makes a rebuild of anything seen before cheap.
   The revisions of one git tree (--rev, bisect, history) share one work tree
-  (build/kernel/work-repo-REPOKEY), linked from the first revision built there: the files
-  another revision changes (`git diff`) are put in as a patch's are, so a step between
+  (build/kernel/work-repo-REPOKEY), linked from the first revision built there (its base):
+  the files another revision has otherwise (`git diff`) are put in as a patch's are, and put
+  back from the base after, each written only when its content changes, so a step between
   nearby commits is an incremental build, not a cold one.
 - Patches: all of them are tried with `patch -p1 --dry-run` first; one that does not apply is
   one LocklabError line naming the file and the failing hunk, and nothing is built.
@@ -27,6 +29,7 @@ user's patches plus a config fragment, for `locklab kernel` to boot.
 from __future__ import annotations
 
 import fcntl
+import filecmp
 import hashlib
 import json
 import os
@@ -223,73 +226,87 @@ def _flavour(debug: list[str], arch: Arch) -> str:
     return arch.distinct + "".join(f"-{name}" for name in sorted(debug))
 
 
-def _link_work_tree(source: Path, work: Path) -> None:
+LEDGER = ".locklab-patched"  # the files of a work tree that differ from its source (or base)
+BASE_RECORD = ".locklab-base"  # a revision work tree's base: its exported tree and commit
+
+
+def _link_work_tree(source: Path, work: Path, base: dict[str, str] | None) -> None:
     """A hard-linked copy of `source` at `work` (cheap; sources are never written there: files
-    to patch are replaced by private copies first)."""
+    to patch are replaced by private copies first), with its base record if it has one."""
     _progress(f"linking a work tree for {source} at {work}")
     partial = work.with_name(work.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     subprocess.run(["cp", "-al", str(source), str(partial)], check=True)
     shutil.rmtree(partial / ".git", ignore_errors=True)  # a link to a checkout's history
+    if base is not None:
+        (partial / BASE_RECORD).write_text(json.dumps(base) + "\n")
     partial.rename(work)
 
 
-def _revision_of(tree: Path) -> tuple[Path, str] | None:
-    """The repository and commit of a revision's exported tree (revisions.py), when it names
-    its repository (exports made before it did, don't)."""
-    index = tree / INDEX
-    if not index.is_file():
-        return None
-    record = json.loads(index.read_text())
-    repository = record.get("repository")
-    return (Path(repository), str(record["commit"])) if repository else None
+# A revision of a git tree: the repository (resolved) and the commit.
+RevisionOf = tuple[Path, str]
 
 
-def _work_tree_path(source: Path, source_key: str, debug: list[str], arch: Arch) -> Path:
-    revision = _revision_of(source)
+def _work_tree_path(source_key: str, debug: list[str], arch: Arch,
+                    revision: RevisionOf | None) -> Path:  # fmt: skip
     if revision is None:
         return BUILD / f"work-{source_key[:16]}{_flavour(debug, arch)}"
-    repository_key = _sha256(str(revision[0].resolve()).encode())
+    repository_key = _sha256(str(revision[0]).encode())
     return BUILD / f"work-repo-{repository_key[:16]}{_flavour(debug, arch)}"
 
 
-def _prepare_work_tree(work: Path, source: Path) -> tuple[Path, list[str]]:
-    """Make `work` ready to take `source` (under the work tree's lock): the tree its files are
-    restored from, and the files to take from `source` over it. A revision's tree in a work
-    tree of another revision of its repository: that revision's, and the files that differ
-    between the two; anything else: `source` itself, and none."""
-    base_record = work / ".locklab-base"
-    revision = _revision_of(source)
-    if revision is not None and base_record.exists() and (work / "Makefile").exists():
-        base = Path(base_record.read_text().strip())
-        based_on = _revision_of(base) if (base / "Makefile").exists() else None
-        differing = changed_paths(revision[0], based_on[1], revision[1]) if based_on else None
-        if differing is not None:
-            return base, differing
-        shutil.rmtree(work)  # its base was removed, or left the repository: start again
+def _prepare_work_tree(work: Path, source: Path,
+                       revision: RevisionOf | None) -> tuple[Path, list[str]]:  # fmt: skip
+    """Make `work` ready to take `source` (under the work tree's lock): the tree it was linked
+    from (its base), and the files `source` has otherwise. A revision in its repository's
+    work tree: the base revision's export, and the files `git diff` lists between the two;
+    anything else: `source` itself, and none."""
+    if revision is not None and (work / "Makefile").exists():
+        try:
+            base = json.loads((work / BASE_RECORD).read_text())
+            base_tree, base_commit = Path(base["tree"]), str(base["commit"])
+        except (OSError, ValueError, KeyError, TypeError):
+            base_tree, base_commit = work, ""  # no usable record: start again below
+        if (base_tree / INDEX).is_file():
+            differing = changed_paths(revision[0], base_commit, revision[1])
+            if differing is not None:
+                return base_tree, differing
+        shutil.rmtree(work)  # its base export was removed, or its commit is gone: start again
     if not (work / "Makefile").exists():
-        _link_work_tree(source, work)
-        if revision is not None:
-            base_record.write_text(f"{source}\n")
+        base = {"tree": str(source), "commit": revision[1]} if revision is not None else None
+        _link_work_tree(source, work, base)
     return source, []
 
 
-def _restore(work: Path, source: Path) -> None:
-    """Put back, from the source, every file an earlier build patched or took from another
-    revision (one the source lacks is removed)."""
-    ledger = work / ".locklab-patched"
-    if not ledger.exists():
-        return
-    for name in ledger.read_text().split("\n"):
-        if name:
-            _put(source / name, work / name)
-    ledger.unlink()
+def _sync_work_tree(work: Path, base: Path, tree: Path, differing: list[str]) -> list[str]:
+    """Make `work` hold `tree`'s files over `base`'s: each file an earlier build changed (the
+    ledger) as `base` has it, or as `tree` has it where `tree` differs (`differing`). A file
+    is written only when its content changes, so make rebuilds what changed since the last
+    build, not since the base. Returns the files written."""
+    ledger = work / LEDGER
+    earlier = set(ledger.read_text().split("\n")) - {""} if ledger.exists() else set()
+    wanted = set(differing)
+    _write_ledger(work, earlier | wanted)  # before any file changes: a superset is safe
+    written = [name for name in sorted(earlier | wanted)
+               if _put((tree if name in wanted else base) / name, work / name)]  # fmt: skip
+    _write_ledger(work, wanted)
+    return written
 
 
-def _put(origin: Path, target: Path) -> None:
-    """`target` as `origin` is (a private copy, or the same link), newer than its objects, so
-    make rebuilds what it touches; removed where `origin` is absent."""
-    target.unlink(missing_ok=True)
+def _write_ledger(work: Path, names: set[str]) -> None:
+    (work / LEDGER).write_text("".join(f"{name}\n" for name in sorted(names)))
+
+
+def _put(origin: Path, target: Path) -> bool:
+    """Make `target` as `origin` is (a private copy, or the same link), removed where `origin`
+    is absent; a copy is newer than its objects, so make rebuilds what it touches. Whether it
+    had to change."""
+    if _same(origin, target):
+        return False
+    if target.is_dir() and not target.is_symlink():
+        shutil.rmtree(target)  # a folder in one revision, a file in another
+    else:
+        target.unlink(missing_ok=True)
     if origin.is_symlink():
         target.parent.mkdir(parents=True, exist_ok=True)
         os.symlink(os.readlink(origin), target)
@@ -297,26 +314,23 @@ def _put(origin: Path, target: Path) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(origin, target)
         os.utime(target)
+    return True
 
 
-def _note_changed(work: Path, names: list[str]) -> None:
-    """Add `names` to the files the next build restores: before any of them changes."""
-    ledger = work / ".locklab-patched"
-    known = set(ledger.read_text().split("\n")) if ledger.exists() else set()
-    ledger.write_text("".join(f"{name}\n" for name in sorted((known | set(names)) - {""})))
-
-
-def _take_revision(work: Path, tree: Path, names: list[str]) -> None:
-    """Make `names` in `work` as they are in another revision's `tree` (absent there: removed),
-    newer than their objects, so make rebuilds what they touch."""
-    _note_changed(work, names)
-    for name in names:
-        _put(tree / name, work / name)
+def _same(origin: Path, target: Path) -> bool:
+    if origin.is_symlink() or target.is_symlink():
+        return (origin.is_symlink() and target.is_symlink()
+                and os.readlink(origin) == os.readlink(target))  # fmt: skip
+    if not origin.is_file():
+        return not target.exists()
+    return target.is_file() and filecmp.cmp(origin, target, shallow=False)
 
 
 def _apply(work: Path, patches: list[Path]) -> None:
     touched = sorted({name for patch in patches for name in patched_files(patch)})
-    _note_changed(work, touched)
+    ledger = work / LEDGER
+    known = set(ledger.read_text().split("\n")) - {""} if ledger.exists() else set()
+    _write_ledger(work, known | set(touched))  # before any file changes
     for name in touched:  # break the hard link to the pristine source
         target = work / name
         if target.exists():
@@ -462,27 +476,30 @@ def build(
             check_patches(sources[label][0], files)
         except LocklabError as error:
             raise LocklabError(f"{label}: {error}") from None
-    keys = {source: source_identity(source) for source, _ in sources.values()}
+    keys = {source: source_identity(source) for source, _, _ in sources.values()}
     plans = {label: build_key(keys[sources[label][0]], files, options, target)
              for label, files in patches.items()}  # fmt: skip
     results: dict[str, Built] = {}
     for label, files in patches.items():
         key = plans[label]
-        source, origin = sources[label]
+        source, origin, revision = sources[label]
         cached = _cached(key, label, target, origin)
         if cached is None:
             cached = _build_one(label, key, source, keys[source], origin, files, options, debug,
-                                target)  # fmt: skip
+                                target, revision)  # fmt: skip
         results[label] = cached
     return results
 
 
+Sources = dict[str, tuple[Path, str, RevisionOf | None]]  # label: tree, origin, revision
+
+
 def _sources(patches: dict[str, list[Path]], source_dir: Path | None,
-             revisions: dict[str, str]) -> dict[str, tuple[Path, str]]:  # fmt: skip
-    """Each label's tree and where it came from: its revision of the git tree `source_dir`,
-    exported whole (checked before any is exported), or the one tree every other label
-    builds (Debian's 6.1 by default)."""
-    trees: dict[str, tuple[Path, str]] = {}
+             revisions: dict[str, str]) -> Sources:  # fmt: skip
+    """Each label's tree, where it came from, and the repository and commit it is a revision
+    of: its revision of the git tree `source_dir`, exported whole (checked before any is
+    exported), or the one tree every other label builds (Debian's 6.1 by default)."""
+    trees: Sources = {}
     if revisions:
         top = git_tree(source_dir)
         for revision in revisions.values():
@@ -490,7 +507,7 @@ def _sources(patches: dict[str, list[Path]], source_dir: Path | None,
         for label, revision in revisions.items():
             _progress(f"reading {revision} of {top} (its whole tree, with git archive)")
             exported = read_revision(top, revision, ())
-            trees[label] = (exported.tree, exported.describe())
+            trees[label] = (exported.tree, exported.describe(), (top.resolve(), exported.commit))
     others = [label for label in patches if label not in revisions]
     if not others:
         return trees
@@ -505,7 +522,7 @@ def _sources(patches: dict[str, list[Path]], source_dir: Path | None,
         tree, origin = source_dir.resolve(), str(source_dir.resolve())
         if not (tree / "Makefile").is_file() or not (tree / "kernel" / "locking").is_dir():
             raise LocklabError(f"--source {source_dir}: not a kernel source tree")
-    return {**trees, **{label: (tree, origin) for label in others}}
+    return {**trees, **{label: (tree, origin, None) for label in others}}
 
 
 def _cached(key: str, label: str, arch: Arch, origin: str) -> Built | None:
@@ -521,23 +538,26 @@ def _cached(key: str, label: str, arch: Arch, origin: str) -> Built | None:
 
 
 def _build_one(label: str, key: str, source: Path, source_key: str, origin: str,
-               files: list[Path], options: dict[str, str], debug: list[str],
-               arch: Arch) -> Built:  # fmt: skip
+               files: list[Path], options: dict[str, str], debug: list[str], arch: Arch,
+               revision: RevisionOf | None) -> Built:  # fmt: skip
     start = time.monotonic()
-    work = _work_tree_path(source, source_key, debug, arch)
+    work = _work_tree_path(source_key, debug, arch, revision)
     target = IMAGES / key
     target.mkdir(parents=True, exist_ok=True)
     log = target / "build.log"
     log.write_text("")
     with _Lock(work.with_name(work.name + ".lock")):
-        base, differing = _prepare_work_tree(work, source)
-        _restore(work, base)
-        _take_revision(work, source, differing)
+        base, differing = _prepare_work_tree(work, source, revision)
+        written = _sync_work_tree(work, base, source, differing)
         _apply(work, files)
         # The same options as the work tree's last build: keep its .config, so make rebuilds
-        # only what the patches changed.
+        # only what the patches changed; configured again where the options' Kconfig changed,
+        # so every option asked for is checked against it.
         stamp = work / ".locklab-config"
         wanted = json.dumps(options, sort_keys=True)
+        changed = written + [name for patch in files for name in patched_files(patch)]
+        if any(Path(name).name.startswith("Kconfig") for name in changed):
+            stamp.unlink(missing_ok=True)
         if not (stamp.exists() and stamp.read_text() == wanted and (work / ".config").exists()):
             stamp.unlink(missing_ok=True)
             _configure(work, options, label, log, arch)

@@ -136,7 +136,7 @@ def read_revision(repository: Path | None, revision: str, parts: tuple[str, ...]
             _extract_in_memory(top, commit, parts, partial, revision)
         else:
             _extract_streamed(top, commit, partial, revision)
-        record = {"commit": commit, "subject": subject, "key": key, "repository": str(top)}
+        record = {"commit": commit, "subject": subject, "key": key}
         (partial / INDEX).write_text(json.dumps(record, indent=2) + "\n")
         shutil.rmtree(tree, ignore_errors=True)
         partial.rename(tree)
