@@ -72,7 +72,7 @@ def test_a_range_of_revisions_is_a_column_per_commit_that_touches_the_lock(kerne
     report = run_cli("report", "--latest", "-o", str(page), store=tmp_path / "s.db")
     assert report.returncode == 0, report.stderr[-2000:]
     text = page.read_text()
-    assert "Over the commits, each against the one before" in text
+    assert "kernel:rtmutex over the commits, each against the one before" in text
     slow = git(kernel_repo, "rev-parse", "regress~3").strip()
     row = text[text.index(f"{slow[:12]} {SLOW_SUBJECT}") :].split("</tr>")[0]
     assert "% lower)" in row, row

@@ -5,12 +5,13 @@ against the baseline, as the table judges it), by the rule `locklab history` use
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 
 from locklab.analysis.model import Analysis, Section
 from locklab.analysis.stats import judge_change
-from locklab.model.spec import ExperimentSpec
+from locklab.model.spec import ExperimentSpec, Variant
 
 MIN_COMMITS = 3  # fewer are a comparison, which the table already is
 
@@ -26,20 +27,30 @@ class CommitStep:
     changes: dict[int, tuple[float | None, str]]
 
 
-def commit_steps(spec: ExperimentSpec, analysis: Analysis,
-                 section: Section) -> list[CommitStep] | None:  # fmt: skip
-    """The section's commit columns in the table's order, or None when it has too few, or
-    columns of several locks."""
-    variants = {variant.label: variant for variant in spec.variants}
-    picked = [(index, column.header, variants[column.header])
-              for index, column in enumerate(analysis.columns)
-              if column.header in variants and variants[column.header].revision]  # fmt: skip
-    if len(picked) < MIN_COMMITS or len({variant.lock for _, _, variant in picked}) > 1:
-        return None
+def commit_series(spec: ExperimentSpec, analysis: Analysis,
+                  section: Section) -> list[tuple[str, list[CommitStep]]]:  # fmt: skip
+    """The section's histories: per group of commit columns (a campaign variant's `LABEL@...`
+    columns, or the `--rev`/`--revs` columns, of one lock), its name and its steps, in the
+    order the experiment lists them (the range's order; the table may put its baseline
+    first). A group needs MIN_COMMITS distinct commits."""
+    index_of = {column.header: index for index, column in enumerate(analysis.columns)}
+    groups: dict[tuple[str, str], list[tuple[int, Variant]]] = {}
+    for variant in spec.variants:
+        if variant.revision and variant.label in index_of:
+            name = variant.label.split("@")[0] if "@" in variant.label else ""
+            groups.setdefault((variant.lock, name), []).append((index_of[variant.label], variant))
+    return [(name or lock, _steps(spec, analysis, section, members))
+            for (lock, name), members in groups.items()
+            if len({variant.revision.split(" ")[0] for _, variant in members}) >= MIN_COMMITS
+            and len(members) >= MIN_COMMITS]  # fmt: skip
+
+
+def _steps(spec: ExperimentSpec, analysis: Analysis, section: Section,
+           members: list[tuple[int, Variant]]) -> list[CommitStep]:  # fmt: skip
     exact = bool(spec.sim)  # one deterministic run a side: the change itself decides
     before: dict[int, list[float]] = {}  # by row: the last commit's values that did not fail
     steps: list[CommitStep] = []
-    for index, header, variant in picked:
+    for index, variant in members:
         commit, _, subject = variant.revision.partition(" ")
         means: dict[int, float | None] = {}
         changes: dict[int, tuple[float | None, str]] = {}
@@ -48,11 +59,12 @@ def commit_steps(spec: ExperimentSpec, analysis: Analysis,
             values = cell.values if cell is not None else []
             means[row] = statistics.fmean(values) if values else None
             if steps and not values:
-                changes[row] = (None, "failed")
+                changes[row] = (None, "not run" if cell is None else "failed")
             elif steps and row in before:
-                changes[row] = judge_change(before[row], values, analysis.settings.min_effect,
-                                            exact)  # fmt: skip
+                change, judgement = judge_change(before[row], values,
+                                                 analysis.settings.min_effect, exact)  # fmt: skip
+                changes[row] = (None if math.isnan(change) else change, judgement)
             if values:
                 before[row] = values
-        steps.append(CommitStep(header, commit, subject, means, changes))
+        steps.append(CommitStep(variant.label, commit, subject, means, changes))
     return steps

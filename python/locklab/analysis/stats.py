@@ -201,7 +201,10 @@ def judge_change(before: Sequence[float], after: Sequence[float], min_effect_pct
     """`after`'s change against `before`, in percent of the means, and its judgement: EQUAL,
     BELOW_MIN, HIGHER, LOWER or INCONCLUSIVE. Exact (simulated: one deterministic run a side),
     the change itself decides; measured, the tables' verdict (Welch's test, Fieller's interval)."""
-    change = (statistics.fmean(after) / statistics.fmean(before) - 1) * 100
+    before_mean, after_mean = statistics.fmean(before), statistics.fmean(after)
+    if before_mean == 0:  # a measure that can be zero (context switches): no ratio to take
+        return math.nan, EQUAL if after_mean == 0 else INCONCLUSIVE
+    change = (after_mean / before_mean - 1) * 100
     if exact:
         if abs(change) < min_effect_pct:
             return change, EQUAL

@@ -11,7 +11,8 @@ from locklab.cli.common import chosen_engine, engine_option, number, sim_option,
 from locklab.errors import LocklabError
 from locklab.kernel import qemu
 from locklab.kernel.arch import resolve
-from locklab.kernel.from_source import SIM_BUILD, check_name
+from locklab.kernel.from_source import SIM_BUILD, TORTURE_TYPE, check_name
+from locklab.kernel.params import READ_SIDE
 from locklab.kernel.sweep import LocktortureSweep
 from locklab.model.machine_profile import find_profile, flat_cpus
 from locklab.model.values import validate_axis
@@ -112,7 +113,14 @@ def _boot_settings(args: argparse.Namespace, simulated: bool) -> BootSettings | 
             raise LocklabError(f"--kernel: not with {option} ({why})")
     if args.cpus > qemu.MAX_GUEST_CPUS:
         raise LocklabError(f"--cpus must be from 1 to {qemu.MAX_GUEST_CPUS} (got {args.cpus})")
-    resolve(None).require_qemu()
+    torture_type = TORTURE_TYPE[check_name(args.lock)]
+    if args.nreaders and torture_type not in READ_SIDE:
+        raise LocklabError(f"--nreaders: locktorture's {torture_type} has no readers")
+    target = resolve(None)
+    target.require_qemu()
+    unusable = qemu.kvm_unusable(target) if args.accel == "kvm" else None
+    if unusable:  # before minutes of building
+        raise LocklabError(f"--accel kvm: {unusable}")
     return BootSettings(args.cpus, args.accel)
 
 
@@ -121,5 +129,6 @@ def runs_place(settings: RunSettings, sim: str | None) -> str:
     if settings.sim_machine:
         return f"simulated on {sim}"
     if settings.boot is not None:
-        return "booted: each commit's whole kernel in QEMU, locktorture's writes per second"
+        what = "acquisitions" if settings.nreaders else "writes"
+        return f"booted: each commit's whole kernel in QEMU, locktorture's {what} per second"
     return "measured here"

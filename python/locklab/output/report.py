@@ -23,7 +23,7 @@ from locklab.analysis import metrics, series
 from locklab.analysis.cells import Analysis, Section, Settings
 from locklab.analysis.metrics import from_result
 from locklab.analysis.model import legend_lines
-from locklab.analysis.over_commits import CommitStep, commit_steps
+from locklab.analysis.over_commits import CommitStep, commit_series
 from locklab.analysis.stats import HIGHER, LOWER
 from locklab.output import table
 from locklab.store import Experiment, Run
@@ -304,23 +304,12 @@ def experiment_html(experiment: Experiment, runs: list[Run], analysis: Analysis,
     for section in analysis.sections:
         if section.label:
             parts.append(f"<h3>{html.escape(section.label)}</h3>")
-        figures = section_figures(analysis, section)
-        steps = commit_steps(experiment.spec, analysis, section)
-        if steps is not None:
-            figures.append(Figure("over commits", over_commits_figure(analysis, steps)))
-            parts.append("<h3>Over the commits, each against the one before</h3>"
-                         + over_commits_table(analysis, steps))  # fmt: skip
-        for figure in figures:
-            include = first_plot[0]
-            first_plot[0] = False
-            parts.append(
-                "<div class='figure'>"
-                + pio.to_html(
-                    figure.figure, include_plotlyjs=include, full_html=False,
-                    config={"displaylogo": False, "responsive": True},
-                )
-                + "</div>"
-            )  # fmt: skip
+        for figure in section_figures(analysis, section):
+            parts.append(_figure_html(figure.figure, first_plot))
+        for name, steps in commit_series(experiment.spec, analysis, section):
+            chart = _figure_html(over_commits_figure(analysis, steps), first_plot)
+            parts.append(f"<h3>{html.escape(name)} over the commits, each against the one "
+                         f"before</h3>{over_commits_table(analysis, steps)}{chart}")  # fmt: skip
     parts += [
         "<h3>Machine</h3>",
         _facts(runs),
@@ -332,19 +321,26 @@ def experiment_html(experiment: Experiment, runs: list[Run], analysis: Analysis,
     return "<div class='experiment'>" + "\n".join(parts) + "</div>"
 
 
+def _figure_html(figure: go.Figure, first_plot: list[bool]) -> str:
+    """A chart's HTML; the page's first carries plotly's JavaScript."""
+    include = first_plot[0]
+    first_plot[0] = False
+    chart = pio.to_html(figure, include_plotlyjs=include, full_html=False,
+                        config={"displaylogo": False, "responsive": True})  # fmt: skip
+    return f"<div class='figure'>{chart}</div>"
+
+
 def combined_html(analysis: Analysis, first_plot: list[bool]) -> str:
     """The table of several places (analysis/places.py) and its rel % chart: each place's
     columns against that place's baseline (the places' units differ, so no throughput chart)."""
     section = analysis.sections[0]
-    figure = mark_oversubscribed(relative_figure(analysis, section), section)
-    first_plot[0] = False
-    chart = pio.to_html(figure, include_plotlyjs=True, full_html=False,
-                        config={"displaylogo": False, "responsive": True})  # fmt: skip
+    chart = _figure_html(mark_oversubscribed(relative_figure(analysis, section), section),
+                         first_plot)  # fmt: skip
     return (
         "<h2>All places, one table</h2>"
         f"<p>{'<br>'.join(html.escape(line) for line in analysis.title)}</p>"
         f"<pre>{html.escape(table.plain(analysis))}</pre>"
-        f"<div class='figure'>{chart}</div>"
+        f"{chart}"
         "<h2>Each place</h2>"
     )
 

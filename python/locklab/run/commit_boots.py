@@ -1,8 +1,9 @@
 """`locklab bisect --kernel` and `locklab history --kernel`: a commit's whole kernel, built
 with locktorture in (kernel/build.py: cached per content, and incremental between the commits
 of one git tree) and booted in QEMU, its torture type the one that runs the kernel: lock's
-file. A run's figure is locktorture's writes per second after the warm-up reports; a kernel
-that oopses, hangs, or ends its test with FAILURE is a failed run, with how it ended."""
+file. A run's figure is locktorture's acquisitions per second after the warm-up reports (its
+writes, and its reads where readers run, as the engine counts them); a kernel that oopses,
+hangs, ends its test with FAILURE or counts lock failures is a failed run, with how it ended."""
 
 from __future__ import annotations
 
@@ -44,6 +45,8 @@ class BootedCommitRunner:
         booted = qemu.run_builtin(image, params, s.duration_s, boot.cpus, boot.accel)
         failure = f"the kernel at {commit[:12]}: {booted.outcome}" if booted.failed else None
         runs, _ = locktorture.parse(booted.console, "console")
+        if failure is None and runs and runs[-1].failed:  # failures counted, no end seen
+            failure = f"the kernel at {commit[:12]}: locktorture counted lock failures"
         measured = locktorture.measure(runs[-1], boot.warmup_reports) if runs else None
         if failure is None and measured is None:
             failure = (f"the kernel at {commit[:12]} printed too few locktorture reports "
