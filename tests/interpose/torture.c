@@ -53,12 +53,25 @@ static void fail(const char *what)
 	_exit(1);
 }
 
+/* The part running now, for the watchdog's line: a hang seen once in a long suite must say
+ * where it was. */
+static const char *volatile phase = "start";
+
+static void write_all(const char *text)
+{
+	size_t length = 0;
+	while (text[length] != '\0') /* strlen() is not async-signal-safe by the letter */
+		length++;
+	if (write(2, text, length) < 0)
+		_exit(3);
+}
+
 static void on_alarm(int sig)
 {
 	(void)sig;
-	static const char msg[] = "torture: FAIL hung (watchdog)\n";
-	if (write(2, msg, sizeof(msg) - 1) < 0)
-		_exit(3);
+	write_all("torture: FAIL hung (watchdog) in ");
+	write_all(phase);
+	write_all("\n");
 	_exit(3);
 }
 
@@ -724,17 +737,25 @@ int main(int argc, char **argv)
 	}
 	signal(SIGALRM, on_alarm);
 	alarm(100);
+	phase = "rwlock consistency";
 	test_rwlock_consistency();
+	phase = "rwlock try and timed";
 	test_rwlock_try_and_timed();
 	if (rwlock_only) {
 		printf("torture: ok (rwlocks only, %d threads, %ld iterations)\n", nthreads, iterations);
 		return 0;
 	}
+	phase = "counter";
 	test_counter();
+	phase = "queue";
 	test_queue();
+	phase = "try and timed";
 	test_try_and_timed();
+	phase = "types";
 	test_types();
+	phase = "churn";
 	test_churn();
+	phase = "fork";
 	test_fork();
 	printf("torture: ok (%d threads, %ld iterations)\n", nthreads, iterations);
 	return 0;
