@@ -14,7 +14,15 @@ import json
 import time
 
 import pytest
-from conftest import BUILD, CORES, list_locks, run_engine, run_preloaded
+from conftest import (
+    BUILD,
+    CORES,
+    list_locks,
+    run_engine,
+    run_preloaded,
+    run_unit,
+    run_unit_against_mutant,
+)
 
 POLICIES = ("spin", "yield", "spin-then-park")
 THREADS_PER_CPU = (2, 4)
@@ -163,3 +171,20 @@ def test_interposition_policy_is_the_mutexes_when_rwlocks_sleep():
     env = {"LOCKLAB_LOCK": "mcs", "LOCKLAB_WAIT": "yield", "LOCKLAB_RWLOCK": "rwsem"}
     verdict, code, out = run_preloaded(torture_args("opt", "yield", 2), "opt", env)
     assert verdict == "ok", out
+
+
+def test_a_waker_never_writes_the_node_of_the_waiter_it_woke():
+    """MCS under spin-then-park, the waker stalled just after its wake while the woken waiter
+    ends and its node is zeroed for a new thread (tests/unit/mcs_wait_test.c): the node's next
+    waiter is still woken. Once a 100 s hang of the interposition torture."""
+    proc = run_unit("opt", "mcs_wait_test")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_node_test_catches_a_waker_that_counts_for_the_node(tmp_path):
+    proc = run_unit_against_mutant(
+        tmp_path, "mcs_wait_test", "mcs.c",
+        "lock_unpark_node(&lock->wait, self, &next->locked, &next->parked);",
+        "lock_unpark(&lock->wait, self, &next->locked, &next->parked, 1);",
+    )  # fmt: skip
+    assert proc.returncode != 0 and "never woken" in proc.stdout, proc.stdout

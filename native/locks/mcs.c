@@ -25,7 +25,7 @@
  *
  * Waiting policy (wait.h): a waiter parks on its own node's `locked`, and its predecessor's
  * hand-over store wakes it, so the queue's FIFO order is untouched. A waiter that becomes
- * the owner wakes its parked successor early (lock_prewake), so that the successor is up
+ * the owner wakes its parked successor early (lock_prewake_node), so that the successor is up
  * and spinning by the hand-over. The unlocker's wait for a
  * successor to link itself has nobody to wake it: under yield and spin-then-park it yields
  * once its budget is spent, since the successor may be preempted between xchg and link.
@@ -69,10 +69,10 @@ static void mcs_lock(void *lockp, struct lock_thread *self)
 
 	smp_store_release(&prev->next, node); /* pairs with smp_load_acquire(&node->next) */
 	/* Pairs with the hand-over in unlock. */
-	lock_wait_cond_load_acquire(&lock->wait, self, &node->locked, &node->parked, VAL);
+	lock_wait_node_load_acquire(&lock->wait, self, &node->locked, &node->parked, VAL);
 	struct mcs_node *next = READ_ONCE(node->next);
 	if (next != NULL)
-		lock_prewake(&lock->wait, self, &next->locked, &next->parked);
+		lock_prewake_node(&lock->wait, self, &next->locked, &next->parked);
 }
 
 static bool mcs_trylock(void *lockp, struct lock_thread *self)
@@ -101,7 +101,7 @@ static void mcs_unlock(void *lockp, struct lock_thread *self)
 			lock_wait_pause_unwoken(&lock->wait, &budget);
 	}
 	smp_store_release(&next->locked, 1);
-	lock_unpark(&lock->wait, self, &next->locked, &next->parked, 1);
+	lock_unpark_node(&lock->wait, self, &next->locked, &next->parked);
 }
 
 static const struct lock_tunable wait_tunables[] = { LOCK_WAIT_TUNABLES, LOCK_TUNABLES_END };

@@ -303,7 +303,7 @@ static inline void set_locked(struct qspinlock *lock)
 #ifdef QSPINLOCK_WAIT_POLICY
 /* A queued waiter's wait for the hand-over. */
 #define q_wait_node(lock, self, node)                                                          \
-	lock_wait_cond_load_acquire(&(lock)->wait, self, &(node)->locked, &(node)->parked, VAL)
+	lock_wait_node_load_acquire(&(lock)->wait, self, &(node)->locked, &(node)->parked, VAL)
 /* The pending waiter's and the head's wait on the word, until no bit of `mask` is set. */
 #define q_wait_word(lock, self, mask)                                                          \
 	lock_wait_cond_load_acquire(&(lock)->wait, self, (u32 *)&(lock)->val.counter,          \
@@ -314,7 +314,7 @@ static inline void set_locked(struct qspinlock *lock)
 #define q_hand_over(lock, self, next, val)                                                     \
 	do {                                                                                   \
 		smp_store_release(&(next)->locked, (val));                                     \
-		lock_unpark(&(lock)->wait, self, &(next)->locked, &(next)->parked, 1);          \
+		lock_unpark_node(&(lock)->wait, self, &(next)->locked, &(next)->parked);         \
 	} while (0)
 /* The owner's wait for its successor to link itself. */
 #define q_wait_link(lock, node)                                                                \

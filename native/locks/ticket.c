@@ -127,7 +127,7 @@ static void ticket_wake_turn(struct ticket_lock *lock, struct lock_thread *self,
 
 	if (READ_ONCE(turn->parked) != 0) {
 		__atomic_fetch_add(&turn->seq, 1, __ATOMIC_RELAXED);
-		lock_woke(self, &turn->parked, futex_wake(&turn->seq, INT_MAX));
+		lock_woke(self, &turn->parked, futex_wake(&turn->seq, INT_MAX), LOCK_COUNT_WAKER);
 	}
 }
 

@@ -24,6 +24,13 @@
  * futex_wake system call for nobody (measured: 1.2 million wake calls for 553 sleeps, tas
  * with 8 threads on 2 CPUs).
  *
+ * Except where P is in the waiter's own queue node (MCS, the queued spinlock's nodes): there
+ * the waiter takes itself off (lock_park_node() and friends). After the hand-over the waiter
+ * may take the lock, let it go and end, and the interposer gives its slot, node included and
+ * zeroed, to a new thread: a waker's late decrement would land on that thread's count and
+ * lose its next wake-up (seen once as a 100 s hang of the interposition torture: mcs under
+ * spin-then-park). A node's P sees one wake per acquisition, so nothing is lost by it.
+ *
  * Either the waiter reads the new W, or the waker reads P != 0 and wakes; a wake between the
  * waiter's read and its sleep is not lost, because futex_wait compares W again in the kernel
  * under the futex's own lock. Each lock says in its file which word its waiters park on, so a
@@ -160,27 +167,59 @@ static inline void lock_wait_count(unsigned long *counter)
  * The waiter's half of the handshake: sleep while *word == value. A woken waiter gets a new
  * spin budget: it was woken because its wait is ending, or about to (lock_prewake()).
  */
-static inline void lock_park(struct lock_thread *self, struct lock_wait_budget *budget, u32 *word,
-			     u32 value, u32 *parked)
+/* Who takes a woken waiter off P: its waker (a count in the lock), or itself (in its node). */
+enum lock_park_count {
+	LOCK_COUNT_WAKER,
+	LOCK_COUNT_WAITER,
+};
+
+static inline void lock_park_counted(struct lock_thread *self, struct lock_wait_budget *budget,
+				     u32 *word, u32 value, u32 *parked, enum lock_park_count by)
 {
 	budget->deadline_ns = 0;
 	__atomic_fetch_add(parked, 1, __ATOMIC_RELAXED);
 	smp_mb(); /* P's increment before the read of W: pairs with the waker's smp_mb() */
 	if (READ_ONCE(*word) == value) {
 		lock_wait_count(&self->parks);
-		if (futex_wait(word, value) == 0)
+		if (futex_wait(word, value) == 0 && by == LOCK_COUNT_WAKER)
 			return; /* woken: the waker took us off the count */
 	}
 	__atomic_fetch_sub(parked, 1, __ATOMIC_RELAXED);
 }
 
-/* The waker's count of what it woke: the waiters leave P, and the statistics count them. */
-static inline void lock_woke(struct lock_thread *self, u32 *parked, long woken)
+static inline void lock_park(struct lock_thread *self, struct lock_wait_budget *budget, u32 *word,
+			     u32 value, u32 *parked)
+{
+	lock_park_counted(self, budget, word, value, parked, LOCK_COUNT_WAKER);
+}
+
+/* A unit test may stall a waker here, just after its wake (tests/unit/mcs_wait_test.c). */
+#ifndef lock_wait_after_wake
+#define lock_wait_after_wake() ((void)0)
+#endif
+
+/* The waker's count of what it woke: the statistics count them, and where the waker keeps
+ * P, they leave it. */
+static inline void lock_woke(struct lock_thread *self, u32 *parked, long woken,
+			     enum lock_park_count by)
 {
 	if (woken <= 0)
 		return;
-	__atomic_fetch_sub(parked, (u32)woken, __ATOMIC_RELAXED);
+	lock_wait_after_wake();
+	if (by == LOCK_COUNT_WAKER)
+		__atomic_fetch_sub(parked, (u32)woken, __ATOMIC_RELAXED);
 	__atomic_store_n(&self->wakes, self->wakes + (unsigned long)woken, __ATOMIC_RELAXED);
+}
+
+static inline __attribute__((always_inline)) void
+lock_unpark_counted(const struct lock_wait *wait, struct lock_thread *self, u32 *word, u32 *parked,
+		    int count, enum lock_park_count by)
+{
+	if (likely(wait->policy != LOCK_WAIT_PARK))
+		return;
+	smp_mb(); /* the store to W before the read of P: pairs with lock_park() */
+	if (unlikely(READ_ONCE(*parked) != 0))
+		lock_woke(self, (u32 *)parked, futex_wake(word, count), by);
 }
 
 /* The waker's half, after its store to *word; wakes up to `count` parked waiters. */
@@ -188,11 +227,15 @@ static inline __attribute__((always_inline)) void lock_unpark(const struct lock_
 							      struct lock_thread *self, u32 *word,
 							      u32 *parked, int count)
 {
-	if (likely(wait->policy != LOCK_WAIT_PARK))
-		return;
-	smp_mb(); /* the store to W before the read of P: pairs with lock_park() */
-	if (unlikely(READ_ONCE(*parked) != 0))
-		lock_woke(self, (u32 *)parked, futex_wake(word, count));
+	lock_unpark_counted(wait, self, word, parked, count, LOCK_COUNT_WAKER);
+}
+
+/* The same for a waiter's own node: after the hand-over nothing writes the node. */
+static inline __attribute__((always_inline)) void lock_unpark_node(const struct lock_wait *wait,
+								   struct lock_thread *self,
+								   u32 *word, u32 *parked)
+{
+	lock_unpark_counted(wait, self, word, parked, 1, LOCK_COUNT_WAITER);
 }
 
 /*
@@ -202,14 +245,29 @@ static inline __attribute__((always_inline)) void lock_unpark(const struct lock_
  * hand-over waits a whole wake-up with the lock free. Best effort, so no barrier: the
  * hand-over's lock_unpark() still wakes a successor that parked after this look.
  */
-static inline __attribute__((always_inline)) void lock_prewake(const struct lock_wait *wait,
-							       struct lock_thread *self, u32 *word,
-							       u32 *parked)
+static inline __attribute__((always_inline)) void
+lock_prewake_counted(const struct lock_wait *wait, struct lock_thread *self, u32 *word, u32 *parked,
+		     enum lock_park_count by)
 {
 	if (likely(wait->policy != LOCK_WAIT_PARK))
 		return;
 	if (READ_ONCE(*parked) != 0)
-		lock_woke(self, parked, futex_wake(word, 1));
+		lock_woke(self, parked, futex_wake(word, 1), by);
+}
+
+static inline __attribute__((always_inline)) void lock_prewake(const struct lock_wait *wait,
+							       struct lock_thread *self, u32 *word,
+							       u32 *parked)
+{
+	lock_prewake_counted(wait, self, word, parked, LOCK_COUNT_WAKER);
+}
+
+/* The same for a successor's own node (its count is its own: see the top of this file). */
+static inline __attribute__((always_inline)) void lock_prewake_node(const struct lock_wait *wait,
+								    struct lock_thread *self,
+								    u32 *word, u32 *parked)
+{
+	lock_prewake_counted(wait, self, word, parked, LOCK_COUNT_WAITER);
 }
 
 /*
@@ -217,7 +275,7 @@ static inline __attribute__((always_inline)) void lock_prewake(const struct lock
  * the 32-bit word at ptr, parking on that word (its parked count at parked) when the policy
  * says so. Returns the value that satisfied cond, read with ACQUIRE.
  */
-#define lock_wait_cond_load_acquire(wait, self, ptr, parked, cond_expr)                         \
+#define lock_wait_cond_load_acquire_counted(wait, self, ptr, parked, by, cond_expr)             \
 	({                                                                                     \
 		_Static_assert(sizeof(*(ptr)) == 4, "a futex word is 32 bits");                \
 		struct lock_wait_budget __budget = LOCK_WAIT_BUDGET_INIT;                      \
@@ -227,9 +285,15 @@ static inline __attribute__((always_inline)) void lock_prewake(const struct lock
 			if (cond_expr)                                                         \
 				break;                                                         \
 			if (lock_wait_pause((wait), &__budget))                                \
-				lock_park((self), &__budget, (u32 *)(ptr), (u32)VAL, (parked)); \
+				lock_park_counted((self), &__budget, (u32 *)(ptr), (u32)VAL,   \
+						  (parked), (by));                             \
 		}                                                                              \
 		VAL;                                                                           \
 	})
+#define lock_wait_cond_load_acquire(wait, self, ptr, parked, cond_expr)                         \
+	lock_wait_cond_load_acquire_counted(wait, self, ptr, parked, LOCK_COUNT_WAKER, cond_expr)
+/* The same, parked on the waiter's own node (its count is its own). */
+#define lock_wait_node_load_acquire(wait, self, ptr, parked, cond_expr)                         \
+	lock_wait_cond_load_acquire_counted(wait, self, ptr, parked, LOCK_COUNT_WAITER, cond_expr)
 
 #endif /* LOCKLAB_WAIT_H */
