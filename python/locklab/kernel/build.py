@@ -283,14 +283,18 @@ def _sync_work_tree(work: Path, base: Path, tree: Path, differing: list[str]) ->
     ledger) as `base` has it, or as `tree` has it where `tree` differs (`differing`). A file
     is written only when its content changes, so make rebuilds what changed since the last
     build, not since the base. Returns the files written."""
-    ledger = work / LEDGER
-    earlier = set(ledger.read_text().split("\n")) - {""} if ledger.exists() else set()
+    earlier = _read_ledger(work)
     wanted = set(differing)
     _write_ledger(work, earlier | wanted)  # before any file changes: a superset is safe
     written = [name for name in sorted(earlier | wanted)
                if _put((tree if name in wanted else base) / name, work / name)]  # fmt: skip
     _write_ledger(work, wanted)
     return written
+
+
+def _read_ledger(work: Path) -> set[str]:
+    ledger = work / LEDGER
+    return set(ledger.read_text().split("\n")) - {""} if ledger.exists() else set()
 
 
 def _write_ledger(work: Path, names: set[str]) -> None:
@@ -326,11 +330,10 @@ def _same(origin: Path, target: Path) -> bool:
     return target.is_file() and filecmp.cmp(origin, target, shallow=False)
 
 
-def _apply(work: Path, patches: list[Path]) -> None:
+def _apply(work: Path, patches: list[Path]) -> list[str]:
+    """Apply `patches` in order; the files they touch."""
     touched = sorted({name for patch in patches for name in patched_files(patch)})
-    ledger = work / LEDGER
-    known = set(ledger.read_text().split("\n")) - {""} if ledger.exists() else set()
-    _write_ledger(work, known | set(touched))  # before any file changes
+    _write_ledger(work, _read_ledger(work) | set(touched))  # before any file changes
     for name in touched:  # break the hard link to the pristine source
         target = work / name
         if target.exists():
@@ -341,6 +344,7 @@ def _apply(work: Path, patches: list[Path]) -> None:
         proc = apply_patch(work, patch)
         if proc.returncode != 0:
             raise LocklabError(patch_failure(patch, proc.stdout + proc.stderr))
+    return touched
 
 
 def _make_env() -> dict[str, str]:
@@ -548,17 +552,15 @@ def _build_one(label: str, key: str, source: Path, source_key: str, origin: str,
     log.write_text("")
     with _Lock(work.with_name(work.name + ".lock")):
         base, differing = _prepare_work_tree(work, source, revision)
-        written = _sync_work_tree(work, base, source, differing)
-        _apply(work, files)
+        changed = _sync_work_tree(work, base, source, differing) + _apply(work, files)
         # The same options as the work tree's last build: keep its .config, so make rebuilds
         # only what the patches changed; configured again where the options' Kconfig changed,
         # so every option asked for is checked against it.
         stamp = work / ".locklab-config"
         wanted = json.dumps(options, sort_keys=True)
-        changed = written + [name for patch in files for name in patched_files(patch)]
-        if any(Path(name).name.startswith("Kconfig") for name in changed):
-            stamp.unlink(missing_ok=True)
-        if not (stamp.exists() and stamp.read_text() == wanted and (work / ".config").exists()):
+        kconfig_changed = any(Path(name).name.startswith("Kconfig") for name in changed)
+        if kconfig_changed or not (stamp.exists() and stamp.read_text() == wanted
+                                   and (work / ".config").exists()):  # fmt: skip
             stamp.unlink(missing_ok=True)
             _configure(work, options, label, log, arch)
             stamp.write_text(wanted)

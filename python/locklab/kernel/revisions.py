@@ -136,8 +136,8 @@ def read_revision(repository: Path | None, revision: str, parts: tuple[str, ...]
             _extract_in_memory(top, commit, parts, partial, revision)
         else:
             _extract_streamed(top, commit, partial, revision)
-        record = {"commit": commit, "subject": subject, "key": key}
-        (partial / INDEX).write_text(json.dumps(record, indent=2) + "\n")
+        (partial / INDEX).write_text(json.dumps({"commit": commit, "subject": subject,
+                                                 "key": key}, indent=2) + "\n")  # fmt: skip
         shutil.rmtree(tree, ignore_errors=True)
         partial.rename(tree)
     return Revision(tree, commit, subject, revision, top)
