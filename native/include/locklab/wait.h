@@ -29,7 +29,8 @@
  * may take the lock, let it go and end, and the interposer gives its slot, node included and
  * zeroed, to a new thread: a waker's late decrement would land on that thread's count and
  * lose its next wake-up (seen once as a 100 s hang of the interposition torture: mcs under
- * spin-then-park). A node's P sees one wake per acquisition, so nothing is lost by it.
+ * spin-then-park). The price: after an early wake (lock_prewake_node()) the hand-over may
+ * still count the successor as parked and make one wake call for nobody.
  *
  * Either the waiter reads the new W, or the waker reads P != 0 and wakes; a wake between the
  * waiter's read and its sleep is not lost, because futex_wait compares W again in the kernel
@@ -163,16 +164,16 @@ static inline void lock_wait_count(unsigned long *counter)
 	__atomic_store_n(counter, *counter + 1, __ATOMIC_RELAXED);
 }
 
-/*
- * The waiter's half of the handshake: sleep while *word == value. A woken waiter gets a new
- * spin budget: it was woken because its wait is ending, or about to (lock_prewake()).
- */
 /* Who takes a woken waiter off P: its waker (a count in the lock), or itself (in its node). */
 enum lock_park_count {
 	LOCK_COUNT_WAKER,
 	LOCK_COUNT_WAITER,
 };
 
+/*
+ * The waiter's half of the handshake: sleep while *word == value. A woken waiter gets a new
+ * spin budget: it was woken because its wait is ending, or about to (lock_prewake()).
+ */
 static inline void lock_park_counted(struct lock_thread *self, struct lock_wait_budget *budget,
 				     u32 *word, u32 value, u32 *parked, enum lock_park_count by)
 {
