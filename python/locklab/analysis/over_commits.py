@@ -41,8 +41,8 @@ def commit_series(spec: ExperimentSpec, analysis: Analysis,
             groups.setdefault((variant.lock, name), []).append((index_of[variant.label], variant))
     return [(name or lock, _steps(spec, analysis, section, members))
             for (lock, name), members in groups.items()
-            if len({variant.revision.split(" ")[0] for _, variant in members}) >= MIN_COMMITS
-            and len(members) >= MIN_COMMITS]  # fmt: skip
+            if len({variant.revision.split(" ")[0]
+                    for _, variant in members}) >= MIN_COMMITS]  # fmt: skip
 
 
 def _steps(spec: ExperimentSpec, analysis: Analysis, section: Section,

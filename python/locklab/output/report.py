@@ -193,8 +193,7 @@ def over_commits_figure(analysis: Analysis, steps: list[CommitStep]) -> go.Figur
     figure = go.Figure()
     x = [_label(step.column) for step in steps]
     hover = [_label(f"{step.commit[:12]} {step.subject}") for step in steps]
-    rows = sorted({row for step in steps for row in step.means})
-    for number, row in enumerate(rows):
+    for number, row in enumerate(sorted(steps[0].means)):  # every step has every row
         color = PALETTE[number % len(PALETTE)]
         y = [step.means[row] for step in steps]
         figure.add_trace(
@@ -219,7 +218,7 @@ def over_commits_figure(analysis: Analysis, steps: list[CommitStep]) -> go.Figur
 
 def over_commits_table(analysis: Analysis, steps: list[CommitStep]) -> str:
     """Each commit, its subject, and per row its mean and its change from the commit before."""
-    rows = sorted({row for step in steps for row in step.means})
+    rows = sorted(steps[0].means)  # every step has every row
     head = "".join(f"<td>{html.escape(analysis.row_axis)}={row}</td>" for row in rows)
 
     def cell(step: CommitStep, row: int) -> str:
