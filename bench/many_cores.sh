@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # On a lent many-core machine, what the simulator is checked against (docs/simulator.md,
-# "Checked against a real machine"): the machine's topology, its cache-line transfer costs
-# (line-latency), and the engine's writer sweep of a few locks, pinned, interleaved.
+# "Checked against a real machine"): the machine's topology, its cache-line transfer costs,
+# how one line reaches many readers, and what a futex wake-up costs (line-latency), and the
+# engine's writer sweep of a few locks, pinned, interleaved.
 #
 # Needs only `make static` run beforehand (the machine may have no compiler or Python).
 # Writes under OUT (default ./many-cores): topology.txt, latency.txt, and one JSON per run,
 # named LOCK-WORKLOAD-NWRITERS-REPEAT.json, then packs them into OUT.tgz;
 # bench/sim_vs_real.py reads the folder.
-#   bench/many_cores.sh [OUT] [SECONDS]
+#   bench/many_cores.sh [OUT] [SECONDS] [WORKLOADS]   (WORKLOADS: "bare torture", the default)
 set -uo pipefail
 out=${1:-many-cores}
 seconds=${2:-1}
+workloads=${3:-bare torture}
 bin=build/static
 mkdir -p "$out"
 cpus=$(nproc)
@@ -29,14 +31,23 @@ cpus=$(nproc)
 	"$bin/locklab-bench" --topology
 } >"$out/topology.txt" 2>&1
 
-# Every CPU from CPU 0, then every CPU from the middle one (another LLC or socket, if any).
-"$bin/line-latency" --trials 5 >"$out/latency.txt"
-"$bin/line-latency" --trials 5 --from $((cpus / 2)) >>"$out/latency.txt"
+readers=""
+for ((k = 1; k < cpus - 1; k *= 2)); do readers+="$k,"; done
+readers+=$((cpus - 1))
+# Every CPU from CPU 0, then every CPU from the middle one (another LLC or socket, if any);
+# one writer's line read by 1 to all other CPUs; a futex wake-up next door and far away.
+{
+	"$bin/line-latency" --trials 5
+	"$bin/line-latency" --trials 5 --from $((cpus / 2))
+	"$bin/line-latency" --fanout "$readers"
+	"$bin/line-latency" --futex 1
+	"$bin/line-latency" --futex $((cpus / 2))
+} >"$out/latency.txt" 2>>"$out/errors.txt"
 
 counts="1 2 4 8 12 $cpus"
 locks="ticket mcs qspinlock ttas cna futex_mutex"
 for repeat in 1 2 3; do
-	for workload in bare torture; do
+	for workload in $workloads; do
 		extra=()
 		[ "$workload" = torture ] && extra=(--torture-delays spin_lock)
 		for lock in $locks; do

@@ -396,6 +396,31 @@ def test_spinners_wake_when_an_earlier_poll_went_stale(tmp_path):
     assert "deadlock" not in proc.stderr
 
 
+def line_latency(*args: str) -> subprocess.CompletedProcess[str]:
+    tool = BUILD / "opt" / "line-latency"
+    return subprocess.run([str(tool), *args], capture_output=True, text=True, timeout=60,
+                          check=False)  # fmt: skip
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_line_latency_fanout_and_futex():
+    """line-latency --fanout: one delay per reader, in rank order; --futex: the three costs a
+    profile takes from it, each a positive time; a reader count the machine cannot hold is
+    one line and exit 2."""
+    fanout = line_latency("--fanout", "1", "--rounds", "200")
+    assert fanout.returncode == 0, fanout.stderr
+    fields = fanout.stdout.split()
+    assert fields[:2] == ["fanout", "1"] and float(fields[2]) > 0, fanout.stdout
+    futex = line_latency("--futex", "--rounds", "20")
+    assert futex.returncode == 0, futex.stderr
+    figures = dict(line.split(maxsplit=1) for line in futex.stdout.splitlines())
+    for cost in ("futex_wake", "context_switch", "futex_wait", "futex_wake_nobody"):
+        assert float(figures[cost]) > 0, futex.stdout
+    too_many = line_latency("--fanout", "4096", "--rounds", "10")
+    assert too_many.returncode == 2 and len(too_many.stderr.splitlines()) == 1, too_many.stderr
+    assert "--fanout 4096" in too_many.stderr
+
+
 def test_a_profile_of_this_machine_from_measurements(tmp_path):
     """locklab machines --measure writes a profile the simulator runs on: its line transfer
     and cpu_relax measured here, the rest said to be estimates; bad names are one line."""
@@ -410,6 +435,9 @@ def test_a_profile_of_this_machine_from_measurements(tmp_path):
     assert "line-latency's ping-pong" in profile.sources["same_llc"]
     assert "the engine's calibration" in profile.sources["cpu_relax"]
     assert "hit" in profile.estimates() and "same_llc" not in profile.estimates()
+    for cost in ("futex_wake", "context_switch", "futex_wait"):
+        assert "line-latency --futex" in profile.sources[cost], profile.sources[cost]
+        assert cost not in profile.estimates()
     run = locklab(
         "run", "--sim", str(target), "--lock", "mcs", "--nwriters", "2",
         "--repeat", "1", "--duration", "0.001", "--warmup", "0",

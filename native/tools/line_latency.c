@@ -12,12 +12,30 @@
  * Also: an atomic read-modify-write on a line the CPU already owns (a dependent chain of
  * fetch-adds), the figure a profile calls `atomic`.
  *
- * Usage: line-latency [--rounds N] [--trials N] [--from CPU] [CPU ...]
+ * --fanout K,K...: how one line written by one CPU reaches K readers that all spin on it, the
+ * pattern of a ticket lock's hand-over. Each reader notes the cycle counter when it sees the
+ * new value; per round the arrivals are sorted, and the median over rounds of each rank's
+ * delay after the store is printed. The rise from rank to rank is how long the line takes to
+ * answer one more reader, what the simulator's shared-read occupancy stands for
+ * (native/sim/coherence.c). The readers poll with plain loads and no pause, so an arrival is
+ * seen within a load's time; the counter is the TSC, the same on every CPU of a guest.
+ *
+ * --futex: what a futex costs between CPU FROM and the first CPU named (or the next one),
+ * the figures a profile calls futex_wake (the waker's system call that wakes a sleeper),
+ * context_switch (from that call's return until the sleeper runs on its idle CPU) and
+ * futex_wait (a wait's system call that finds the word changed: the part of a wait that is
+ * not sleep), and a wake that finds nobody asleep. Medians over the rounds.
+ *
+ * Usage: line-latency [--rounds N] [--trials N] [--from CPU] [--fanout K,K...] [--futex]
+ *                     [CPU ...]
  *   prints "transfer FROM TO NS" per CPU (every other online CPU when none is named),
- *   then "atomic NS".
+ *   then "atomic NS"; with --fanout, "fanout K NS NS ..." (the ranks' delays) per K; with
+ *   --futex, "futex_wake NS", "context_switch NS", "futex_wait NS", "futex_wake_nobody NS".
  */
 #include <errno.h>
+#include <linux/futex.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -25,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -136,6 +155,229 @@ static double atomic_ns(uint64_t operations)
 	return (now_ns() - start) / (double)operations;
 }
 
+/* ---- --fanout: one writer, K readers of its line ------------------------------------------- */
+
+#define FANOUT_MAX 1024
+#define FANOUT_SETTLE_NS 2000.0 /* after the last arrival: every reader spins on a hit again */
+#define FANOUT_SKIPPED 100      /* first rounds, not counted: caches and frequencies settle */
+
+struct fanout_slot {
+	_Alignas(LINE_BYTES) _Atomic uint64_t round_seen;
+	_Atomic uint64_t seen_at; /* cycle counter */
+};
+
+static struct shared_line fanout_line;
+static struct fanout_slot fanout_slots[FANOUT_MAX];
+
+struct fanout_reader {
+	int cpu, index;
+	uint64_t rounds;
+	_Atomic int *ready;
+};
+
+static void *fanout_read(void *argument)
+{
+	struct fanout_reader *reader = argument;
+	struct fanout_slot *slot = &fanout_slots[reader->index];
+	if (pin_to(reader->cpu) != 0) {
+		fprintf(stderr, "line-latency: cannot pin to CPU %d: %s\n", reader->cpu, strerror(errno));
+		exit(2);
+	}
+	atomic_fetch_add(reader->ready, 1);
+	for (uint64_t round = 1; round <= reader->rounds; round++) {
+		while (atomic_load_explicit(&fanout_line.sequence, memory_order_relaxed) != round)
+			;
+		atomic_store_explicit(&slot->seen_at, arch_cycles(), memory_order_relaxed);
+		atomic_store_explicit(&slot->round_seen, round, memory_order_release);
+	}
+	return NULL;
+}
+
+static int by_cycles(const void *x, const void *y)
+{
+	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+	return (a > b) - (a < b);
+}
+
+/* Cycles of the counter per nanosecond, against CLOCK_MONOTONIC over 20 ms. */
+static double cycles_per_ns(void)
+{
+	double start_ns = now_ns();
+	uint64_t start = arch_cycles();
+	while (now_ns() - start_ns < 20e6)
+		;
+	return (double)(arch_cycles() - start) / (now_ns() - start_ns);
+}
+
+/* Prints "fanout K NS ...": K readers, on the first K online CPUs other than FROM. */
+static void fanout(int from, int readers, uint64_t rounds, double per_ns)
+{
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+	if (readers < 1 || readers > FANOUT_MAX || readers >= online) {
+		fprintf(stderr, "line-latency: --fanout %d: this machine has %ld CPUs\n", readers,
+			online);
+		exit(2);
+	}
+	rounds += FANOUT_SKIPPED;
+	int64_t *delays = calloc(rounds * (uint64_t)readers, sizeof(*delays));
+	struct fanout_reader *reader = calloc((size_t)readers, sizeof(*reader));
+	pthread_t *threads = calloc((size_t)readers, sizeof(*threads));
+	if (delays == NULL || reader == NULL || threads == NULL) {
+		fprintf(stderr, "line-latency: out of memory\n");
+		exit(2);
+	}
+	_Atomic int ready = 0;
+	atomic_store(&fanout_line.sequence, 0);
+	for (int i = 0, cpu = 0; i < readers; cpu++) {
+		if (cpu == from)
+			continue;
+		atomic_store(&fanout_slots[i].round_seen, 0);
+		reader[i] = (struct fanout_reader){cpu, i, rounds, &ready};
+		if (pthread_create(&threads[i], NULL, fanout_read, &reader[i]) != 0) {
+			fprintf(stderr, "line-latency: cannot start a thread\n");
+			exit(2);
+		}
+		i++;
+	}
+	if (pin_to(from) != 0) {
+		fprintf(stderr, "line-latency: cannot pin to CPU %d: %s\n", from, strerror(errno));
+		exit(2);
+	}
+	while (atomic_load(&ready) < readers)
+		cpu_relax();
+	for (uint64_t round = 1; round <= rounds; round++) {
+		alarm(20);
+		double settle_from = now_ns();
+		while (now_ns() - settle_from < FANOUT_SETTLE_NS)
+			;
+		uint64_t stored_at = arch_cycles();
+		atomic_store_explicit(&fanout_line.sequence, round, memory_order_release);
+		int64_t *row = &delays[(round - 1) * (uint64_t)readers];
+		for (int i = 0; i < readers; i++) {
+			while (atomic_load_explicit(&fanout_slots[i].round_seen, memory_order_acquire) !=
+			       round)
+				cpu_relax();
+			row[i] = (int64_t)(atomic_load_explicit(&fanout_slots[i].seen_at,
+								memory_order_relaxed) -
+					   stored_at);
+		}
+		qsort(row, (size_t)readers, sizeof(*row), by_cycles);
+	}
+	for (int i = 0; i < readers; i++)
+		pthread_join(threads[i], NULL);
+	printf("fanout %d", readers);
+	uint64_t counted = rounds - FANOUT_SKIPPED;
+	int64_t *rank = calloc(counted, sizeof(*rank));
+	for (int r = 0; r < readers && rank != NULL; r++) {
+		for (uint64_t round = 0; round < counted; round++)
+			rank[round] = delays[(round + FANOUT_SKIPPED) * (uint64_t)readers + (uint64_t)r];
+		qsort(rank, counted, sizeof(*rank), by_cycles);
+		printf(" %.1f", (double)rank[counted / 2] / per_ns);
+	}
+	printf("\n");
+	fflush(stdout);
+	free(rank);
+	free(delays);
+	free(reader);
+	free(threads);
+}
+
+/* ---- --futex: a sleeper's wake-up between two CPUs ------------------------------------------ */
+
+#define FUTEX_ASLEEP_NS 200000.0 /* the sleeper's CPU has gone idle by then */
+
+static long futex_call(_Atomic uint32_t *word, int op, uint32_t value)
+{
+	return syscall(SYS_futex, word, op | FUTEX_PRIVATE_FLAG, value, NULL, NULL, 0);
+}
+
+struct futex_pair {
+	_Alignas(LINE_BYTES) _Atomic uint32_t word;
+	_Alignas(LINE_BYTES) _Atomic uint64_t going_to_sleep; /* the round the sleeper is in */
+	_Alignas(LINE_BYTES) _Atomic uint64_t woke; /* the round it woke in */
+	_Atomic double woke_at_ns;
+	int cpu;
+	uint64_t rounds;
+};
+
+static void *futex_sleep(void *argument)
+{
+	struct futex_pair *pair = argument;
+	if (pin_to(pair->cpu) != 0) {
+		fprintf(stderr, "line-latency: cannot pin to CPU %d: %s\n", pair->cpu, strerror(errno));
+		exit(2);
+	}
+	for (uint64_t round = 1; round <= pair->rounds; round++) {
+		atomic_store(&pair->going_to_sleep, round);
+		while (atomic_load(&pair->word) == 0)
+			futex_call(&pair->word, FUTEX_WAIT, 0);
+		atomic_store(&pair->woke_at_ns, now_ns());
+		atomic_store(&pair->woke, round);
+		while (atomic_load(&pair->word) != 0) /* the waker re-arms the word */
+			cpu_relax();
+	}
+	return NULL;
+}
+
+static double median_and_free(double *values, uint64_t count)
+{
+	double median = count ? median_of(values, (int)count) : -1;
+	free(values);
+	return median;
+}
+
+static void futex_costs(int from, int to, uint64_t rounds)
+{
+	static struct futex_pair pair;
+	static _Atomic uint32_t nobody_sleeps_here;
+	double *wake = calloc(rounds, sizeof(double)), *run = calloc(rounds, sizeof(double));
+	double *wait = calloc(rounds, sizeof(double)), *empty = calloc(rounds, sizeof(double));
+	if (!wake || !run || !wait || !empty) {
+		fprintf(stderr, "line-latency: out of memory\n");
+		exit(2);
+	}
+	uint64_t slept = 0;
+	pair.cpu = to;
+	pair.rounds = rounds;
+	pthread_t thread;
+	if (pin_to(from) != 0 || pthread_create(&thread, NULL, futex_sleep, &pair) != 0) {
+		fprintf(stderr, "line-latency: cannot pin to CPU %d or start a thread\n", from);
+		exit(2);
+	}
+	for (uint64_t round = 1; round <= rounds; round++) {
+		alarm(20);
+		while (atomic_load(&pair.going_to_sleep) != round)
+			cpu_relax();
+		double asleep_from = now_ns();
+		while (now_ns() - asleep_from < FUTEX_ASLEEP_NS)
+			cpu_relax();
+		double start = now_ns();
+		atomic_store(&pair.word, 1);
+		long woken = futex_call(&pair.word, FUTEX_WAKE, 1);
+		double returned = now_ns();
+		while (atomic_load(&pair.woke) != round)
+			cpu_relax();
+		if (woken == 1) { /* it was asleep: else it saw the word before sleeping */
+			wake[slept] = returned - start;
+			run[slept++] = atomic_load(&pair.woke_at_ns) - returned;
+		}
+		atomic_store(&pair.word, 0);
+		start = now_ns();
+		futex_call(&pair.word, FUTEX_WAIT, 1); /* the word is 0: returns at once */
+		wait[round - 1] = now_ns() - start;
+		start = now_ns();
+		futex_call(&nobody_sleeps_here, FUTEX_WAKE, 1);
+		empty[round - 1] = now_ns() - start;
+	}
+	pthread_join(thread, NULL);
+	printf("futex_wake %.1f\n", median_and_free(wake, slept));
+	printf("context_switch %.1f\n", median_and_free(run, slept));
+	printf("futex_wait %.1f\n", median_and_free(wait, rounds));
+	printf("futex_wake_nobody %.1f\n", median_and_free(empty, rounds));
+	printf("futex_rounds_asleep %llu of %llu\n", (unsigned long long)slept,
+	       (unsigned long long)rounds);
+}
+
 static long number(const char *text, const char *what)
 {
 	char *end;
@@ -148,17 +390,35 @@ static long number(const char *text, const char *what)
 	return value;
 }
 
+/* "4,8,15": the reader counts of --fanout. */
+static int reader_counts(const char *text, int *counts)
+{
+	int count = 0;
+	char copy[256];
+	snprintf(copy, sizeof(copy), "%s", text);
+	for (char *saved, *item = strtok_r(copy, ",", &saved); item && count < 64;
+	     item = strtok_r(NULL, ",", &saved))
+		counts[count++] = (int)number(item, "--fanout's reader count");
+	return count;
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t rounds = 20000;
-	int trials = 5, from = 0, targets[4096], target_count = 0;
+	int trials = 5, from = 0, targets[4096], target_count = 0, fanouts[64], fanout_count = 0;
+	bool futex = false, rounds_given = false;
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+		if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
 			rounds = (uint64_t)number(argv[++i], "--rounds");
-		else if (!strcmp(argv[i], "--trials") && i + 1 < argc)
+			rounds_given = true;
+		} else if (!strcmp(argv[i], "--trials") && i + 1 < argc)
 			trials = (int)number(argv[++i], "--trials");
 		else if (!strcmp(argv[i], "--from") && i + 1 < argc)
 			from = (int)number(argv[++i], "--from");
+		else if (!strcmp(argv[i], "--fanout") && i + 1 < argc)
+			fanout_count = reader_counts(argv[++i], fanouts);
+		else if (!strcmp(argv[i], "--futex"))
+			futex = true;
 		else if (argv[i][0] == '-') {
 			fprintf(stderr, "line-latency: unknown option '%s'\n", argv[i]);
 			return 2;
@@ -170,6 +430,17 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGALRM, on_stall);
+	if (fanout_count || futex) {
+		/* A round of these waits microseconds, not a transfer: fewer by default. */
+		uint64_t measured_rounds = rounds_given ? rounds : 2000;
+		double per_ns = cycles_per_ns();
+		for (int f = 0; f < fanout_count; f++)
+			fanout(from, fanouts[f], measured_rounds, per_ns);
+		int next_cpu = (from + 1) % (int)sysconf(_SC_NPROCESSORS_ONLN);
+		if (futex)
+			futex_costs(from, target_count ? targets[0] : next_cpu, measured_rounds);
+		return 0;
+	}
 	if (target_count == 0) {
 		long online = sysconf(_SC_NPROCESSORS_ONLN);
 		for (int cpu = 0; cpu < online && cpu < 4096; cpu++)

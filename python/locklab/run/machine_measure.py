@@ -5,8 +5,9 @@ Measured: the shape, from Linux's /sys (the CPUs this process may use); a cache 
 between CPU 0 and every other CPU, by line-latency's ping-pong (native/tools/line_latency.c),
 each pair's median kept and the pairs' median taken per distance (SMT sibling, same LLC, same
 socket, other socket); an atomic on an owned line (line-latency too); cpu_relax() from the
-engine's own calibration; the clock from /proc/cpuinfo. Estimated, and said so in the profile:
-a hit, memory, futex waits and wakes, context switches.
+engine's own calibration; a futex's wake, the woken thread's start on its idle CPU, and a
+wait's system call (line-latency --futex, between the first two CPUs); the clock from
+/proc/cpuinfo. Estimated, and said so in the profile: a hit, memory.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ from locklab.run.engine import Engine
 ROOT = Path(__file__).resolve().parents[3]
 SYS_CPU = Path("/sys/devices/system/cpu")
 # What a profile cannot measure here, in cycles, as the x86 profiles in machines/ estimate it.
-ESTIMATED_CYCLES = {"hit": 4, "futex_wait": 3000, "futex_wake": 2500, "context_switch": 8000}
+ESTIMATED_CYCLES = {"hit": 4}
+# line-latency --futex's figures, by the profile's name for each (docs/simulator.md).
+FUTEX_COSTS = ("futex_wake", "context_switch", "futex_wait")
 MEMORY_NS = 100.0  # a DRAM access on a current server, give or take a third
 
 
@@ -94,6 +97,19 @@ def transfers(tool: Path, source: int, targets: list[int]) -> tuple[dict[int, fl
     return per_cpu, atomic
 
 
+def futex_ns(tool: Path, source: int, target: int) -> dict[str, float]:
+    """Nanoseconds of a futex wake, of the woken thread's start, and of a wait's system call."""
+    proc = subprocess.run(
+        [str(tool), "--futex", "--from", str(source), str(target)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    found = {f[0]: float(f[1]) for f in map(str.split, proc.stdout.splitlines()) if len(f) == 2}
+    if proc.returncode != 0 or not all(found.get(key, -1) > 0 for key in FUTEX_COSTS):
+        last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+        raise LocklabError(f"--measure: line-latency --futex failed: {last}")
+    return {key: found[key] for key in FUTEX_COSTS}
+
+
 def clock_ghz() -> float | None:
     found = re.search(r"^cpu MHz\s*:\s*([\d.]+)", _read(Path("/proc/cpuinfo")), re.M)
     return round(float(found.group(1)) / 1000, 2) if found else None
@@ -110,7 +126,9 @@ def profile_text(name: str, engine: Engine) -> str:
     if len(cpus) < 2:
         raise LocklabError("--measure: a line transfer needs two CPUs, and this process has one")
     first = cpus[0]
-    per_cpu, atomic_ns = transfers(line_latency_tool(), first.cpu, [c.cpu for c in cpus[1:]])
+    tool = line_latency_tool()
+    per_cpu, atomic_ns = transfers(tool, first.cpu, [c.cpu for c in cpus[1:]])
+    futexes = futex_ns(tool, first.cpu, cpus[1].cpu)
     by_distance: dict[str, list[float]] = {}
     for other in cpus[1:]:
         if other.core == first.core:
@@ -170,6 +188,15 @@ def profile_text(name: str, engine: Engine) -> str:
     )
     costs["cpu_relax"] = str(cycles(float(relax_ns)))
     sources["cpu_relax"] = f"{how}: the engine's calibration, {float(relax_ns):.1f} ns"
+    futex_how = {
+        "futex_wake": "the waker's FUTEX_WAKE system call that wakes a sleeper",
+        "context_switch": "from that call's return until the sleeper runs on its idle CPU",
+        "futex_wait": "a FUTEX_WAIT system call that finds the word changed",
+    }
+    for key, ns in futexes.items():
+        costs[key] = str(cycles(ns))
+        sources[key] = (f"{how}: line-latency --futex between CPUs {first.cpu} and "
+                        f"{cpus[1].cpu}, {futex_how[key]}, median {ns:.0f} ns")  # fmt: skip
     for key, value in ESTIMATED_CYCLES.items():
         costs[key] = str(value)
         sources[key] = "estimate, as for the x86 profiles in machines/"
