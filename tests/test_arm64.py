@@ -177,16 +177,19 @@ void probe_mb(void);
 void probe_rmb(void);
 void probe_wmb(void);
 void probe_relax(void);
+void probe_prefetchw(const int *p);
 void probe_mb(void) { arch_smp_mb(); }
 void probe_rmb(void) { arch_smp_rmb(); }
 void probe_wmb(void) { arch_smp_wmb(); }
 void probe_relax(void) { cpu_relax(); }
+void probe_prefetchw(const int *p) { arch_prefetchw(p); }
 """
 
 
 def test_arm64_barrier_mapping(tmp_path):
     """arch.h on arm64 maps as arch/arm64/include/asm/barrier.h and processor.h of Linux 6.1:
-    smp_mb dmb ish, smp_rmb dmb ishld, smp_wmb dmb ishst, cpu_relax yield."""
+    smp_mb dmb ish, smp_rmb dmb ishld, smp_wmb dmb ishst, cpu_relax yield, prefetchw prfm
+    pstl1keep."""
     need(COMPILER, OBJDUMP)
     source = tmp_path / "probe.c"
     source.write_text(BARRIER_PROBE)
@@ -198,7 +201,7 @@ def test_arm64_barrier_mapping(tmp_path):
         timeout=60,
     )  # fmt: skip
     expected = {"probe_mb": "dmb ish", "probe_rmb": "dmb ishld", "probe_wmb": "dmb ishst",
-                "probe_relax": "yield"}  # fmt: skip
+                "probe_relax": "yield", "probe_prefetchw": "prfm pstl1keep, [x0]"}  # fmt: skip
     for function, instruction in expected.items():
         code = disassembly(objfile, function)
         assert code[0] == instruction, f"{function}: {code}"

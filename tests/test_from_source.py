@@ -212,6 +212,17 @@ def test_instructions_of_k0_and_k3():
         k3.plugin, k3.plugin.parent / "tree" / "kernel" / "locking" / "rtmutex.c"))  # fmt: skip
 
 
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="x86-64 instructions")
+def test_tree_qspinlock_prefetches_its_successor_for_writing():
+    """6.1's prefetchw(next) is PREFETCHW on x86, as the kernel patches it in; GCC's
+    __builtin_prefetch(p, 1) would have been a PREFETCHT0, a read (locklab/arch.h)."""
+    lock = built("qspinlock")
+    command = ["objdump", "-d", "--no-show-raw-insn", str(lock.plugin)]
+    dump = subprocess.run(command, capture_output=True, text=True, check=True, timeout=60).stdout
+    assert re.search(r"\sprefetchw\s", dump), "no PREFETCHW in the tree's qspinlock"
+    assert not re.search(r"\sprefetcht0\s", dump), "a read prefetch in the tree's qspinlock"
+
+
 @pytest.mark.parametrize("version", sorted(TREES))
 def test_every_lock_builds_from_tree(version, tmp_path):
     if not TREES[version].exists():

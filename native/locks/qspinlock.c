@@ -98,7 +98,7 @@
  *   - No paravirt: no pv_wait/pv_kick, and no virt_spin_lock() test-and-set fallback that an x86
  *     guest without PV spinlocks uses (seed 002 ran on bare metal).
  *   - Queue nodes are per thread and the tail holds a thread index, not a CPU number; no nesting
- *     (the idx >= 4 fallback is unreachable), no prefetchw(next), no lock events or tracepoints.
+ *     (the idx >= 4 fallback is unreachable), no lock events or tracepoints.
  *   - The slow path is inlined into each variant's lock function (the kernel calls it out of line
  *     from the inline fast path); the instructions of each path are the kernel's.
  *   - Orderings stronger than the kernel's where C11 or TSAN need them (listed above): the same

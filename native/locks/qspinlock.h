@@ -422,7 +422,11 @@ queue:
 		prev = decode_tail_at(old, layout, base);
 		smp_store_release(&prev->next, node); /* pairs with the ACQUIRE read of ->next */
 		q_wait_node(lock, self, node);
+		/* The successor, if linked by now, gets our store to its ->locked: fetch its line
+		 * for writing while we wait at the head (6.1's prefetchw(next)). */
 		next = smp_load_acquire(&node->next);
+		if (next)
+			arch_prefetchw(next);
 	}
 
 	if (cna == CNA_V15)

@@ -133,7 +133,7 @@ DEFINE_LOCK_GUARD_1(raw_spinlock_irqsave, raw_spinlock_t,
 #define nr_cpu_ids KSHIM_NR_CPUS
 #define num_possible_cpus() KSHIM_NR_CPUS
 #define prefetch(x) __builtin_prefetch(x)
-#define prefetchw(x) __builtin_prefetch((x), 1)
+#define prefetchw(x) arch_prefetchw(x) /* PREFETCHW, as 6.1 on x86 (locklab/arch.h) */
 
 /* ---- lockdep and the lock debug hooks: a kernel without CONFIG_DEBUG_* ------------------------ */
 #define lockdep_assert_held(l) ((void)(l))
