@@ -235,7 +235,9 @@ void sim_drain_stores(struct sim_thread *self)
  * travel. Fitted, the model's one fitted constant: on the only many-core machine locklab has
  * run on (machines/lent-xeon-16.toml, docs/simulator.md), 40% put ticket and TTAS from 4 to
  * 16 writers within 0.73 to 1.59 of real, where one hit (0%) left them 1.6 to 2 times high
- * and 80% made ticket fall faster than real.
+ * and 80% made ticket fall faster than real. Measured there since (line-latency --fanout):
+ * about 20% per further reader, after a first answer about twice the model's half transfer
+ * (docs/simulator.md, "A second lease"); the fit stands for both until both are modelled.
  */
 #define SHARED_READ_OCCUPANCY_PERCENT 40
 

@@ -26,8 +26,9 @@
  *                   3DNOWPREFETCH (arch/x86/include/asm/processor.h; Intel since Broadwell, every
  *                   AMD), arm64 PRFM PSTL1KEEP (arch/arm64/include/asm/processor.h). GCC's
  *                   __builtin_prefetch(p, 1) is not it on x86: without -mprfchw it emits
- *                   PREFETCHT0, a read, which cost the tree's qspinlock a quarter of its
- *                   throughput at 8 and 16 writers on a 16-core Xeon (docs/locks.md).
+ *                   PREFETCHT0, a read: with it the tree's qspinlock ran at 0.77 to 0.93
+ *                   of its speed with PREFETCHW, 4 to 16 writers on a 16-core Xeon
+ *                   (docs/locks.md).
  *
  * Where C11 makes us differ from the kernel, and why:
  *   - x86 smp_mb__{before,after}_atomic: the kernel's is empty (do { } while (0)), because its
