@@ -5,8 +5,9 @@
 # engine's writer sweep of a few locks, pinned, interleaved.
 #
 # Needs only `make static` run beforehand (the machine may have no compiler or Python).
-# Writes under OUT (default ./many-cores): topology.txt, latency.txt, and one JSON per run,
-# named LOCK-WORKLOAD-NWRITERS-REPEAT.json, then packs them into OUT.tgz;
+# Writes under OUT (default ./many-cores): topology.txt, latency.txt, one JSON per run, named
+# LOCK-WORKLOAD-NWRITERS-REPEAT.json, and errors.txt (what line-latency and the engine said on
+# failing), then packs them into OUT.tgz;
 # bench/sim_vs_real.py reads the folder.
 #   bench/many_cores.sh [OUT] [SECONDS] [WORKLOADS]   (WORKLOADS: "bare torture", the default)
 set -uo pipefail

@@ -405,8 +405,8 @@ def line_latency(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
 def test_line_latency_fanout_and_futex():
     """line-latency --fanout: one delay per reader, in rank order; --futex: the three costs a
-    profile takes from it, each a positive time; a reader count the machine cannot hold is
-    one line and exit 2."""
+    profile takes from it, each a positive time; a reader count the machine cannot hold, an
+    empty list, one CPU for both futex threads or too many rounds is one line and exit 2."""
     fanout = line_latency("--fanout", "1", "--rounds", "200")
     assert fanout.returncode == 0, fanout.stderr
     fields = fanout.stdout.split()
@@ -416,9 +416,11 @@ def test_line_latency_fanout_and_futex():
     figures = dict(line.split(maxsplit=1) for line in futex.stdout.splitlines())
     for cost in ("futex_wake", "context_switch", "futex_wait", "futex_wake_nobody"):
         assert float(figures[cost]) > 0, futex.stdout
-    too_many = line_latency("--fanout", "4096", "--rounds", "10")
-    assert too_many.returncode == 2 and len(too_many.stderr.splitlines()) == 1, too_many.stderr
-    assert "--fanout 4096" in too_many.stderr
+    for bad in (["--fanout", "1000"], ["--fanout", "0"], ["--fanout", ","],
+                ["--futex", "--from", "1", "1"], ["--rounds", "999999999999"]):  # fmt: skip
+        refused = line_latency(*bad)
+        assert refused.returncode == 2 and len(refused.stderr.splitlines()) == 1, (bad, refused)
+    assert "--fanout 1000" in line_latency("--fanout", "1000").stderr
 
 
 def test_a_profile_of_this_machine_from_measurements(tmp_path):

@@ -13,24 +13,30 @@
  * fetch-adds), the figure a profile calls `atomic`.
  *
  * --fanout K,K...: how one line written by one CPU reaches K readers that all spin on it, the
- * pattern of a ticket lock's hand-over. Each reader notes the cycle counter when it sees the
- * new value; per round the arrivals are sorted, and the median over rounds of each rank's
- * delay after the store is printed. The rise from rank to rank is how long the line takes to
- * answer one more reader, what the simulator's shared-read occupancy stands for
- * (native/sim/coherence.c). The readers poll with plain loads and no pause, so an arrival is
- * seen within a load's time; the counter is the TSC, the same on every CPU of a guest.
+ * pattern of a ticket lock's hand-over. The readers run on the first K CPUs this process may
+ * use, FROM left out. Each reader notes the cycle counter when it sees the new value; per
+ * round the arrivals are sorted, and the median over rounds of each rank's delay after the
+ * store is printed. The first rank's delay holds the writer's invalidation of every copy,
+ * the reader's miss, and its leaving a spin loop with no pause (a pipeline clear, on x86).
+ * On a machine with one last-level cache, the rise from rank to rank is how long the line
+ * takes to answer one more reader, what the simulator's shared-read occupancy stands for
+ * (native/sim/coherence.c); where the readers sit at several distances, the ranks mix them.
+ * The cycle counter (locklab/arch.h: the TSC on x86) is taken to agree across CPUs, as an
+ * invariant, synchronised TSC does (Linux checks it before using it as its clock).
  *
  * --futex: what a futex costs between CPU FROM and the first CPU named (or the next one),
  * the figures a profile calls futex_wake (the waker's system call that wakes a sleeper),
  * context_switch (from that call's return until the sleeper runs on its idle CPU) and
  * futex_wait (a wait's system call that finds the word changed: the part of a wait that is
- * not sleep), and a wake that finds nobody asleep. Medians over the rounds.
+ * not sleep), and a wake that finds nobody asleep. Medians over the rounds in which the
+ * sleeper was asleep when woken.
  *
  * Usage: line-latency [--rounds N] [--trials N] [--from CPU] [--fanout K,K...] [--futex]
  *                     [CPU ...]
- *   prints "transfer FROM TO NS" per CPU (every other online CPU when none is named),
- *   then "atomic NS"; with --fanout, "fanout K NS NS ..." (the ranks' delays) per K; with
- *   --futex, "futex_wake NS", "context_switch NS", "futex_wait NS", "futex_wake_nobody NS".
+ *   prints "transfer FROM TO NS" per CPU (every other online CPU when none is named), then
+ *   "atomic NS". With --fanout or --futex, only what they measure: "fanout K NS NS ..." (the
+ *   ranks' delays) per K; "futex_wake NS", "context_switch NS", "futex_wait NS",
+ *   "futex_wake_nobody NS" and "futex_rounds_asleep N of M".
  */
 #include <errno.h>
 #include <linux/futex.h>
@@ -50,6 +56,7 @@
 #include "locklab/arch.h"
 
 #define LINE_BYTES 128 /* two 64-byte lines: the adjacent-line prefetcher stays out */
+#define MAX_ROUNDS 100000000 /* keeps rounds x readers x 8 bytes far from overflowing */
 
 struct shared_line {
 	_Alignas(LINE_BYTES) _Atomic uint64_t sequence;
@@ -209,13 +216,27 @@ static double cycles_per_ns(void)
 	return (double)(arch_cycles() - start) / (now_ns() - start_ns);
 }
 
-/* Prints "fanout K NS ...": K readers, on the first K online CPUs other than FROM. */
+/* The CPUs this process may use, FROM left out, in order; how many. */
+static int reader_cpus(int from, int *cpus, int most)
+{
+	cpu_set_t allowed;
+	int count = 0;
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
+		return 0;
+	for (int cpu = 0; cpu < CPU_SETSIZE && count < most; cpu++)
+		if (cpu != from && CPU_ISSET(cpu, &allowed))
+			cpus[count++] = cpu;
+	return count;
+}
+
+/* Prints "fanout K NS ...": K readers, on the first K CPUs this process may use but FROM. */
 static void fanout(int from, int readers, uint64_t rounds, double per_ns)
 {
-	long online = sysconf(_SC_NPROCESSORS_ONLN);
-	if (readers < 1 || readers > FANOUT_MAX || readers >= online) {
-		fprintf(stderr, "line-latency: --fanout %d: this machine has %ld CPUs\n", readers,
-			online);
+	static int cpus[FANOUT_MAX];
+	int usable = reader_cpus(from, cpus, FANOUT_MAX);
+	if (readers > usable) {
+		fprintf(stderr, "line-latency: --fanout %d: this process may use only %d CPUs "
+				"other than %d\n", readers, usable, from);
 		exit(2);
 	}
 	rounds += FANOUT_SKIPPED;
@@ -228,16 +249,14 @@ static void fanout(int from, int readers, uint64_t rounds, double per_ns)
 	}
 	_Atomic int ready = 0;
 	atomic_store(&fanout_line.sequence, 0);
-	for (int i = 0, cpu = 0; i < readers; cpu++) {
-		if (cpu == from)
-			continue;
+	alarm(20); /* the readers' start too */
+	for (int i = 0; i < readers; i++) {
 		atomic_store(&fanout_slots[i].round_seen, 0);
-		reader[i] = (struct fanout_reader){cpu, i, rounds, &ready};
+		reader[i] = (struct fanout_reader){cpus[i], i, rounds, &ready};
 		if (pthread_create(&threads[i], NULL, fanout_read, &reader[i]) != 0) {
 			fprintf(stderr, "line-latency: cannot start a thread\n");
 			exit(2);
 		}
-		i++;
 	}
 	if (pin_to(from) != 0) {
 		fprintf(stderr, "line-latency: cannot pin to CPU %d: %s\n", from, strerror(errno));
@@ -265,10 +284,14 @@ static void fanout(int from, int readers, uint64_t rounds, double per_ns)
 	}
 	for (int i = 0; i < readers; i++)
 		pthread_join(threads[i], NULL);
-	printf("fanout %d", readers);
 	uint64_t counted = rounds - FANOUT_SKIPPED;
 	int64_t *rank = calloc(counted, sizeof(*rank));
-	for (int r = 0; r < readers && rank != NULL; r++) {
+	if (rank == NULL) {
+		fprintf(stderr, "line-latency: out of memory\n");
+		exit(2);
+	}
+	printf("fanout %d", readers);
+	for (int r = 0; r < readers; r++) {
 		for (uint64_t round = 0; round < counted; round++)
 			rank[round] = delays[(round + FANOUT_SKIPPED) * (uint64_t)readers + (uint64_t)r];
 		qsort(rank, counted, sizeof(*rank), by_cycles);
@@ -329,7 +352,7 @@ static double median_and_free(double *values, uint64_t count)
 static void futex_costs(int from, int to, uint64_t rounds)
 {
 	static struct futex_pair pair;
-	static _Atomic uint32_t nobody_sleeps_here;
+	static _Alignas(LINE_BYTES) _Atomic uint32_t nobody_sleeps_here, never_waited_on;
 	double *wake = calloc(rounds, sizeof(double)), *run = calloc(rounds, sizeof(double));
 	double *wait = calloc(rounds, sizeof(double)), *empty = calloc(rounds, sizeof(double));
 	if (!wake || !run || !wait || !empty) {
@@ -351,8 +374,8 @@ static void futex_costs(int from, int to, uint64_t rounds)
 		double asleep_from = now_ns();
 		while (now_ns() - asleep_from < FUTEX_ASLEEP_NS)
 			cpu_relax();
+		atomic_store(&pair.word, 1); /* the lock's store, not the system call's cost */
 		double start = now_ns();
-		atomic_store(&pair.word, 1);
 		long woken = futex_call(&pair.word, FUTEX_WAKE, 1);
 		double returned = now_ns();
 		while (atomic_load(&pair.woke) != round)
@@ -363,13 +386,18 @@ static void futex_costs(int from, int to, uint64_t rounds)
 		}
 		atomic_store(&pair.word, 0);
 		start = now_ns();
-		futex_call(&pair.word, FUTEX_WAIT, 1); /* the word is 0: returns at once */
+		futex_call(&never_waited_on, FUTEX_WAIT, 1); /* the word is 0: returns at once */
 		wait[round - 1] = now_ns() - start;
 		start = now_ns();
 		futex_call(&nobody_sleeps_here, FUTEX_WAKE, 1);
 		empty[round - 1] = now_ns() - start;
 	}
 	pthread_join(thread, NULL);
+	if (slept == 0) {
+		fprintf(stderr, "line-latency: --futex: the sleeper was never asleep when woken, in "
+				"%llu rounds\n", (unsigned long long)rounds);
+		exit(3);
+	}
 	printf("futex_wake %.1f\n", median_and_free(wake, slept));
 	printf("context_switch %.1f\n", median_and_free(run, slept));
 	printf("futex_wait %.1f\n", median_and_free(wait, rounds));
@@ -390,22 +418,41 @@ static long number(const char *text, const char *what)
 	return value;
 }
 
-/* "4,8,15": the reader counts of --fanout. */
+#define FANOUT_COUNTS 64
+
+/* "4,8,15": the reader counts of --fanout, each 1 to FANOUT_MAX, at most FANOUT_COUNTS. */
 static int reader_counts(const char *text, int *counts)
 {
 	int count = 0;
 	char copy[256];
+	if (strlen(text) >= sizeof(copy)) {
+		fprintf(stderr, "line-latency: --fanout: a list of at most %zu characters\n",
+			sizeof(copy) - 1);
+		exit(2);
+	}
 	snprintf(copy, sizeof(copy), "%s", text);
-	for (char *saved, *item = strtok_r(copy, ",", &saved); item && count < 64;
-	     item = strtok_r(NULL, ",", &saved))
-		counts[count++] = (int)number(item, "--fanout's reader count");
+	for (char *saved, *item = strtok_r(copy, ",", &saved); item;
+	     item = strtok_r(NULL, ",", &saved)) {
+		long readers = number(item, "--fanout's reader count");
+		if (readers < 1 || readers > FANOUT_MAX || count == FANOUT_COUNTS) {
+			fprintf(stderr, "line-latency: --fanout: at most %d counts, each 1 to %d\n",
+				FANOUT_COUNTS, FANOUT_MAX);
+			exit(2);
+		}
+		counts[count++] = (int)readers;
+	}
+	if (count == 0) {
+		fprintf(stderr, "line-latency: --fanout needs reader counts, as 1,2,4\n");
+		exit(2);
+	}
 	return count;
 }
 
 int main(int argc, char **argv)
 {
 	uint64_t rounds = 20000;
-	int trials = 5, from = 0, targets[4096], target_count = 0, fanouts[64], fanout_count = 0;
+	int trials = 5, from = 0, targets[4096], target_count = 0, fanouts[FANOUT_COUNTS];
+	int fanout_count = 0;
 	bool futex = false, rounds_given = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
@@ -425,8 +472,9 @@ int main(int argc, char **argv)
 		} else if (target_count < 4096)
 			targets[target_count++] = (int)number(argv[i], "a CPU");
 	}
-	if (rounds == 0 || trials < 1 || trials > 99) {
-		fprintf(stderr, "line-latency: --rounds must be > 0 and --trials 1 to 99\n");
+	if (rounds == 0 || rounds > MAX_ROUNDS || trials < 1 || trials > 99) {
+		fprintf(stderr, "line-latency: --rounds must be 1 to %d and --trials 1 to 99\n",
+			MAX_ROUNDS);
 		return 2;
 	}
 	signal(SIGALRM, on_stall);
@@ -437,8 +485,13 @@ int main(int argc, char **argv)
 		for (int f = 0; f < fanout_count; f++)
 			fanout(from, fanouts[f], measured_rounds, per_ns);
 		int next_cpu = (from + 1) % (int)sysconf(_SC_NPROCESSORS_ONLN);
+		int sleeper = target_count ? targets[0] : next_cpu;
+		if (futex && sleeper == from) {
+			fprintf(stderr, "line-latency: --futex needs two CPUs: %d is both\n", from);
+			return 2;
+		}
 		if (futex)
-			futex_costs(from, target_count ? targets[0] : next_cpu, measured_rounds);
+			futex_costs(from, sleeper, measured_rounds);
 		return 0;
 	}
 	if (target_count == 0) {

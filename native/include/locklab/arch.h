@@ -79,7 +79,7 @@ static inline void cpu_relax(void)
 #define arch_smp_mb__after_atomic() arch_smp_mb__before_atomic()
 static inline uint64_t arch_cycles(void) { return locklab_sim_cycles(); }
 /* The model has no prefetchers (docs/simulator.md, "What it ignores"). */
-#define arch_prefetchw(p) ((void)(p))
+static inline void arch_prefetchw(const void *p) { (void)p; }
 #define LOCKLAB_ARCH "simulated"
 #elif defined(__x86_64__) || defined(__i386__)
 static inline void cpu_relax(void) { __asm__ __volatile__("pause" ::: "memory"); }
@@ -98,7 +98,11 @@ static inline uint64_t arch_cycles(void)
 	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
 	return ((uint64_t)hi << 32) | lo;
 }
-#define arch_prefetchw(p) __asm__ __volatile__("prefetchw %0" : : "m"(*(const char *)(p)))
+/* The kernel falls back to PREFETCHT0 without 3DNOWPREFETCH; there PREFETCHW is a no-op. */
+static inline void arch_prefetchw(const void *p)
+{
+	__asm__ __volatile__("prefetchw %0" : : "m"(*(const char *)p));
+}
 #define LOCKLAB_ARCH "x86_64"
 #elif defined(__aarch64__)
 static inline void cpu_relax(void) { __asm__ __volatile__("yield" ::: "memory"); }
@@ -114,7 +118,10 @@ static inline uint64_t arch_cycles(void)
 	__asm__ __volatile__("isb; mrs %0, cntvct_el0" : "=r"(ticks) :: "memory");
 	return ticks;
 }
-#define arch_prefetchw(p) __asm__ __volatile__("prfm pstl1keep, %a0" : : "p"(p))
+static inline void arch_prefetchw(const void *p)
+{
+	__asm__ __volatile__("prfm pstl1keep, %a0" : : "p"(p));
+}
 #define LOCKLAB_ARCH "arm64"
 #else
 #include <time.h>
@@ -131,7 +138,7 @@ static inline uint64_t arch_cycles(void)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 }
-#define arch_prefetchw(p) __builtin_prefetch((p), 1)
+static inline void arch_prefetchw(const void *p) { __builtin_prefetch(p, 1); }
 #define LOCKLAB_ARCH "generic"
 #endif
 

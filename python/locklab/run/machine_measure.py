@@ -6,7 +6,7 @@ between CPU 0 and every other CPU, by line-latency's ping-pong (native/tools/lin
 each pair's median kept and the pairs' median taken per distance (SMT sibling, same LLC, same
 socket, other socket); an atomic on an owned line (line-latency too); cpu_relax() from the
 engine's own calibration; a futex's wake, the woken thread's start on its idle CPU, and a
-wait's system call (line-latency --futex, between the first two CPUs); the clock from
+wait's system call (line-latency --futex, from the first CPU to one of another core); the clock from
 /proc/cpuinfo. Estimated, and said so in the profile: a hit, memory.
 """
 
@@ -29,8 +29,12 @@ ROOT = Path(__file__).resolve().parents[3]
 SYS_CPU = Path("/sys/devices/system/cpu")
 # What a profile cannot measure here, in cycles, as the x86 profiles in machines/ estimate it.
 ESTIMATED_CYCLES = {"hit": 4}
-# line-latency --futex's figures, by the profile's name for each (docs/simulator.md).
-FUTEX_COSTS = ("futex_wake", "context_switch", "futex_wait")
+# line-latency --futex's figures, by the profile's name for each, and what each is.
+FUTEX_COSTS = {
+    "futex_wake": "the waker's FUTEX_WAKE system call that wakes a sleeper",
+    "context_switch": "from that call's return until the sleeper runs on its idle CPU",
+    "futex_wait": "a FUTEX_WAIT system call that finds the word changed",
+}
 MEMORY_NS = 100.0  # a DRAM access on a current server, give or take a third
 
 
@@ -128,7 +132,10 @@ def profile_text(name: str, engine: Engine) -> str:
     first = cpus[0]
     tool = line_latency_tool()
     per_cpu, atomic_ns = transfers(tool, first.cpu, [c.cpu for c in cpus[1:]])
-    futexes = futex_ns(tool, first.cpu, cpus[1].cpu)
+    # The sleeper on another core, in the first CPU's LLC where there is one: not a sibling.
+    others = [c for c in cpus[1:] if c.core != first.core] or cpus[1:]
+    sleeper = next((c for c in others if c.cpu in first.llc), others[0])
+    futexes = futex_ns(tool, first.cpu, sleeper.cpu)
     by_distance: dict[str, list[float]] = {}
     for other in cpus[1:]:
         if other.core == first.core:
@@ -188,15 +195,10 @@ def profile_text(name: str, engine: Engine) -> str:
     )
     costs["cpu_relax"] = str(cycles(float(relax_ns)))
     sources["cpu_relax"] = f"{how}: the engine's calibration, {float(relax_ns):.1f} ns"
-    futex_how = {
-        "futex_wake": "the waker's FUTEX_WAKE system call that wakes a sleeper",
-        "context_switch": "from that call's return until the sleeper runs on its idle CPU",
-        "futex_wait": "a FUTEX_WAIT system call that finds the word changed",
-    }
     for key, ns in futexes.items():
         costs[key] = str(cycles(ns))
         sources[key] = (f"{how}: line-latency --futex between CPUs {first.cpu} and "
-                        f"{cpus[1].cpu}, {futex_how[key]}, median {ns:.0f} ns")  # fmt: skip
+                        f"{sleeper.cpu}, {FUTEX_COSTS[key]}, median {ns:.0f} ns")  # fmt: skip
     for key, value in ESTIMATED_CYCLES.items():
         costs[key] = str(value)
         sources[key] = "estimate, as for the x86 profiles in machines/"
