@@ -110,7 +110,9 @@ struct rwsem_3_10 {
 	/* Tweak 1 only. */
 	struct lock_task *owner;
 	struct mspin_node *mcs;
-	bool writer_spin;
+	/* The tweaks as tunables, which 3.10 compiled in: on a line of their own, so that reading
+	 * them costs no transfer of the count's line (rwsem.c says what that cost). */
+	alignas(LOCKLAB_CACHELINE) bool writer_spin;
 	bool skip_active;
 };
 
