@@ -94,6 +94,9 @@ struct rw_semaphore {
 	alignas(LOCKLAB_CACHELINE) bool writer_spin;
 	bool skip_active;
 };
+_Static_assert(offsetof(struct rw_semaphore, writer_spin) / LOCKLAB_CACHELINE !=
+		       offsetof(struct rw_semaphore, count) / LOCKLAB_CACHELINE,
+	       "the tunables stay off the count's line");
 
 /*
  * A reader's mark in the owner word: its task and READER_OWNED, stored by every reader that

@@ -115,6 +115,9 @@ struct rwsem_3_10 {
 	alignas(LOCKLAB_CACHELINE) bool writer_spin;
 	bool skip_active;
 };
+_Static_assert(offsetof(struct rwsem_3_10, writer_spin) / LOCKLAB_CACHELINE !=
+		       offsetof(struct rwsem_3_10, count) / LOCKLAB_CACHELINE,
+	       "the tunables stay off the count's line");
 
 /* Queue nodes: LOCK_QNODE_QUEUE the MCS spinner node, LOCK_QNODE_TASK the lock_task. */
 #define RWSEM_3_10_MSPIN_NODE LOCK_QNODE_QUEUE
