@@ -596,11 +596,21 @@ RTMUTEX_VARIANT(k3, VARIANT_K3)
 RTMUTEX_VARIANT(k4, VARIANT_K4)
 RTMUTEX_VARIANT(k5, VARIANT_K5)
 
-/* `rtmutex --param variant=N`: the same slow paths, through the pointer init chose. */
+/*
+ * `rtmutex --param variant=N`: the same slow paths, through the pointer init chose. The pointer
+ * is read once the CAS has failed: read before it, on the owner's line, the load would fetch
+ * that line ahead of the CAS, as seed 001's tunables did to the rwsem port (docs/locks.md).
+ */
 static void rtmutex_lock_by_param(void *lockp, struct lock_thread *self)
 {
 	struct rtmutex *lock = lockp;
-	rtmutex_fastlock(lock, self, lock->slowlock);
+	struct rt_task *task = rt_task_of(self);
+	uintptr_t expected = 0;
+
+	if (likely(__atomic_compare_exchange_n(&lock->owner, &expected, (uintptr_t)task, false,
+					       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
+		return;
+	lock->slowlock(lock, task);
 }
 
 static bool rtmutex_trylock(void *lockp, struct lock_thread *self)

@@ -86,16 +86,19 @@ struct rw_semaphore {
 	struct rwsem_waiter *first, *last;
 	/*
 	 * Seed 001's tweaks, which no kernel has as fields (a kernel has them compiled in or
-	 * not). Every down_write reads them: on the count's line, that load took the line back
-	 * from a spinner before the CAS could, and the port handed over twice as often as the
-	 * tree's code on a 16-core Xeon, at 0.66 to 0.76 of its speed (docs/locks.md). On a line
-	 * of their own, which nobody writes, the load always hits.
+	 * not). Every down_write reads skip_active before its CAS: on the count's line, that
+	 * load took the line back from a spinner before the CAS could, and the port handed over
+	 * up to twice as often as the tree's code on a 16-core Xeon, at 0.66 to 0.76 of its speed
+	 * at 4 to 16 writers (docs/locks.md). On a line of their own, which nobody writes, the
+	 * load always hits.
 	 */
 	alignas(LOCKLAB_CACHELINE) bool writer_spin;
 	bool skip_active;
 };
 _Static_assert(offsetof(struct rw_semaphore, writer_spin) / LOCKLAB_CACHELINE !=
-		       offsetof(struct rw_semaphore, count) / LOCKLAB_CACHELINE,
+			       offsetof(struct rw_semaphore, count) / LOCKLAB_CACHELINE &&
+		       offsetof(struct rw_semaphore, skip_active) / LOCKLAB_CACHELINE !=
+			       offsetof(struct rw_semaphore, count) / LOCKLAB_CACHELINE,
 	       "the tunables stay off the count's line");
 
 /*

@@ -116,7 +116,9 @@ struct rwsem_3_10 {
 	bool skip_active;
 };
 _Static_assert(offsetof(struct rwsem_3_10, writer_spin) / LOCKLAB_CACHELINE !=
-		       offsetof(struct rwsem_3_10, count) / LOCKLAB_CACHELINE,
+			       offsetof(struct rwsem_3_10, count) / LOCKLAB_CACHELINE &&
+		       offsetof(struct rwsem_3_10, skip_active) / LOCKLAB_CACHELINE !=
+			       offsetof(struct rwsem_3_10, count) / LOCKLAB_CACHELINE,
 	       "the tunables stay off the count's line");
 
 /* Queue nodes: LOCK_QNODE_QUEUE the MCS spinner node, LOCK_QNODE_TASK the lock_task. */
