@@ -596,6 +596,15 @@ RTMUTEX_VARIANT(k3, VARIANT_K3)
 RTMUTEX_VARIANT(k4, VARIANT_K4)
 RTMUTEX_VARIANT(k5, VARIANT_K5)
 
+static bool rtmutex_trylock(void *lockp, struct lock_thread *self)
+{
+	struct rtmutex *lock = lockp;
+	struct rt_task *task = rt_task_of(self);
+	uintptr_t expected = 0;
+	return __atomic_compare_exchange_n(&lock->owner, &expected, (uintptr_t)task, false,
+					   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
 /*
  * `rtmutex --param variant=N`: the same slow paths, through the pointer init chose. The pointer
  * is read once the CAS has failed: read before it, on the owner's line, the load would fetch
@@ -604,22 +613,9 @@ RTMUTEX_VARIANT(k5, VARIANT_K5)
 static void rtmutex_lock_by_param(void *lockp, struct lock_thread *self)
 {
 	struct rtmutex *lock = lockp;
-	struct rt_task *task = rt_task_of(self);
-	uintptr_t expected = 0;
-
-	if (likely(__atomic_compare_exchange_n(&lock->owner, &expected, (uintptr_t)task, false,
-					       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
+	if (likely(rtmutex_trylock(lock, self)))
 		return;
-	lock->slowlock(lock, task);
-}
-
-static bool rtmutex_trylock(void *lockp, struct lock_thread *self)
-{
-	struct rtmutex *lock = lockp;
-	struct rt_task *task = rt_task_of(self);
-	uintptr_t expected = 0;
-	return __atomic_compare_exchange_n(&lock->owner, &expected, (uintptr_t)task, false,
-					   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+	lock->slowlock(lock, rt_task_of(self));
 }
 
 static void rtmutex_unlock(void *lockp, struct lock_thread *self)
