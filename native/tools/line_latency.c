@@ -88,21 +88,40 @@ static double now_ns(void)
 	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-static int pin_to(int cpu)
+/* Each of these ends the program in one line when it cannot be done. */
+static void pin_to(int cpu)
 {
 	cpu_set_t set;
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
-	return sched_setaffinity(0, sizeof(set), &set);
+	if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+		fprintf(stderr, "line-latency: cannot pin to CPU %d: %s\n", cpu, strerror(errno));
+		exit(2);
+	}
+}
+
+static void start_thread(pthread_t *thread, void *(*body)(void *), void *argument)
+{
+	if (pthread_create(thread, NULL, body, argument) != 0) {
+		fprintf(stderr, "line-latency: cannot start a thread\n");
+		exit(2);
+	}
+}
+
+static void *zeroed(size_t count, size_t size)
+{
+	void *memory = calloc(count, size);
+	if (memory == NULL) {
+		fprintf(stderr, "line-latency: out of memory\n");
+		exit(2);
+	}
+	return memory;
 }
 
 static void *answer(void *argument)
 {
 	struct side *side = argument;
-	if (pin_to(side->cpu) != 0) {
-		fprintf(stderr, "line-latency: cannot pin to CPU %d: %s\n", side->cpu, strerror(errno));
-		exit(2);
-	}
+	pin_to(side->cpu);
 	atomic_fetch_add(side->ready, 1);
 	for (uint64_t expected = side->first; expected <= 2 * side->rounds; expected += 2) {
 		while (atomic_load_explicit(&side->line->sequence, memory_order_acquire) != expected - 1)
@@ -120,14 +139,8 @@ static double transfer_ns(int a, int b, uint64_t rounds)
 	struct side answering = {&line, b, 2, rounds, &ready};
 	pthread_t thread;
 	atomic_store(&line.sequence, 0);
-	if (pin_to(a) != 0) {
-		fprintf(stderr, "line-latency: cannot pin to CPU %d: %s\n", a, strerror(errno));
-		exit(2);
-	}
-	if (pthread_create(&thread, NULL, answer, &answering) != 0) {
-		fprintf(stderr, "line-latency: cannot start a thread\n");
-		exit(2);
-	}
+	pin_to(a);
+	start_thread(&thread, answer, &answering);
 	while (atomic_load(&ready) == 0)
 		cpu_relax();
 	double start = now_ns();
@@ -186,10 +199,7 @@ static void *fanout_read(void *argument)
 {
 	struct fanout_reader *reader = argument;
 	struct fanout_slot *slot = &fanout_slots[reader->index];
-	if (pin_to(reader->cpu) != 0) {
-		fprintf(stderr, "line-latency: cannot pin to CPU %d: %s\n", reader->cpu, strerror(errno));
-		exit(2);
-	}
+	pin_to(reader->cpu);
 	atomic_fetch_add(reader->ready, 1);
 	for (uint64_t round = 1; round <= reader->rounds; round++) {
 		while (atomic_load_explicit(&fanout_line.sequence, memory_order_relaxed) != round)
@@ -198,12 +208,6 @@ static void *fanout_read(void *argument)
 		atomic_store_explicit(&slot->round_seen, round, memory_order_release);
 	}
 	return NULL;
-}
-
-static int by_cycles(const void *x, const void *y)
-{
-	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-	return (a > b) - (a < b);
 }
 
 /* Cycles of the counter per nanosecond, against CLOCK_MONOTONIC over 20 ms. */
@@ -240,28 +244,18 @@ static void fanout(int from, int readers, uint64_t rounds, double per_ns)
 		exit(2);
 	}
 	rounds += FANOUT_SKIPPED;
-	int64_t *delays = calloc(rounds * (uint64_t)readers, sizeof(*delays));
-	struct fanout_reader *reader = calloc((size_t)readers, sizeof(*reader));
-	pthread_t *threads = calloc((size_t)readers, sizeof(*threads));
-	if (delays == NULL || reader == NULL || threads == NULL) {
-		fprintf(stderr, "line-latency: out of memory\n");
-		exit(2);
-	}
+	double *delays = zeroed(rounds * (uint64_t)readers, sizeof(*delays)); /* cycles */
+	struct fanout_reader *reader = zeroed((size_t)readers, sizeof(*reader));
+	pthread_t *threads = zeroed((size_t)readers, sizeof(*threads));
 	_Atomic int ready = 0;
 	atomic_store(&fanout_line.sequence, 0);
 	alarm(20); /* the readers' start too */
 	for (int i = 0; i < readers; i++) {
 		atomic_store(&fanout_slots[i].round_seen, 0);
 		reader[i] = (struct fanout_reader){cpus[i], i, rounds, &ready};
-		if (pthread_create(&threads[i], NULL, fanout_read, &reader[i]) != 0) {
-			fprintf(stderr, "line-latency: cannot start a thread\n");
-			exit(2);
-		}
+		start_thread(&threads[i], fanout_read, &reader[i]);
 	}
-	if (pin_to(from) != 0) {
-		fprintf(stderr, "line-latency: cannot pin to CPU %d: %s\n", from, strerror(errno));
-		exit(2);
-	}
+	pin_to(from);
 	while (atomic_load(&ready) < readers)
 		cpu_relax();
 	for (uint64_t round = 1; round <= rounds; round++) {
@@ -271,31 +265,26 @@ static void fanout(int from, int readers, uint64_t rounds, double per_ns)
 			;
 		uint64_t stored_at = arch_cycles();
 		atomic_store_explicit(&fanout_line.sequence, round, memory_order_release);
-		int64_t *row = &delays[(round - 1) * (uint64_t)readers];
+		double *row = &delays[(round - 1) * (uint64_t)readers];
 		for (int i = 0; i < readers; i++) {
 			while (atomic_load_explicit(&fanout_slots[i].round_seen, memory_order_acquire) !=
 			       round)
 				cpu_relax();
-			row[i] = (int64_t)(atomic_load_explicit(&fanout_slots[i].seen_at,
-								memory_order_relaxed) -
-					   stored_at);
+			row[i] = (double)(int64_t)(atomic_load_explicit(&fanout_slots[i].seen_at,
+									memory_order_relaxed) -
+						   stored_at);
 		}
-		qsort(row, (size_t)readers, sizeof(*row), by_cycles);
+		qsort(row, (size_t)readers, sizeof(*row), by_value);
 	}
 	for (int i = 0; i < readers; i++)
 		pthread_join(threads[i], NULL);
 	uint64_t counted = rounds - FANOUT_SKIPPED;
-	int64_t *rank = calloc(counted, sizeof(*rank));
-	if (rank == NULL) {
-		fprintf(stderr, "line-latency: out of memory\n");
-		exit(2);
-	}
+	double *rank = zeroed(counted, sizeof(*rank));
 	printf("fanout %d", readers);
 	for (int r = 0; r < readers; r++) {
 		for (uint64_t round = 0; round < counted; round++)
 			rank[round] = delays[(round + FANOUT_SKIPPED) * (uint64_t)readers + (uint64_t)r];
-		qsort(rank, counted, sizeof(*rank), by_cycles);
-		printf(" %.1f", (double)rank[counted / 2] / per_ns);
+		printf(" %.1f", median_of(rank, (int)counted) / per_ns);
 	}
 	printf("\n");
 	fflush(stdout);
@@ -326,10 +315,7 @@ struct futex_pair {
 static void *futex_sleep(void *argument)
 {
 	struct futex_pair *pair = argument;
-	if (pin_to(pair->cpu) != 0) {
-		fprintf(stderr, "line-latency: cannot pin to CPU %d: %s\n", pair->cpu, strerror(errno));
-		exit(2);
-	}
+	pin_to(pair->cpu);
 	for (uint64_t round = 1; round <= pair->rounds; round++) {
 		atomic_store(&pair->going_to_sleep, round);
 		while (atomic_load(&pair->word) == 0)
@@ -353,20 +339,14 @@ static void futex_costs(int from, int to, uint64_t rounds)
 {
 	static struct futex_pair pair;
 	static _Alignas(LINE_BYTES) _Atomic uint32_t nobody_sleeps_here, never_waited_on;
-	double *wake = calloc(rounds, sizeof(double)), *run = calloc(rounds, sizeof(double));
-	double *wait = calloc(rounds, sizeof(double)), *empty = calloc(rounds, sizeof(double));
-	if (!wake || !run || !wait || !empty) {
-		fprintf(stderr, "line-latency: out of memory\n");
-		exit(2);
-	}
+	double *wake = zeroed(rounds, sizeof(double)), *run = zeroed(rounds, sizeof(double));
+	double *wait = zeroed(rounds, sizeof(double)), *empty = zeroed(rounds, sizeof(double));
 	uint64_t slept = 0;
 	pair.cpu = to;
 	pair.rounds = rounds;
 	pthread_t thread;
-	if (pin_to(from) != 0 || pthread_create(&thread, NULL, futex_sleep, &pair) != 0) {
-		fprintf(stderr, "line-latency: cannot pin to CPU %d or start a thread\n", from);
-		exit(2);
-	}
+	pin_to(from);
+	start_thread(&thread, futex_sleep, &pair);
 	for (uint64_t round = 1; round <= rounds; round++) {
 		alarm(20);
 		while (atomic_load(&pair.going_to_sleep) != round)
@@ -481,15 +461,15 @@ int main(int argc, char **argv)
 	if (fanout_count || futex) {
 		/* A round of these waits microseconds, not a transfer: fewer by default. */
 		uint64_t measured_rounds = rounds_given ? rounds : 2000;
-		double per_ns = cycles_per_ns();
-		for (int f = 0; f < fanout_count; f++)
-			fanout(from, fanouts[f], measured_rounds, per_ns);
 		int next_cpu = (from + 1) % (int)sysconf(_SC_NPROCESSORS_ONLN);
 		int sleeper = target_count ? targets[0] : next_cpu;
-		if (futex && sleeper == from) {
+		if (futex && sleeper == from) { /* before anything is measured */
 			fprintf(stderr, "line-latency: --futex needs two CPUs: %d is both\n", from);
 			return 2;
 		}
+		double per_ns = fanout_count ? cycles_per_ns() : 0;
+		for (int f = 0; f < fanout_count; f++)
+			fanout(from, fanouts[f], measured_rounds, per_ns);
 		if (futex)
 			futex_costs(from, sleeper, measured_rounds);
 		return 0;
