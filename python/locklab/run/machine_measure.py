@@ -82,17 +82,22 @@ def line_latency_tool() -> Path:
     return tool
 
 
-def transfers(tool: Path, source: int, targets: list[int]) -> tuple[dict[int, float], float]:
-    """Nanoseconds per line transfer from `source` to each target, and per owned atomic."""
-    proc = subprocess.run(
-        [str(tool), "--from", str(source), "--trials", "5", *map(str, targets)],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+def line_latency_lines(tool: Path, what: str, *args: str) -> list[str]:
+    """line-latency's output lines, or its last error line as a LocklabError naming `what`."""
+    proc = subprocess.run([str(tool), *args], capture_output=True, text=True, timeout=120,
+                          check=False)  # fmt: skip
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-        raise LocklabError(f"--measure: line-latency failed: {last}")
+        raise LocklabError(f"--measure: {what} failed: {last}")
+    return proc.stdout.splitlines()
+
+
+def transfers(tool: Path, source: int, targets: list[int]) -> tuple[dict[int, float], float]:
+    """Nanoseconds per line transfer from `source` to each target, and per owned atomic."""
+    lines = line_latency_lines(tool, "line-latency", "--from", str(source), "--trials", "5",
+                               *map(str, targets))  # fmt: skip
     per_cpu, atomic = {}, 0.0
-    for line in proc.stdout.splitlines():
+    for line in lines:
         fields = line.split()
         if fields[0] == "transfer":
             per_cpu[int(fields[2])] = float(fields[3])
@@ -103,14 +108,12 @@ def transfers(tool: Path, source: int, targets: list[int]) -> tuple[dict[int, fl
 
 def futex_ns(tool: Path, source: int, target: int) -> dict[str, float]:
     """Nanoseconds of a futex wake, of the woken thread's start, and of a wait's system call."""
-    proc = subprocess.run(
-        [str(tool), "--futex", "--from", str(source), str(target)],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    found = {f[0]: float(f[1]) for f in map(str.split, proc.stdout.splitlines()) if len(f) == 2}
-    if proc.returncode != 0 or not all(found.get(key, -1) > 0 for key in FUTEX_COSTS):
-        last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-        raise LocklabError(f"--measure: line-latency --futex failed: {last}")
+    lines = line_latency_lines(tool, "line-latency --futex", "--futex", "--from", str(source),
+                               str(target))  # fmt: skip
+    found = {f[0]: float(f[1]) for f in map(str.split, lines) if len(f) == 2}
+    if not all(found.get(key, -1) > 0 for key in FUTEX_COSTS):
+        raise LocklabError(f"--measure: line-latency --futex gave no time for each of "
+                           f"{', '.join(FUTEX_COSTS)}")  # fmt: skip
     return {key: found[key] for key in FUTEX_COSTS}
 
 
