@@ -10,12 +10,14 @@ import sqlite3
 import subprocess
 import sys
 import time
+import weakref
 from pathlib import Path
 
 import pytest
 from conftest import ROOT, bench_path
 from locklab import cli
 from locklab.run import lifetime
+from locklab.run.engine import Engine
 
 EXAMPLE = ROOT / "examples" / "campaigns" / "spin-backoff.toml"
 SWEEP_TIMEOUT_S = 120
@@ -368,6 +370,31 @@ def test_engine_never_starts_once_locklab_is_gone():
         check=False,
     )
     assert done.returncode == lifetime.EXIT_PARENT_GONE
+
+
+def test_an_interrupt_python_lost_still_stops_the_next_run(monkeypatch):
+    """Ctrl-C landing in a hook that cannot raise (CI saw it in logging's after-fork hook, as a
+    tune started a run) is printed as "Exception ignored" and lost: the tune ran to its end.
+    A weak reference's callback cannot raise either; the interrupt lost there must still end
+    the next run. Without the remembered signal, this run would finish and return."""
+    lost: list[type[BaseException]] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda hook: lost.append(hook.exc_type))
+
+    def interrupt_where_it_cannot_raise(_: object) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):  # a backward jump, where Python runs the handler
+            pass
+
+    class Anything:
+        pass
+
+    with lifetime.stopped_by_signals():
+        anything = Anything()
+        watch = weakref.ref(anything, interrupt_where_it_cannot_raise)
+        del anything
+        assert watch() is None and lost == [KeyboardInterrupt]
+        with pytest.raises(KeyboardInterrupt):
+            Engine(bench_path("opt")).run(["--lock", "tas", "--duration", "0.01"], timeout_s=30)
 
 
 def test_resume_refuses_a_new_plan(tmp_path, capsys):

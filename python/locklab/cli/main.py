@@ -15,19 +15,17 @@ import argparse
 import importlib
 import os
 import pkgutil
-import signal
 import sqlite3
 import sys
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 
 from locklab import __version__
 from locklab.cli.common import EXIT_INTERNAL, EXIT_INTERRUPTED, Parser
 from locklab.errors import LocklabError
 from locklab.printable import printable
-from locklab.run.lifetime import end_with_input
+from locklab.run.lifetime import end_with_input, stopped_by_signals
 from locklab.store import mirror
 
 WHAT = (
@@ -109,13 +107,13 @@ def build_parser() -> Parser:
     return parser
 
 
-def _terminate(signum: int, frame: FrameType | None) -> None:
-    """SIGTERM (kill) ends a sweep the way Ctrl-C does: finished runs are already stored."""
-    raise KeyboardInterrupt
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    signal.signal(signal.SIGTERM, _terminate)
+    """SIGTERM (kill) ends a sweep the way Ctrl-C does: finished runs are already stored."""
+    with stopped_by_signals():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     if mirror.active():  # started by another locklab, on a host of its --hosts
         end_with_input()
     try:

@@ -28,7 +28,7 @@ from locklab.kernel.findings import is_finding_line
 from locklab.kernel.initramfs import CPUS_MARKER, static_initramfs
 from locklab.kernel.params import TORTURE_TYPES_6_1
 from locklab.kernel.vcpu_pin import PinnedVcpu, QemuGone, Qmp, pin_vcpus
-from locklab.run.lifetime import die_with_locklab
+from locklab.run.lifetime import die_with_locklab, raise_if_stopped
 
 ROOT = Path(__file__).resolve().parents[3]
 BUILD = ROOT / "build" / "kernel"
@@ -215,6 +215,7 @@ def _qemu(
             shutil.rmtree(qmp_dir, ignore_errors=True)
         raise LocklabError(f"cannot start {arch.qemu}: {error.strerror}") from None
     try:
+        raise_if_stopped()
         pinned = _pin_paused(proc, qmp_dir / "qmp.sock", pin) if qmp_dir and pin else []
         booted = _follow(proc, image, accel, timeout_s, watch, stall_s, guest is not None)
         booted.pinned = pinned

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from locklab.errors import LocklabError
 from locklab.model.catalogue import Catalogue, lock_info
 from locklab.run.guest_program import run_in_guest
-from locklab.run.lifetime import die_with_locklab
+from locklab.run.lifetime import die_with_locklab, raise_if_stopped
 from locklab.run.outcome import EngineOutcome
 from locklab.run.program import run_program
 from locklab.run.simulator import engine_invocation
@@ -151,16 +151,19 @@ class Engine:
     def run(self, args: list[str], timeout_s: float, sim_machine: str = "") -> EngineOutcome:
         """One measurement: the engine with ``args`` and ``--json -``, waited for at most
         ``timeout_s``; with ``sim_machine`` (a flat machine file's text) the simulator on that
-        machine. Ctrl-C kills the engine and propagates."""
+        machine. Ctrl-C kills the engine and propagates; one Python lost as the engine started
+        propagates when it ends."""
         binary, env = engine_invocation(self.path, sim_machine, sanitizer_environment())
         command = [str(binary), *args, "--json", "-"]
         start = time.monotonic()
         try:
             proc = self._call(command, timeout_s=timeout_s, env=env)
         except subprocess.TimeoutExpired as expired:
+            raise_if_stopped()
             return EngineOutcome(
                 command, -9, None, _text(expired.stderr), time.monotonic() - start, True
             )
+        raise_if_stopped()
         wall_s = time.monotonic() - start
         result = None
         if proc.stdout.strip():

@@ -1,20 +1,55 @@
 """Children that die with locklab: the engine, a program under a lock, a booted kernel.
 
 Killed, even by SIGKILL, locklab must not leave any of them spinning on the CPUs it measured.
+Stopped (Ctrl-C, SIGTERM), it stops at once, or at the latest when the run under way ends.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from types import FrameType
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 EXIT_PARENT_GONE = 128 + signal.SIGKILL  # as if the death signal had come
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+_stop_asked = threading.Event()
+
+
+@contextlib.contextmanager
+def stopped_by_signals() -> Iterator[None]:
+    """While inside, Ctrl-C and SIGTERM raise KeyboardInterrupt and are remembered.
+
+    Python raises the interrupt at the next instruction it runs, and where that is in a hook
+    that cannot raise (the logging module's after-fork hook, run each time a child starts), it
+    prints "Exception ignored" and goes on: a tune so interrupted once ran to its end. The
+    places that start runs ask raise_if_stopped() after starting each, so such a lost interrupt
+    costs one run at most."""
+    _stop_asked.clear()
+    before = {number: signal.signal(number, _stop) for number in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for number, handler in before.items():
+            signal.signal(number, handler)
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    _stop_asked.set()
+    raise KeyboardInterrupt
+
+
+def raise_if_stopped() -> None:
+    """KeyboardInterrupt if a stop signal came, even one whose interrupt Python lost."""
+    if _stop_asked.is_set():
+        raise KeyboardInterrupt
 
 
 def die_with_locklab() -> Callable[[], None] | None:

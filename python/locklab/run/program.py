@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from locklab.errors import LocklabError
-from locklab.run.lifetime import die_with_locklab
+from locklab.run.lifetime import die_with_locklab, raise_if_stopped
 from locklab.run.outcome import EXIT_OK, EngineOutcome
 
 if TYPE_CHECKING:
@@ -140,12 +140,17 @@ def run_program(spec: ExperimentSpec, config: Configuration, repeat: int) -> Eng
         except OSError as error:
             raise LocklabError(f"cannot run {argv[0]}: {error.strerror}") from None
         try:
+            raise_if_stopped()
             output, _ = proc.communicate(timeout=spec.run_timeout_s())
             timed_out = False
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)  # the whole group: its children too
             output, _ = proc.communicate()
             timed_out = True
+        except KeyboardInterrupt:  # in a session of its own, Ctrl-C did not reach the program
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
         wall_s = time.monotonic() - start
         stats = [json.loads(p.read_text()) for p in Path(scratch).glob("stats-*.json")]
     code = proc.returncode
