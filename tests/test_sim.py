@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 from conftest import BUILD, ROOT, plugin_path
 from locklab.errors import LocklabError
+from locklab.model.campaign import load_campaign
 from locklab.model.machine_profile import find_profile, load_profile, profile_names
+from locklab.model.spec import SIM_DURATION_S, SIM_WARMUP_S
 
 SIM = BUILD / "sim" / "locklab-sim"
 LOCKLAB = ROOT / ".venv" / "bin" / "locklab"
@@ -336,6 +338,19 @@ def test_a_simulated_seed_campaign_and_its_other_machine(tmp_path):
     assert small.returncode == 2 and "a point of 8 threads needs more than its 4 CPUs" in (
         small.stderr
     )
+
+
+def test_a_measured_campaign_simulated_takes_the_simulators_times():
+    """Seed 001's file measures 0.5 s (10 s with --full): as virtual seconds, each run would
+    take minutes. With --sim it gets the simulator's times; a simulated file keeps its own."""
+    measured = ROOT / "campaigns" / "seed-001-rwsem-vs-mutex.toml"
+    for full in (False, True):
+        spec = load_campaign(measured, full, sim="westmere-ex-4s")
+        assert (spec.duration_s, spec.warmup_s) == (SIM_DURATION_S, SIM_WARMUP_S)
+        assert spec.pin == "compact"  # where its threads go still holds
+    assert load_campaign(measured).duration_s == 0.5
+    simulated = load_campaign(ROOT / "campaigns" / "seed-004-sim.toml", sim="mach3")
+    assert (simulated.duration_s, simulated.warmup_s) == (0.004, 0.001)
 
 
 def test_tune_finds_a_delay_on_a_simulated_machine(tmp_path):

@@ -53,8 +53,10 @@ FULL_KEYS = {
 
 def load_campaign(path: Path, full: bool = False, sim: str | None = None) -> ExperimentSpec:
     """Parse and shape-check a campaign file (with its [full] overrides when `full`, and on the
-    simulated machine `sim` when given, as if the file said sim = ...); lock names and params
-    are checked later, against the engine's catalogue, by ExperimentSpec.validate."""
+    simulated machine `sim` when given, as if the file said sim = ...; a file that measures gets
+    the simulator's times, since its own would be as many virtual seconds, hours of simulation);
+    lock names and params are checked later, against the engine's catalogue, by
+    ExperimentSpec.validate."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
@@ -73,6 +75,11 @@ def load_campaign(path: Path, full: bool = False, sim: str | None = None) -> Exp
         )
         raise LocklabError(f"{path}: malformed TOML: {message}") from None
     if sim:
+        if "sim" not in data:  # a measured campaign's seconds are real ones, not virtual ones
+            for table in (data, data.get("full")):
+                if isinstance(table, dict):
+                    table.pop("duration", None)
+                    table.pop("warmup", None)
         data["sim"] = sim
     return _CampaignReader(path, text).spec(data, full)
 
