@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 from locklab.analysis import stats, student_t
-from locklab.analysis.verdicts import _where
+from locklab.analysis.verdicts import _figures, _where
 from scipy import stats as scipy_stats
 
 
@@ -186,6 +186,15 @@ def test_a_and_a_is_not_called_a_regression():
 )
 def test_judgements(base, other, expected):
     assert stats.compare(base, other).judgement(5.0) == expected
+
+
+def test_a_significant_change_from_a_baseline_of_zero_keeps_its_direction():
+    """A lock that never sleeps has 0 switches per 1k ops: rel % has no value there, and a
+    column that switches 300 times as often once read "fewer switches (+nan%)"."""
+    more = stats.compare([0.0, 0.0, 0.0], [300.0, 310.0, 320.0])
+    assert math.isnan(more.rel_pct) and more.judgement(5.0) == stats.HIGHER
+    assert stats.compare([0.0, 0.0, 0.0], [-3.0, -3.1, -3.2]).judgement(5.0) == stats.LOWER
+    assert _figures([more]) == "(from a baseline of 0, p < 0.001)"
 
 
 def test_runs_to_settle_shrink_the_interval_as_one_over_root_n():

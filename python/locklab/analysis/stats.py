@@ -70,6 +70,9 @@ class Comparison:
     # unbounded (the baseline's mean is not clearly above zero) or untestable.
     ci_pct: tuple[float, float] | None = None
     runs: int = 0  # the fewer runs of the two sides
+    # other's mean - base's mean: the direction where rel % has none (a baseline of 0, as
+    # context switches of a lock that never sleeps)
+    difference: float = math.nan
 
     def judgement(self, min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT) -> str:
         """HIGHER or LOWER (significant, at least the minimum effect), BELOW_MIN, EQUAL (the
@@ -78,6 +81,8 @@ class Comparison:
         if self.p_value is None:
             return UNTESTED
         if self.significant:
+            if math.isnan(self.rel_pct):  # from zero, any change is beyond every minimum
+                return HIGHER if self.difference > 0 else LOWER
             if abs(self.rel_pct) < min_effect_pct:
                 return BELOW_MIN
             return HIGHER if self.rel_pct > 0 else LOWER
@@ -183,8 +188,9 @@ def compare(
     base_mean = statistics.fmean(base) if len(base) else math.nan
     other_mean = statistics.fmean(other) if len(other) else math.nan
     rel_pct = (other_mean - base_mean) / base_mean * 100 if base_mean else math.nan
+    difference = other_mean - base_mean
     if len(base) < 2 or len(other) < 2:
-        return Comparison(rel_pct, None, False)
+        return Comparison(rel_pct, None, False, difference=difference)
     if test == "welch":
         p_value = welch_p_value(base, other)
     elif test == "mann-whitney":
@@ -193,7 +199,8 @@ def compare(
         raise ValueError(f"unknown test {test}")
     interval = ratio_interval(base, other)
     ci_pct = None if interval is None else ((interval[0] - 1) * 100, (interval[1] - 1) * 100)
-    return Comparison(rel_pct, p_value, p_value < alpha, None, ci_pct, min(len(base), len(other)))
+    return Comparison(rel_pct, p_value, p_value < alpha, None, ci_pct, min(len(base), len(other)),
+                      difference)  # fmt: skip
 
 
 def judge_change(before: Sequence[float], after: Sequence[float], min_effect_pct: float,

@@ -4,6 +4,8 @@ legend of the table's markers."""
 
 from __future__ import annotations
 
+import math
+
 from locklab.analysis import disturbance, stats
 from locklab.analysis.model import Section, Settings
 
@@ -151,10 +153,13 @@ def _where(rows: list[int], all_rows: list[int]) -> str:
 
 
 def _figures(comparisons: list[stats.Comparison]) -> str:
-    rels = sorted((c.rel_pct for c in comparisons), key=abs)
     p_max = max(
         (c.p_adjusted if c.p_adjusted is not None else c.p_value) or 0.0 for c in comparisons
     )
+    relation = "=" if len(comparisons) == 1 else " <= "
+    if any(math.isnan(c.rel_pct) for c in comparisons):  # no per cent of a baseline of 0
+        return f"(from a baseline of 0, {_p(relation, p_max)})"
+    rels = sorted((c.rel_pct for c in comparisons), key=abs)
     if len(comparisons) == 1 and comparisons[0].ci_pct is not None:
         low, high = comparisons[0].ci_pct
         return f"({rels[0]:+.1f}% [{low:+.1f}, {high:+.1f}], {_p('=', p_max)})"
