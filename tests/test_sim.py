@@ -147,6 +147,18 @@ def test_parked_spinners_measure_as_every_iteration_run(machine, lock):
         assert 0.95 < parked / exact < 1.05, (order, parked, exact)
 
 
+@pytest.mark.parametrize("lock", ["mutex", "rwsem"])
+def test_a_queue_waiter_sees_a_hand_over_from_its_past(machine, lock):
+    """A line no other CPU has touched yet was a hit with no ordering: an OSQ waiter spinning
+    on its node's first use ran its whole 1 ms budget ahead of the hand-over that, earlier in
+    virtual time, was that node's first touch from elsewhere. One writer kept the lock
+    meanwhile (3,739 acquisitions against 168 and 104). Each must get its share now."""
+    _, result = simulate(machine, ["--lock", lock, "--nwriters", "3", "--gap-ns", "160",
+                                   "--duration", "0.001", "--warmup", "0.0002"])  # fmt: skip
+    acquisitions = [thread["acquisitions"] for thread in result["threads"]]
+    assert max(acquisitions) <= 1.25 * min(acquisitions), acquisitions
+
+
 def test_seeds_reach_different_interleavings(machine):
     """A repeat is another seed: ties break otherwise, and an MCS queue of four writers on two
     sockets settles into different orders of arrival (seeds 1 to 5 here: 0%, 43% or 50% of

@@ -24,9 +24,9 @@
  * misses, and nothing is prefetched.
  *
  * A line only ever touched by one CPU is private: its accesses hit (after the first touch's
- * memory fetch) and are not ordered against other CPUs, which is what keeps the engine's own
- * per-thread bookkeeping cheap to simulate. The first access by a second CPU makes it shared
- * for good.
+ * memory fetch), and only its loads past the lookahead are ordered against other CPUs, which
+ * is what keeps the engine's own per-thread bookkeeping cheap to simulate. The first access
+ * by a second CPU makes it shared for good.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -316,12 +316,19 @@ bool sim_access(uintptr_t addr, unsigned int size, enum sim_access kind)
 		self->clock += jittered(self, sim_memory_cost(cpu, l->home_node)) + rmw;
 		return false;
 	}
+	/*
+	 * A line no other CPU has touched yet: a hit. A load past the lookahead waits, as on a
+	 * shared line, since another CPU's first touch may come earlier in virtual time: a queue
+	 * waiter spinning on its node's first use would otherwise spin its whole budget ahead of
+	 * its predecessor's hand-over. Stores and RMWs do not wait (a spin polls with loads).
+	 */
 	if (!l->shared) {
-		if (l->last_cpu == cpu) {
+		if (l->last_cpu == cpu && (kind != SIM_LOAD || sim_may_run_ahead())) {
 			self->clock += costs->hit + rmw;
 			return true;
 		}
-		l->shared = true;
+		if (l->last_cpu != cpu)
+			l->shared = true;
 	}
 	/*
 	 * A load that hits changes nothing: within the lookahead (less than the cheapest transfer)

@@ -175,7 +175,8 @@ struct sim_thread *sim_thread_new(void);
 struct sim_thread *sim_thread_of_host(pthread_t host);
 void sim_thread_wait_for_baton(struct sim_thread *t);
 void sim_thread_exit(struct sim_thread *t, void *result);
-/* Before an access to a shared line: let every thread whose clock is lower go first. */
+/* Before an ordered access (any on a shared line, a late load on a private one): let every
+ * thread whose clock is lower go first. */
 void sim_order_access(void);
 /* Whether a load hit may go now without ordering (within sim_lookahead of the horizon). */
 bool sim_may_run_ahead(void);

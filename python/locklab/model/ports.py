@@ -45,7 +45,7 @@ KNOWN_DIFFERENCES: tuple[PortDifference, ...] = (
         port="rtmutex_k0",
         nwriters=2,
         ratio=1.82,
-        why="1.62 to 2.25 over the gaps, the port faster at each. At no gap, a hand-over of "
+        why="1.64 to 2.23 over the gaps, the port faster at each. At no gap, a hand-over of "
         "the tree's code moves 36 lines against the port's 20 (LOCKLAB_SIM_TRACE, counted by "
         "code), and the port hands over 1.9 times as often in the same time: 6.1's "
         "priority-inheritance and wake-up bookkeeping, which the port keeps lighter. Per "
@@ -64,32 +64,6 @@ KNOWN_DIFFERENCES: tuple[PortDifference, ...] = (
         why="1.16 to 1.19 over the gaps. Both convoy (0.77 futex sleeps per acquisition each, "
         "at no gap); the tree's code moves 31 lines per acquisition against the port's 15 "
         "(means over the gaps), the same bookkeeping as at 2 writers",
-    ),
-    PortDifference(
-        port="mutex",
-        nwriters=8,
-        ratio=1.65,
-        why="1.43 to 2.07 over the gaps. The port lets one writer keep the lock (Jain's index "
-        "0.34 against the tree's 0.95, 1.4 transfers per acquisition against 5.1, means over "
-        "the gaps). The OSQ head and the writer that keeps re-taking the lock fall into step "
-        "(LOCKLAB_SIM_TRACE at 40 ns: one transfer each way per 110 ns): the head's spin reads "
-        "the word just after the unlock, sees it free, and its try reads it just after the "
-        "re-lock. The tree's head breaks out of that far more often; why is not found. rwsem, "
-        "whose port spins through the same OSQ (osq.h), shows the same at 8 writers. Not "
-        "seen on the real machine: there both run at Jain's index 0.91 to 1.00, and the port "
-        "at 0.98 of the tree (medians of 3, docs/locks.md)",
-    ),
-    PortDifference(
-        port="rwsem",
-        nwriters=8,
-        ratio=1.78,
-        why="1.25 to 3.02 over the gaps. The port lets one writer keep the lock (Jain's index "
-        "0.33 against the tree's 0.97, 1.2 transfers per acquisition against 6.2, means over "
-        "the gaps); the tree's code hands it round. Cause not found; mutex, whose port spins "
-        "through the same OSQ (osq.h), shows the same at 8 writers. A difference of the "
-        "model: on the real machine both are fair (Jain's index 0.96 to 1.00), and since "
-        "the port's tunables left the count's line it hands over as often as the tree and "
-        "runs at 1.00 to 1.05 of it at 4 to 16 writers (docs/locks.md)",
     ),
 )
 
