@@ -195,6 +195,11 @@ def test_a_significant_change_from_a_baseline_of_zero_keeps_its_direction():
     assert math.isnan(more.rel_pct) and more.judgement(5.0) == stats.HIGHER
     assert stats.compare([0.0, 0.0, 0.0], [-3.0, -3.1, -3.2]).judgement(5.0) == stats.LOWER
     assert _figures([more]) == "(from a baseline of 0, p < 0.001)"
+    assert stats.judge_change([0.0], [300.0], 5.0, exact=True)[1] == stats.HIGHER
+    assert stats.judge_change([0.0, 0.0, 0.0], [300.0, 310.0, 320.0], 5.0, exact=False)[1] == (
+        stats.HIGHER
+    )
+    assert stats.judge_change([0.0], [0.0], 5.0, exact=True)[1] == stats.EQUAL
 
 
 def test_runs_to_settle_shrink_the_interval_as_one_over_root_n():

@@ -82,6 +82,8 @@ class Comparison:
             return UNTESTED
         if self.significant:
             if math.isnan(self.rel_pct):  # from zero, any change is beyond every minimum
+                if math.isnan(self.difference):
+                    return INCONCLUSIVE
                 return HIGHER if self.difference > 0 else LOWER
             if abs(self.rel_pct) < min_effect_pct:
                 return BELOW_MIN
@@ -200,7 +202,7 @@ def compare(
     interval = ratio_interval(base, other)
     ci_pct = None if interval is None else ((interval[0] - 1) * 100, (interval[1] - 1) * 100)
     return Comparison(rel_pct, p_value, p_value < alpha, None, ci_pct, min(len(base), len(other)),
-                      difference)  # fmt: skip
+                      difference=difference)  # fmt: skip
 
 
 def judge_change(before: Sequence[float], after: Sequence[float], min_effect_pct: float,
@@ -210,7 +212,12 @@ def judge_change(before: Sequence[float], after: Sequence[float], min_effect_pct
     the change itself decides; measured, the tables' verdict (Welch's test, Fieller's interval)."""
     before_mean, after_mean = statistics.fmean(before), statistics.fmean(after)
     if before_mean == 0:  # a measure that can be zero (context switches): no ratio to take
-        return math.nan, EQUAL if after_mean == 0 else INCONCLUSIVE
+        if after_mean == 0:
+            return math.nan, EQUAL
+        if exact:
+            return math.nan, HIGHER if after_mean > 0 else LOWER
+        judgement = compare(before, after).judgement(min_effect_pct)
+        return math.nan, judgement if judgement in (HIGHER, LOWER) else INCONCLUSIVE
     change = (after_mean / before_mean - 1) * 100
     if exact:
         if abs(change) < min_effect_pct:

@@ -151,8 +151,8 @@ class Engine:
     def run(self, args: list[str], timeout_s: float, sim_machine: str = "") -> EngineOutcome:
         """One measurement: the engine with ``args`` and ``--json -``, waited for at most
         ``timeout_s``; with ``sim_machine`` (a flat machine file's text) the simulator on that
-        machine. Ctrl-C kills the engine and propagates; one Python lost as the engine started
-        propagates when it ends."""
+        machine. Ctrl-C kills the engine and propagates; an interrupt Python lost as the engine
+        started is raised when it ends."""
         binary, env = engine_invocation(self.path, sim_machine, sanitizer_environment())
         command = [str(binary), *args, "--json", "-"]
         start = time.monotonic()

@@ -1,7 +1,8 @@
 """Children that die with locklab: the engine, a program under a lock, a booted kernel.
 
 Killed, even by SIGKILL, locklab must not leave any of them spinning on the CPUs it measured.
-Stopped (Ctrl-C, SIGTERM), it stops at once, or at the latest when the run under way ends.
+Stopped (Ctrl-C, SIGTERM), it stops at once, or, should Python lose the interrupt, when the
+engine run, program run or kernel boot under way ends.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 EXIT_PARENT_GONE = 128 + signal.SIGKILL  # as if the death signal had come
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-_stop_asked = threading.Event()
+_stop_asked = False  # set only by the handler, which runs in the main thread
 
 
 @contextlib.contextmanager
@@ -30,25 +31,29 @@ def stopped_by_signals() -> Iterator[None]:
     Python raises the interrupt at the next instruction it runs, and where that is in a hook
     that cannot raise (the logging module's after-fork hook, run each time a child starts), it
     prints "Exception ignored" and goes on: a tune so interrupted once ran to its end. The
-    places that start runs ask raise_if_stopped() after starting each, so such a lost interrupt
-    costs one run at most."""
-    _stop_asked.clear()
+    places that run the engine, a program or a kernel ask raise_if_stopped() once the child is
+    started or done, so such a lost interrupt costs one run at most."""
+    global _stop_asked
+    _stop_asked = False
     before = {number: signal.signal(number, _stop) for number in STOP_SIGNALS}
     try:
         yield
     finally:
-        for number, handler in before.items():
-            signal.signal(number, handler)
+        for number, handler in reversed(before.items()):
+            if handler is not None:  # None: installed outside Python, which cannot restore it
+                signal.signal(number, handler)
+        _stop_asked = False
 
 
 def _stop(signum: int, frame: FrameType | None) -> None:
-    _stop_asked.set()
+    global _stop_asked
+    _stop_asked = True  # a plain flag: a lock taken here could be the one the handler interrupted
     raise KeyboardInterrupt
 
 
 def raise_if_stopped() -> None:
     """KeyboardInterrupt if a stop signal came, even one whose interrupt Python lost."""
-    if _stop_asked.is_set():
+    if _stop_asked:
         raise KeyboardInterrupt
 
 

@@ -6,6 +6,7 @@ saying how; the sweep goes on with the other locks, as it does for the engine.""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -148,7 +149,8 @@ def run_program(spec: ExperimentSpec, config: Configuration, repeat: int) -> Eng
             output, _ = proc.communicate()
             timed_out = True
         except KeyboardInterrupt:  # in a session of its own, Ctrl-C did not reach the program
-            os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):  # already gone, and reaped
+                os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             raise
         wall_s = time.monotonic() - start
