@@ -200,6 +200,8 @@ def test_a_significant_change_from_a_baseline_of_zero_keeps_its_direction():
         stats.HIGHER
     )
     assert stats.judge_change([0.0], [0.0], 5.0, exact=True)[1] == stats.EQUAL
+    # Zero on both sides, as both locks' switches at one writer: equal, not "inconclusive".
+    assert stats.compare([0.0, 0.0, 0.0], [0.0, 0.0, 0.0]).judgement(5.0) == stats.EQUAL
 
 
 def test_runs_to_settle_shrink_the_interval_as_one_over_root_n():

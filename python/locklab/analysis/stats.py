@@ -201,6 +201,8 @@ def compare(
         raise ValueError(f"unknown test {test}")
     interval = ratio_interval(base, other)
     ci_pct = None if interval is None else ((interval[0] - 1) * 100, (interval[1] - 1) * 100)
+    if not any(base) and not any(other):  # zero on both sides (a lock that never sleeps): equal
+        rel_pct, ci_pct = 0.0, (0.0, 0.0)
     return Comparison(rel_pct, p_value, p_value < alpha, None, ci_pct, min(len(base), len(other)),
                       difference=difference)  # fmt: skip
 
