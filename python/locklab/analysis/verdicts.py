@@ -157,20 +157,16 @@ def _figures(comparisons: list[stats.Comparison]) -> str:
         (c.p_adjusted if c.p_adjusted is not None else c.p_value) or 0.0 for c in comparisons
     )
     relation = "=" if len(comparisons) == 1 else " <= "
-    finite = [c for c in comparisons if not math.isnan(c.rel_pct)]
-    if not finite:  # no per cent of a baseline of 0
+    rels = sorted((c.rel_pct for c in comparisons if not math.isnan(c.rel_pct)), key=abs)
+    if not rels:  # no per cent of a baseline of 0
         return f"(from a baseline of 0, {_p(relation, p_max)})"
-    if len(finite) < len(comparisons):
-        rels = sorted((c.rel_pct for c in finite), key=abs)
-        span = f"{rels[0]:+.1f}%" + (f" to {rels[-1]:+.1f}%" if len(rels) > 1 else "")
-        return f"({span}, and from a baseline of 0 at the rest, {_p(relation, p_max)})"
-    rels = sorted((c.rel_pct for c in comparisons), key=abs)
+    rest = ", and from a baseline of 0 at the rest" if len(rels) < len(comparisons) else ""
     if len(comparisons) == 1 and comparisons[0].ci_pct is not None:
         low, high = comparisons[0].ci_pct
         return f"({rels[0]:+.1f}% [{low:+.1f}, {high:+.1f}], {_p('=', p_max)})"
-    if len(comparisons) == 1 or f"{rels[0]:+.1f}" == f"{rels[-1]:+.1f}":
-        return f"({rels[0]:+.1f}%, {_p(relation, p_max)})"
-    return f"({rels[0]:+.1f}% to {rels[-1]:+.1f}%, {_p(' <= ', p_max)})"
+    if len(rels) == 1 or f"{rels[0]:+.1f}" == f"{rels[-1]:+.1f}":
+        return f"({rels[0]:+.1f}%{rest}, {_p(relation, p_max)})"
+    return f"({rels[0]:+.1f}% to {rels[-1]:+.1f}%{rest}, {_p(' <= ', p_max)})"
 
 
 def _p(relation: str, p_value: float) -> str:

@@ -159,11 +159,11 @@ class Engine:
         try:
             proc = self._call(command, timeout_s=timeout_s, env=env)
         except subprocess.TimeoutExpired as expired:
-            raise_if_stopped()
             return EngineOutcome(
                 command, -9, None, _text(expired.stderr), time.monotonic() - start, True
             )
-        raise_if_stopped()
+        finally:
+            raise_if_stopped()
         wall_s = time.monotonic() - start
         result = None
         if proc.stdout.strip():
