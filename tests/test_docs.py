@@ -3,12 +3,12 @@
 Each command in a code block parses as the command line it is, with every file it names
 present. Each page's commands then run in order at a tiny scale, in a store of the page's own
 (so `locklab table spin` finds the `--name spin` run above it): runs, repeats and durations
-cut (the options a command has, replaced), outputs written under the test's folder. A command
-may end with exit 1, a finding of its runs (ThreadSanitizer's report of seed 000's race is
-one), never with a usage error or a crash. What a test machine cannot do in a tiny run (build
-or boot kernels, read logs or stores it does not have, reach other machines) is parsed only;
-test_kernel_build.py, test_kernel_revisions.py, test_places.py and test_hosts.py run those
-paths.
+cut (the options a command has, replaced; lists of thread counts to their first two), outputs
+written under the test's folder. A command may end with exit 1, a finding of its runs
+(ThreadSanitizer's report of seed 000's race is one), never with a usage error or a crash.
+What a test machine cannot do in a tiny run (build or boot kernels, read logs or stores it
+does not have, reach other machines) is parsed only; test_kernel_build.py,
+test_kernel_revisions.py, test_places.py and test_hosts.py run those paths.
 """
 
 import os
@@ -31,6 +31,9 @@ TINY = {"--repeat": "2", "--duration": "0.05", "--warmup": "0", "--cells": "2", 
 # A simulated command's seconds are virtual: milliseconds of a many-core machine already hold
 # thousands of acquisitions, and a repeat replays the same model (docs/simulator.md).
 SIM_TINY = {"--duration": "0.001", "--repeat": "1"}
+# A list of thread counts keeps its first two: the same paths, a fraction of the runs. (Locks
+# stay: a page's --param or baseline names one of them.)
+LISTS_CUT_TO_TWO = ("--nwriters", "--threads")
 OUTPUTS = ("-o", "--output", "--report")
 COMMAND_TIMEOUT_S = 600
 
@@ -101,6 +104,10 @@ def tiny(argv: list[str], options: set[str], out: Path) -> list[str]:
             own[own.index(option) + 1] = value
         else:
             own += [option, value]
+    for option in LISTS_CUT_TO_TWO:
+        if option in own:
+            index = own.index(option) + 1
+            own[index] = ",".join(own[index].split(",")[:2])
     for option in OUTPUTS:
         if option in own:
             index = own.index(option) + 1
