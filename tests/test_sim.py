@@ -6,7 +6,10 @@ park without changing what they measure, and bad machines or locks are one line.
 import json
 import os
 import re
+import signal
+import sqlite3
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -277,6 +280,80 @@ def test_run_sim_prints_a_simulated_table(tmp_path, machine):
     assert "simulated: tiny-2s (a test machine: 2 sockets x 2 cores)" in proc.stdout
     assert "simulated machine: virtual time" in proc.stdout
     assert "mcs" in proc.stdout and "nwriters" in proc.stdout
+
+
+def stored_rows(store: Path) -> list[tuple]:
+    """Each stored run's key, repeat, status and throughput, in the order they were stored."""
+    with sqlite3.connect(store / "locklab.db") as db:
+        return db.execute(
+            "SELECT config_key, repeat, status, throughput_ops_per_s FROM runs ORDER BY id"
+        ).fetchall()
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_a_simulated_sweep_runs_one_per_cpu_and_stores_what_one_at_a_time_would(tmp_path):
+    profile = tmp_path / "tiny-2s.toml"
+    profile.write_text(TINY_PROFILE)
+    args = ["run", "--sim", str(profile), "--lock", "ticket,mcs", "--nwriters", "1,4",
+            "--repeat", "3", "--duration", "0.001", "--warmup", "0.0001"]  # fmt: skip
+    alone = subprocess.run(["taskset", "-c", "0", str(LOCKLAB), *args, "--store",
+                            str(tmp_path / "alone")],
+                           capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    beside = locklab(*args, "--store", str(tmp_path / "beside"))
+    assert alone.returncode == 0 and beside.returncode == 0, alone.stderr + beside.stderr
+    rows = stored_rows(tmp_path / "beside")
+    assert len(rows) == 12 and rows == stored_rows(tmp_path / "alone")
+    assert [repeat for _, repeat, *_ in rows] == sorted(repeat for _, repeat, *_ in rows)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_a_broken_lock_in_a_simulated_sweep_fails_once_and_the_others_finish(tmp_path):
+    plugin = plugin_path("sim", "broken_tts")
+    proc = locklab("run", "--sim", str(find_profile("mach1").path), "--plugin", str(plugin),
+                   "--lock", "ticket,broken_tts", "--nwriters", "1,4", "--repeat", "3",
+                   "--duration", "0.001", "--warmup", "0.0001", "--pin", "scatter",
+                   "--store", str(tmp_path / "s"))  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.count("broken_tts: correctness violation at broken_tts nwriters=4") == 1
+    rows = stored_rows(tmp_path / "s")
+    assert sum(key.startswith("ticket") and status == "ok" for key, _, status, _ in rows) == 6
+    assert "Traceback" not in proc.stderr
+
+
+def simulated_runs(pid: int) -> list[int]:
+    """The simulator runs that process `pid` has under way (not its --list of the locks)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            command = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except OSError:  # ended meanwhile
+            continue
+        if parent == pid and b"--nwriters" in command:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def test_ctrl_c_stops_every_simulated_run_under_way(tmp_path):
+    proc = subprocess.Popen(
+        [str(LOCKLAB), "run", "--sim", "x5-4", "--lock", "qspinlock,mcs", "--nwriters", "72",
+         "--repeat", "3", "--store", str(tmp_path / "s"), "--plain"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not simulated_runs(proc.pid):
+            time.sleep(0.02)
+        assert proc.poll() is None, "the sweep ended before it could be interrupted"
+        proc.send_signal(signal.SIGINT)  # locklab alone: it must stop its simulators itself
+        _, err = proc.communicate(timeout=60)
+        with pytest.raises(ProcessLookupError):  # nothing left in its process group
+            os.killpg(proc.pid, 0)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130 and "Traceback" not in err, err
 
 
 def test_run_sim_refuses_what_it_cannot_run(tmp_path):

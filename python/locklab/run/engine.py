@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -153,25 +154,30 @@ class Engine:
         ``timeout_s``; with ``sim_machine`` (a flat machine file's text) the simulator on that
         machine. Ctrl-C kills the engine and propagates; an interrupt Python lost as the engine
         started is raised when it ends."""
+        return self.start(args, timeout_s, sim_machine).wait()
+
+    def start_measure(
+        self, spec: ExperimentSpec, config: Configuration, repeat: int
+    ) -> RunningEngine:
+        """measure()'s engine run, started and not waited for: simulated runs go several at a
+        time (run/sweep.py)."""
+        return self.start(spec.engine_args(config, repeat), spec.run_timeout_s(),
+                          spec.sim_machine)  # fmt: skip
+
+    def start(self, args: list[str], timeout_s: float, sim_machine: str = "") -> RunningEngine:
         binary, env = engine_invocation(self.path, sim_machine, sanitizer_environment())
         command = [str(binary), *args, "--json", "-"]
-        start = time.monotonic()
+        # Files in memory, not pipes: a run polled among others never blocks on a full pipe.
+        output = os.memfd_create("engine-stdout"), os.memfd_create("engine-stderr")
         try:
-            proc = self._call(command, timeout_s=timeout_s, env=env)
-        except subprocess.TimeoutExpired as expired:
-            return EngineOutcome(
-                command, -9, None, _text(expired.stderr), time.monotonic() - start, True
-            )
-        finally:
-            raise_if_stopped()
-        wall_s = time.monotonic() - start
-        result = None
-        if proc.stdout.strip():
-            try:
-                result = json.loads(proc.stdout)
-            except json.JSONDecodeError:
-                result = None
-        return EngineOutcome(command, proc.returncode, result, proc.stderr, wall_s)
+            proc = subprocess.Popen(command, stdout=output[0], stderr=output[1],
+                                    env=env or sanitizer_environment(),
+                                    preexec_fn=die_with_locklab())  # fmt: skip
+        except OSError as error:
+            for descriptor in output:
+                os.close(descriptor)
+            raise LocklabError(f"engine {self.path} cannot run: {error.strerror}") from None
+        return RunningEngine(command, proc, output, timeout_s)
 
     def _call(
         self, command: list[str], timeout_s: float, env: dict[str, str] | None = None
@@ -190,6 +196,93 @@ class Engine:
             raise LocklabError(f"engine {self.path} cannot run: {error.strerror}") from None
 
 
+class RunningEngine:
+    """An engine process under way: wait() for it, or wait_for_one() of several; either way it
+    is killed at its time limit, and outcome() reads what it printed."""
+
+    def __init__(self, command: list[str], proc: subprocess.Popen[bytes],
+                 output: tuple[int, ...], timeout_s: float) -> None:  # fmt: skip
+        self.command = command
+        self.proc = proc
+        self.output = output  # its stdout's and stderr's files, closed once read or discarded
+        self.started = time.monotonic()
+        self.deadline = self.started + timeout_s
+        self.ended: float | None = None
+        self.timed_out = False
+        try:  # readable once the process has ended: waited for asleep (Linux 5.3)
+            self.ends: int | None = os.pidfd_open(proc.pid)
+        except OSError:
+            self.ends = None
+
+    def wait(self) -> EngineOutcome:
+        try:
+            while not self.done():
+                wait_for_one([self])
+            outcome = self.outcome()
+        finally:
+            self.discard()  # Ctrl-C included: the engine never outlives the wait
+            raise_if_stopped()
+        return outcome
+
+    def done(self) -> bool:
+        """Ended, or killed now that its time is up."""
+        if self.proc.poll() is not None or time.monotonic() >= self.deadline:
+            self.timed_out = self.proc.poll() is None
+            self.stop()
+            return True
+        return False
+
+    def stop(self) -> None:
+        """Killed if it still runs; its end noted."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        if self.ended is None:
+            self.ended = time.monotonic()
+        if self.ends is not None:
+            os.close(self.ends)
+            self.ends = None
+
+    def discard(self) -> None:
+        """Stopped, and what it printed thrown away (nothing, once outcome() has read it)."""
+        self.stop()
+        for descriptor in self.output:
+            os.close(descriptor)
+        self.output = ()
+
+    def outcome(self) -> EngineOutcome:
+        wall_s = (self.ended or time.monotonic()) - self.started
+        out, err = (_read(descriptor) for descriptor in self.output)
+        self.output = ()
+        if self.timed_out:
+            return EngineOutcome(self.command, -9, None, err, wall_s, True)
+        result = None
+        if out.strip():
+            try:
+                result = json.loads(out)
+            except json.JSONDecodeError:
+                result = None
+        return EngineOutcome(self.command, self.proc.returncode, result, err, wall_s)
+
+
+def wait_for_one(running: list[RunningEngine]) -> None:
+    """Until one of `running` may have ended or reached its time limit, asleep meanwhile: the
+    measured run's locklab takes no CPU from it. Where a process's end cannot be waited for
+    (a kernel before 5.3), it looks every 50 ms, as Popen.wait() does."""
+    timeout = max(0.0, min(run.deadline for run in running) - time.monotonic())
+    ends = [run.ends for run in running if run.ends is not None]
+    if len(ends) < len(running):
+        timeout = min(timeout, 0.05)
+    select.select(ends, [], [], timeout)
+
+
+def _read(descriptor: int) -> str:
+    """A file's text from its start; the file closed."""
+    with os.fdopen(descriptor, "rb") as file:
+        file.seek(0)
+        return file.read().decode(errors="replace")
+
+
 def sanitizer_environment() -> dict[str, str]:
     """The environment for a process that may run under ThreadSanitizer: every racing address
     reported, not only the first pair found on it (a plain write that does not count must not
@@ -197,9 +290,3 @@ def sanitizer_environment() -> dict[str, str]:
     env = dict(os.environ)
     env["TSAN_OPTIONS"] = f"suppress_equal_addresses=0 {env.get('TSAN_OPTIONS', '')}".strip()
     return env
-
-
-def _text(data: bytes | str | None) -> str:
-    if data is None:
-        return ""
-    return data if isinstance(data, str) else data.decode(errors="replace")

@@ -28,6 +28,13 @@ def find_sim_engine(engine: Path) -> Path:
     raise LocklabError(f"--sim: no {SIM_ENGINE_NAME} beside {engine} or in build/sim (make build)")
 
 
+def simulated_runs_at_once() -> int:
+    """How many simulated runs a sweep keeps going at once: one per CPU this process may use
+    (`taskset` narrows it). A simulated run's figures are virtual, so runs beside each other
+    cannot disturb them; a measured run always runs alone."""
+    return len(os.sched_getaffinity(0))
+
+
 def machine_file(flat_text: str) -> Path:
     """The machine's flat file, written once per content where every run can read it."""
     digest = hashlib.sha256(flat_text.encode()).hexdigest()[:16]

@@ -18,8 +18,10 @@ from locklab.errors import LocklabError
 from locklab.model.spec import RUN_WATCHDOG_S, ConfigKey, Configuration
 from locklab.printable import printable
 from locklab.run import adaptive, machine_check
-from locklab.run.engine import Engine
+from locklab.run.engine import Engine, RunningEngine, wait_for_one
+from locklab.run.lifetime import raise_if_stopped
 from locklab.run.outcome import EXIT_USAGE, EngineOutcome
+from locklab.run.simulator import simulated_runs_at_once
 from locklab.store import Experiment, Run, Store
 
 STATUS_WORDS = {
@@ -54,79 +56,160 @@ def run_sweep(
     """Run what is missing of ``experiment``, in its interleaved order. A variant whose run
     fails (violation, deadlock) is not run again in this sweep; the others go on. Each run is
     claimed in the store before it starts, so a second process resuming the same experiment
-    at the same time measures only what this one has not taken."""
+    at the same time measures only what this one has not taken. Measured runs go one at a
+    time; simulated ones, one per CPU here at a time, stored in the order they started."""
     try:
-        return _run_sweep(engine, store, experiment, console)
+        return _Sweep(engine, store, experiment, console).run()
     finally:
         store.release_claims(experiment)
 
 
-def _run_sweep(
-    engine: Engine, store: Store, experiment: Experiment, console: Console
-) -> SweepOutcome:
-    spec = experiment.spec
-    schedule = spec.schedule()
-    done = store.finished(experiment)
-    todo = [(config, repeat) for config, repeat in schedule if (config.key, repeat) not in done]
-    outcome = SweepOutcome(planned=len(schedule), already_done=len(schedule) - len(todo))
-    settled_from = spec.min_repeat if spec.repeat_auto else spec.repeat
-    open_keys: set[ConfigKey] | None = None  # None: every configuration still runs
-    failed: set[str] = set()
-    version, commit = provenance.version(), provenance.commit()
-    check = machine_check.stored_facts()  # kept with each run, for the table's summary line
-    per_run_s = spec.expected_run_s()
-    swept = {axis for axis, values in spec.sweep.items() if len(values) > 1} | {"nwriters"}
-    columns = (
-        TextColumn("{task.fields[current]:<32}", markup=False),
-        BarColumn(),
-        TextColumn("{task.fields[runs]}", markup=False),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-    )
-    # No auto-refresh: its thread would wake 10 times a second during the measurements, taking
-    # a core from the lock under test. The bar is redrawn between runs only.
-    with Progress(*columns, console=console, auto_refresh=False) as progress:
-        task = progress.add_task(
-            "sweep", total=len(todo) * per_run_s, current="", runs=_runs_text(outcome)
+@dataclass
+class _Started:
+    config: Configuration
+    repeat: int
+    running: RunningEngine
+    result: EngineOutcome | None = None  # once it has ended
+
+
+class _Sweep:
+    def __init__(
+        self, engine: Engine, store: Store, experiment: Experiment, console: Console
+    ) -> None:
+        self.engine, self.store, self.experiment, self.console = engine, store, experiment, console
+        spec = self.spec = experiment.spec
+        schedule = spec.schedule()
+        done = store.finished(experiment)
+        self.todo = [(config, repeat) for config, repeat in schedule
+                     if (config.key, repeat) not in done]  # fmt: skip
+        self.outcome = SweepOutcome(planned=len(schedule),
+                                    already_done=len(schedule) - len(self.todo))  # fmt: skip
+        self.settled_from = spec.min_repeat if spec.repeat_auto else spec.repeat
+        self.open_keys: set[ConfigKey] | None = None  # None: every configuration still runs
+        self.current_round = -1
+        self.failed: set[str] = set()
+        self.version, self.commit = provenance.version(), provenance.commit()
+        self.check = machine_check.stored_facts()  # kept with each run, for the table's summary
+        self.per_run_s = spec.expected_run_s()
+        self.swept = {axis for axis, values in spec.sweep.items() if len(values) > 1} | {"nwriters"}
+
+    def run(self) -> SweepOutcome:
+        columns = (
+            TextColumn("{task.fields[current]:<32}", markup=False),
+            BarColumn(),
+            TextColumn("{task.fields[runs]}", markup=False),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
         )
-        current_round = -1
-        for config, repeat in todo:
-            if repeat != current_round:
-                current_round = repeat
-                if repeat >= settled_from:  # adaptive: only the configurations still open
-                    runs = store.runs(experiment, with_results=False)
-                    open_keys = adaptive.open_configurations(spec, runs, spec.precision)
-            if open_keys is not None and config.key not in open_keys:
-                outcome.settled += 1
-                progress.update(task, advance=per_run_s, refresh=True)
-                continue
-            progress.update(task, current=f"{describe(config, swept)} #{repeat + 1}", refresh=True)
-            if config.variant.label in failed:
-                outcome.skipped += 1
-                progress.update(task, advance=per_run_s, refresh=True)
-                continue
-            if not store.claim(experiment, config.key, repeat, spec.run_timeout_s()):
-                outcome.taken += 1
-                progress.update(task, advance=per_run_s, refresh=True)
-                continue
-            result = engine.measure(spec, config, repeat)
-            store.add_run(experiment, stored_run(config, repeat, result, check), result.command,
-                          version, commit)  # fmt: skip
-            outcome.ran += 1
-            progress.update(task, runs=_runs_text(outcome), advance=per_run_s, refresh=True)
-            if result.exit_code == EXIT_USAGE:
-                raise LocklabError(
-                    f"the engine refused {describe(config, swept)}: {result.error_line()}"
-                )
-            if result.status != "ok":
-                failed.add(config.variant.label)
-                outcome.failures.append(
-                    f"{config.variant.label}: {STATUS_WORDS.get(result.status, result.status)} at "
-                    f"{describe(config, swept)} (repeat {repeat + 1}): {result.error_line()}; "
-                    "its remaining runs were skipped"
-                )
-    return outcome
+        # No auto-refresh: its thread would wake 10 times a second during the measurements,
+        # taking a core from the lock under test. The bar is redrawn between runs only.
+        with Progress(*columns, console=self.console, auto_refresh=False) as progress:
+            self.progress = progress
+            self.task = progress.add_task("sweep", total=len(self.todo) * self.per_run_s,
+                                          current="", runs=_runs_text(self.outcome))  # fmt: skip
+            if self.spec.sim_machine:
+                self._several_at_a_time(simulated_runs_at_once())
+            else:
+                for config, repeat in self.todo:
+                    self._enter_round(repeat)
+                    if self._to_run(config, repeat):
+                        self._store(config, repeat, self.engine.measure(self.spec, config, repeat))
+        return self.outcome
+
+    def _several_at_a_time(self, at_once: int) -> None:
+        """Simulated runs, up to `at_once` under way; each stored once those started before it
+        are, so the store holds them in the schedule's order. A round of --repeat auto waits
+        for the runs before it: its open configurations are read from them."""
+        started: list[_Started] = []
+        waiting = list(reversed(self.todo))
+        try:
+            while waiting or started:
+                while waiting and sum(run.result is None for run in started) < at_once:
+                    config, repeat = waiting[-1]
+                    if repeat != self.current_round and repeat >= self.settled_from and started:
+                        break  # the round's open configurations need every earlier run stored
+                    waiting.pop()
+                    self._enter_round(repeat)
+                    if self._to_run(config, repeat):
+                        running = self.engine.start_measure(self.spec, config, repeat)
+                        started.append(_Started(config, repeat, running))
+                if any(run.result is None for run in started):
+                    _wait_for_one(started)
+                while started and started[0].result is not None:
+                    first = started.pop(0)
+                    self._store(first.config, first.repeat, first.result)
+        finally:
+            for run in started:  # Ctrl-C or a refused run: no simulation goes on without us
+                if run.result is None:
+                    run.running.discard()
+                else:  # ended: kept, as it would have been one at a time
+                    self._keep(run.config, run.repeat, run.result)
+
+    def _enter_round(self, repeat: int) -> None:
+        """`repeat`'s round: with --repeat auto, from the minimum on, only the configurations
+        still open run."""
+        if repeat != self.current_round:
+            self.current_round = repeat
+            if repeat >= self.settled_from:
+                runs = self.store.runs(self.experiment, with_results=False)
+                self.open_keys = adaptive.open_configurations(self.spec, runs, self.spec.precision)
+
+    def _to_run(self, config: Configuration, repeat: int) -> bool:
+        """Whether this run is measured (claimed) now, or counted as settled, skipped or taken."""
+        outcome, progress, task = self.outcome, self.progress, self.task
+        if self.open_keys is not None and config.key not in self.open_keys:
+            outcome.settled += 1
+            progress.update(task, advance=self.per_run_s, refresh=True)
+            return False
+        progress.update(task, current=f"{describe(config, self.swept)} #{repeat + 1}",
+                        refresh=True)  # fmt: skip
+        if config.variant.label in self.failed:
+            outcome.skipped += 1
+            progress.update(task, advance=self.per_run_s, refresh=True)
+            return False
+        if not self.store.claim(self.experiment, config.key, repeat, self.spec.run_timeout_s()):
+            outcome.taken += 1
+            progress.update(task, advance=self.per_run_s, refresh=True)
+            return False
+        return True
+
+    def _keep(self, config: Configuration, repeat: int, result: EngineOutcome) -> None:
+        self.store.add_run(self.experiment, stored_run(config, repeat, result, self.check),
+                           result.command, self.version, self.commit)  # fmt: skip
+        self.outcome.ran += 1
+        self.progress.update(self.task, runs=_runs_text(self.outcome), advance=self.per_run_s,
+                             refresh=True)  # fmt: skip
+
+    def _store(self, config: Configuration, repeat: int, result: EngineOutcome) -> None:
+        """Kept, and judged: a refused run ends the sweep, a failed one its variant's runs."""
+        self._keep(config, repeat, result)
+        if result.exit_code == EXIT_USAGE:
+            raise LocklabError(
+                f"the engine refused {describe(config, self.swept)}: {result.error_line()}"
+            )
+        label = config.variant.label
+        if result.status != "ok" and label not in self.failed:  # a run beside it may fail too
+            self.failed.add(label)
+            self.outcome.failures.append(
+                f"{label}: {STATUS_WORDS.get(result.status, result.status)} at "
+                f"{describe(config, self.swept)} (repeat {repeat + 1}): {result.error_line()}; "
+                "its remaining runs were skipped"
+            )
+
+
+def _wait_for_one(started: list[_Started]) -> None:
+    """Until one more of the runs under way has ended (or been killed at its time limit)."""
+    while True:
+        ended = False
+        for run in started:
+            if run.result is None and run.running.done():
+                run.result = run.running.outcome()
+                ended = True
+        if ended:
+            return
+        wait_for_one([run.running for run in started if run.result is None])
+        raise_if_stopped()
 
 
 def stored_run(
