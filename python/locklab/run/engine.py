@@ -168,15 +168,20 @@ class Engine:
         binary, env = engine_invocation(self.path, sim_machine, sanitizer_environment())
         command = [str(binary), *args, "--json", "-"]
         # Files in memory, not pipes: a run polled among others never blocks on a full pipe.
-        output = os.memfd_create("engine-stdout"), os.memfd_create("engine-stderr")
+        output: tuple[int, ...] = ()
         try:
+            output = os.memfd_create("engine-stdout"), os.memfd_create("engine-stderr")
             proc = subprocess.Popen(command, stdout=output[0], stderr=output[1],
                                     env=env or sanitizer_environment(),
                                     preexec_fn=die_with_locklab())  # fmt: skip
-        except OSError as error:
+        except BaseException as error:
             for descriptor in output:
                 os.close(descriptor)
-            raise LocklabError(f"engine {self.path} cannot run: {error.strerror}") from None
+            if isinstance(error, OSError):
+                raise LocklabError(f"engine {self.path} cannot run: {error.strerror}") from None
+            if isinstance(error, subprocess.SubprocessError):  # its preexec_fn failed
+                raise LocklabError(f"engine {self.path} cannot run: {error}") from None
+            raise
         return RunningEngine(command, proc, output, timeout_s)
 
     def _call(
@@ -226,6 +231,8 @@ class RunningEngine:
 
     def done(self) -> bool:
         """Ended, or killed now that its time is up."""
+        if self.ended is not None:
+            return True
         if self.proc.poll() is not None or time.monotonic() >= self.deadline:
             self.timed_out = self.proc.poll() is None
             self.stop()
@@ -246,14 +253,14 @@ class RunningEngine:
     def discard(self) -> None:
         """Stopped, and what it printed thrown away (nothing, once outcome() has read it)."""
         self.stop()
-        for descriptor in self.output:
+        output, self.output = self.output, ()
+        for descriptor in output:
             os.close(descriptor)
-        self.output = ()
 
     def outcome(self) -> EngineOutcome:
         wall_s = (self.ended or time.monotonic()) - self.started
-        out, err = (_read(descriptor) for descriptor in self.output)
-        self.output = ()
+        output, self.output = self.output, ()  # closed by the reads, whatever interrupts them
+        out, err = (_read(descriptor) for descriptor in output)
         if self.timed_out:
             return EngineOutcome(self.command, -9, None, err, wall_s, True)
         result = None
@@ -270,10 +277,13 @@ def wait_for_one(running: list[RunningEngine]) -> None:
     measured run's locklab takes no CPU from it. Where a process's end cannot be waited for
     (a kernel before 5.3), it looks every 50 ms, as Popen.wait() does."""
     timeout = max(0.0, min(run.deadline for run in running) - time.monotonic())
-    ends = [run.ends for run in running if run.ends is not None]
-    if len(ends) < len(running):
-        timeout = min(timeout, 0.05)
-    select.select(ends, [], [], timeout)
+    ends = select.poll()  # not select(): no limit on descriptor numbers
+    for run in running:
+        if run.ends is None:
+            timeout = min(timeout, 0.05)
+        else:
+            ends.register(run.ends, select.POLLIN)
+    ends.poll(timeout * 1000)
 
 
 def _read(descriptor: int) -> str:

@@ -9,7 +9,9 @@ describes the model.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
+import resource
 import tempfile
 from pathlib import Path
 
@@ -30,9 +32,51 @@ def find_sim_engine(engine: Path) -> Path:
 
 def simulated_runs_at_once() -> int:
     """How many simulated runs a sweep keeps going at once: one per CPU this process may use
-    (`taskset` narrows it). A simulated run's figures are virtual, so runs beside each other
+    (`taskset` narrows it, and so does a container's CPU quota), within what its open files
+    allow (three a run). A simulated run's figures are virtual, so runs beside each other
     cannot disturb them; a measured run always runs alone."""
-    return len(os.sched_getaffinity(0))
+    cpus = len(os.sched_getaffinity(0))
+    quota = cgroup_cpu_quota()
+    if quota is not None:
+        cpus = min(cpus, math.ceil(quota))
+    files, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if files != resource.RLIM_INFINITY:
+        cpus = min(cpus, (files - 64) // 3)
+    return max(1, cpus)
+
+
+def cgroup_cpu_quota() -> float | None:
+    """The CPUs' worth of time this process's cgroup may take (v2's cpu.max, v1's CFS quota),
+    None where it is unlimited or cannot be read."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":  # v2
+            files = [Path("/sys/fs/cgroup", path.lstrip("/"), "cpu.max")]
+        elif "cpu" in controllers.split(","):  # v1
+            folder = Path("/sys/fs/cgroup", controllers, path.lstrip("/"))
+            files = [folder / "cpu.cfs_quota_us", folder / "cpu.cfs_period_us"]
+        else:
+            continue
+        try:
+            quota = cpus_of_quota(" ".join(file.read_text() for file in files))
+        except (OSError, ValueError):
+            continue
+        if quota is not None:
+            return quota
+    return None
+
+
+def cpus_of_quota(text: str) -> float | None:
+    """A quota and its period ("200000 100000": 2 CPUs), as cpu.max or v1's two files say
+    them; None for no quota ("max" in v2, -1 in v1)."""
+    quota, period = text.split()[:2]
+    if quota in ("max", "-1"):
+        return None
+    return int(quota) / int(period)
 
 
 def machine_file(flat_text: str) -> Path:

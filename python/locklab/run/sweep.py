@@ -19,7 +19,7 @@ from locklab.model.spec import RUN_WATCHDOG_S, ConfigKey, Configuration
 from locklab.printable import printable
 from locklab.run import adaptive, machine_check
 from locklab.run.engine import Engine, RunningEngine, wait_for_one
-from locklab.run.lifetime import raise_if_stopped
+from locklab.run.lifetime import STOP_SIGNALS, raise_if_stopped
 from locklab.run.outcome import EXIT_USAGE, EngineOutcome
 from locklab.run.simulator import simulated_runs_at_once
 from locklab.store import Experiment, Run, Store
@@ -87,7 +87,8 @@ class _Sweep:
         self.settled_from = spec.min_repeat if spec.repeat_auto else spec.repeat
         self.open_keys: set[ConfigKey] | None = None  # None: every configuration still runs
         self.current_round = -1
-        self.failed: set[str] = set()
+        self.failed: set[str] = set()  # variants with a failed run stored
+        self.failing: set[str] = set()  # and with one ended, stored or not yet
         self.version, self.commit = provenance.version(), provenance.commit()
         self.check = machine_check.stored_facts()  # kept with each run, for the table's summary
         self.per_run_s = spec.expected_run_s()
@@ -108,7 +109,7 @@ class _Sweep:
             self.progress = progress
             self.task = progress.add_task("sweep", total=len(self.todo) * self.per_run_s,
                                           current="", runs=_runs_text(self.outcome))  # fmt: skip
-            if self.spec.sim_machine:
+            if self.spec.sim_machine and not self.spec.program and self.spec.source != "guest":
                 self._several_at_a_time(simulated_runs_at_once())
             else:
                 for config, repeat in self.todo:
@@ -119,8 +120,9 @@ class _Sweep:
 
     def _several_at_a_time(self, at_once: int) -> None:
         """Simulated runs, up to `at_once` under way; each stored once those started before it
-        are, so the store holds them in the schedule's order. A round of --repeat auto waits
-        for the runs before it: its open configurations are read from them."""
+        are, so the store holds what one at a time stores, in the same order. A round of
+        --repeat auto waits for the runs before it: its open configurations are read from
+        them."""
         started: list[_Started] = []
         waiting = list(reversed(self.todo))
         try:
@@ -132,19 +134,41 @@ class _Sweep:
                     waiting.pop()
                     self._enter_round(repeat)
                     if self._to_run(config, repeat):
+                        raise_if_stopped()  # one lost as the last run started
                         running = self.engine.start_measure(self.spec, config, repeat)
                         started.append(_Started(config, repeat, running))
                 if any(run.result is None for run in started):
-                    _wait_for_one(started)
+                    self._wait_for_one(started)
                 while started and started[0].result is not None:
                     first = started.pop(0)
-                    self._store(first.config, first.repeat, first.result)
-        finally:
-            for run in started:  # Ctrl-C or a refused run: no simulation goes on without us
+                    if first.config.variant.label in self.failed:  # after its failure
+                        self._skip()
+                    else:
+                        self._store(first.config, first.repeat, first.result)
+        finally:  # Ctrl-C or a refused run: no simulation goes on without us
+            for run in started:
                 if run.result is None:
                     run.running.discard()
-                else:  # ended: kept, as it would have been one at a time
+            for run in started:  # ended: kept, as one at a time would have kept them
+                if (run.result is not None and run.config.variant.label not in self.failed
+                        and -run.result.exit_code not in STOP_SIGNALS):  # fmt: skip
                     self._keep(run.config, run.repeat, run.result)
+
+    def _wait_for_one(self, started: list[_Started]) -> None:
+        """Until one more of the runs under way has ended (or been killed at its time limit).
+        A failure stops the variant's runs from starting: each not yet started comes after it."""
+        while True:
+            raise_if_stopped()  # before a run a stop signal killed can be taken for a failure
+            ended = False
+            for run in started:
+                if run.result is None and run.running.done():
+                    run.result = run.running.outcome()
+                    ended = True
+                    if run.result.status != "ok":
+                        self.failing.add(run.config.variant.label)
+            if ended:
+                return
+            wait_for_one([run.running for run in started if run.result is None])
 
     def _enter_round(self, repeat: int) -> None:
         """`repeat`'s round: with --repeat auto, from the minimum on, only the configurations
@@ -164,15 +188,18 @@ class _Sweep:
             return False
         progress.update(task, current=f"{describe(config, self.swept)} #{repeat + 1}",
                         refresh=True)  # fmt: skip
-        if config.variant.label in self.failed:
-            outcome.skipped += 1
-            progress.update(task, advance=self.per_run_s, refresh=True)
+        if config.variant.label in self.failed | self.failing:
+            self._skip()
             return False
         if not self.store.claim(self.experiment, config.key, repeat, self.spec.run_timeout_s()):
             outcome.taken += 1
             progress.update(task, advance=self.per_run_s, refresh=True)
             return False
         return True
+
+    def _skip(self) -> None:
+        self.outcome.skipped += 1
+        self.progress.update(self.task, advance=self.per_run_s, refresh=True)
 
     def _keep(self, config: Configuration, repeat: int, result: EngineOutcome) -> None:
         self.store.add_run(self.experiment, stored_run(config, repeat, result, self.check),
@@ -196,20 +223,6 @@ class _Sweep:
                 f"{describe(config, self.swept)} (repeat {repeat + 1}): {result.error_line()}; "
                 "its remaining runs were skipped"
             )
-
-
-def _wait_for_one(started: list[_Started]) -> None:
-    """Until one more of the runs under way has ended (or been killed at its time limit)."""
-    while True:
-        ended = False
-        for run in started:
-            if run.result is None and run.running.done():
-                run.result = run.running.outcome()
-                ended = True
-        if ended:
-            return
-        wait_for_one([run.running for run in started if run.result is None])
-        raise_if_stopped()
 
 
 def stored_run(
