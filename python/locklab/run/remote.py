@@ -235,7 +235,7 @@ class Host:
             self._step("ship", [*rsync, "--mkpath", str(local), destination])
 
     def build(self) -> None:
-        """`make -j build venv` there, for the host's own architecture. The Debian packages that
+        """`make build venv` there, for the host's own architecture. The Debian packages that
         needs are checked first; --install-deps installs them with `make deps` where the ssh
         user is root, and nowhere else: locklab never asks for root on a host itself."""
         if self.local:
@@ -250,9 +250,7 @@ class Host:
                                   f"deps' there as root ({how})")  # fmt: skip
             deps = self._argv(self._in_src("make deps 2>&1"))
             self._step("deps", deps, on_line=self._shown("deps"))
-        # On every core there: a many-core host builds in seconds what takes a minute on one.
-        jobs = '-j"$(nproc)"'
-        line = self._in_src(f"make --no-print-directory {jobs} {' '.join(BUILD_TARGETS)} 2>&1")
+        line = self._in_src(f"make --no-print-directory {' '.join(BUILD_TARGETS)} 2>&1")
         self._step("build", self._argv(line), on_line=self._shown("build"))
 
     def doctor(self) -> None:
