@@ -23,7 +23,7 @@ from locklab.printable import printable
 from locklab.run import adaptive
 from locklab.run.engine import Engine
 from locklab.run.source_plugin import check_simulated_plugin, compiled, is_source
-from locklab.run.sweep import run_sweep
+from locklab.run.sweep import run_sweep, runs_at_once
 from locklab.store import Experiment, Run, Store
 
 
@@ -99,7 +99,7 @@ def execute(
     spec = experiment.spec
     errors = listing.stderr_console()
     runs_planned = len(spec.schedule())
-    minutes = runs_planned * spec.expected_run_s() / 60
+    minutes = runs_planned * spec.expected_run_s() / runs_at_once(spec) / 60
     errors.print(
         f'experiment #{experiment.id} "{printable(experiment.name)}" in {store.path}: '
         f"{runs_planned} runs, about {minutes:.1f} min in all"

@@ -15,7 +15,7 @@ from rich.progress import (
 
 from locklab import provenance
 from locklab.errors import LocklabError
-from locklab.model.spec import RUN_WATCHDOG_S, ConfigKey, Configuration
+from locklab.model.spec import RUN_WATCHDOG_S, ConfigKey, Configuration, ExperimentSpec
 from locklab.printable import printable
 from locklab.run import adaptive, machine_check
 from locklab.run.engine import Engine, RunningEngine, wait_for_one
@@ -64,6 +64,13 @@ def run_sweep(
         store.release_claims(experiment)
 
 
+def runs_at_once(spec: ExperimentSpec) -> int:
+    """How many of the spec's runs a sweep keeps going at once: one measured run at a time,
+    and, for the simulator, one per CPU here."""
+    simulated = spec.sim_machine and not spec.program and spec.source != "guest"
+    return simulated_runs_at_once() if simulated else 1
+
+
 @dataclass
 class _Started:
     config: Configuration
@@ -109,8 +116,9 @@ class _Sweep:
             self.progress = progress
             self.task = progress.add_task("sweep", total=len(self.todo) * self.per_run_s,
                                           current="", runs=_runs_text(self.outcome))  # fmt: skip
-            if self.spec.sim_machine and not self.spec.program and self.spec.source != "guest":
-                self._several_at_a_time(simulated_runs_at_once())
+            at_once = runs_at_once(self.spec)
+            if at_once > 1:
+                self._several_at_a_time(at_once)
             else:
                 for config, repeat in self.todo:
                     self._enter_round(repeat)
