@@ -157,10 +157,14 @@ class _Sweep:
             for run in started:
                 if run.result is None:
                     run.running.discard()
-            for run in started:  # ended: kept, as one at a time would have kept them
-                if (run.result is not None and run.config.variant.label not in self.failed
-                        and -run.result.exit_code not in STOP_SIGNALS):  # fmt: skip
-                    self._keep(run.config, run.repeat, run.result)
+            for run in started:  # ended: kept in order, as one at a time would have kept them
+                label = run.config.variant.label
+                if (run.result is None or label in self.failed
+                        or -run.result.exit_code in STOP_SIGNALS):  # fmt: skip
+                    continue
+                self._keep(run.config, run.repeat, run.result)
+                if run.result.status != "ok":
+                    self.failed.add(label)
 
     def _wait_for_one(self, started: list[_Started]) -> None:
         """Until one more of the runs under way has ended (or been killed at its time limit).
