@@ -53,7 +53,10 @@ def cgroup_cpu_quota() -> float | None:
     except OSError:
         return None
     for line in lines:
-        _, controllers, path = line.split(":", 2)
+        fields = line.split(":", 2)
+        if len(fields) != 3:
+            continue
+        _, controllers, path = fields
         if controllers == "":  # v2
             files = [Path("/sys/fs/cgroup", path.lstrip("/"), "cpu.max")]
         elif "cpu" in controllers.split(","):  # v1
