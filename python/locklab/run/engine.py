@@ -147,7 +147,7 @@ class Engine:
             return run_in_guest(spec, config, repeat)
         if spec.program:
             return run_program(spec, config, repeat)
-        return self.run(spec.engine_args(config, repeat), spec.run_timeout_s(), spec.sim_machine)
+        return self.start_measure(spec, config, repeat).wait()
 
     def run(self, args: list[str], timeout_s: float, sim_machine: str = "") -> EngineOutcome:
         """One measurement: the engine with ``args`` and ``--json -``, waited for at most

@@ -150,7 +150,8 @@ class _Sweep:
                 while started and started[0].result is not None:
                     first = started.pop(0)
                     if first.config.variant.label in self.failed:  # after its failure
-                        self._skip()
+                        self.outcome.skipped += 1
+                        self._advance()
                     else:
                         self._store(first.config, first.repeat, first.result)
         finally:  # Ctrl-C or a refused run: no simulation goes on without us
@@ -193,32 +194,33 @@ class _Sweep:
 
     def _to_run(self, config: Configuration, repeat: int) -> bool:
         """Whether this run is measured (claimed) now, or counted as settled, skipped or taken."""
-        outcome, progress, task = self.outcome, self.progress, self.task
+        outcome = self.outcome
         if self.open_keys is not None and config.key not in self.open_keys:
             outcome.settled += 1
-            progress.update(task, advance=self.per_run_s, refresh=True)
+            self._advance()
             return False
-        progress.update(task, current=f"{describe(config, self.swept)} #{repeat + 1}",
-                        refresh=True)  # fmt: skip
+        self.progress.update(self.task, current=f"{describe(config, self.swept)} #{repeat + 1}",
+                             refresh=True)  # fmt: skip
         if config.variant.label in self.failed | self.failing:
-            self._skip()
+            outcome.skipped += 1
+            self._advance()
             return False
         if not self.store.claim(self.experiment, config.key, repeat, self.spec.run_timeout_s()):
             outcome.taken += 1
-            progress.update(task, advance=self.per_run_s, refresh=True)
+            self._advance()
             return False
         return True
 
-    def _skip(self) -> None:
-        self.outcome.skipped += 1
+    def _advance(self) -> None:
+        """The bar past a run, measured or not."""
         self.progress.update(self.task, advance=self.per_run_s, refresh=True)
 
     def _keep(self, config: Configuration, repeat: int, result: EngineOutcome) -> None:
         self.store.add_run(self.experiment, stored_run(config, repeat, result, self.check),
                            result.command, self.version, self.commit)  # fmt: skip
         self.outcome.ran += 1
-        self.progress.update(self.task, runs=_runs_text(self.outcome), advance=self.per_run_s,
-                             refresh=True)  # fmt: skip
+        self.progress.update(self.task, runs=_runs_text(self.outcome))
+        self._advance()
 
     def _store(self, config: Configuration, repeat: int, result: EngineOutcome) -> None:
         """Kept, and judged: a refused run ends the sweep, a failed one its variant's runs."""
@@ -228,7 +230,7 @@ class _Sweep:
                 f"the engine refused {describe(config, self.swept)}: {result.error_line()}"
             )
         label = config.variant.label
-        if result.status != "ok" and label not in self.failed:  # a run beside it may fail too
+        if result.status != "ok":  # never after another of its failures: those are skipped
             self.failed.add(label)
             self.outcome.failures.append(
                 f"{label}: {STATUS_WORDS.get(result.status, result.status)} at "
