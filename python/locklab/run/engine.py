@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from locklab.errors import LocklabError
 from locklab.model.catalogue import Catalogue, lock_info
 from locklab.run.guest_program import run_in_guest
-from locklab.run.lifetime import die_with_locklab, raise_if_stopped
+from locklab.run.lifetime import die_with_locklab, holding_stops, raise_if_stopped
 from locklab.run.outcome import EngineOutcome
 from locklab.run.program import run_program
 from locklab.run.simulator import engine_invocation
@@ -147,14 +147,18 @@ class Engine:
             return run_in_guest(spec, config, repeat)
         if spec.program:
             return run_program(spec, config, repeat)
-        return self.start_measure(spec, config, repeat).wait()
+        with holding_stops():
+            running = self.start_measure(spec, config, repeat)
+        return running.wait()
 
     def run(self, args: list[str], timeout_s: float, sim_machine: str = "") -> EngineOutcome:
         """One measurement: the engine with ``args`` and ``--json -``, waited for at most
         ``timeout_s``; with ``sim_machine`` (a flat machine file's text) the simulator on that
         machine. Ctrl-C kills the engine and propagates; an interrupt Python lost as the engine
         started is raised when it ends."""
-        return self.start(args, timeout_s, sim_machine).wait()
+        with holding_stops():
+            running = self.start(args, timeout_s, sim_machine)
+        return running.wait()
 
     def start_measure(
         self, spec: ExperimentSpec, config: Configuration, repeat: int
@@ -165,6 +169,8 @@ class Engine:
                           spec.sim_machine)  # fmt: skip
 
     def start(self, args: list[str], timeout_s: float, sim_machine: str = "") -> RunningEngine:
+        """The engine started; the caller holds stop signals (holding_stops()) until it has
+        the run in hand, so that Ctrl-C never leaves it running."""
         binary, env = engine_invocation(self.path, sim_machine, sanitizer_environment())
         command = [str(binary), *args, "--json", "-"]
         # Files in memory, not pipes: a run polled among others never blocks on a full pipe.
@@ -221,6 +227,7 @@ class RunningEngine:
 
     def wait(self) -> EngineOutcome:
         try:
+            raise_if_stopped()  # one held while it started
             while not self.done():
                 wait_for_one([self])
             outcome = self.outcome()

@@ -22,6 +22,7 @@ EXIT_PARENT_GONE = 128 + signal.SIGKILL  # as if the death signal had come
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 _stop_asked = False  # set only by the handler, which runs in the main thread
+_holding_stops = False  # inside holding_stops()
 
 
 @contextlib.contextmanager
@@ -48,7 +49,22 @@ def stopped_by_signals() -> Iterator[None]:
 def _stop(signum: int, frame: FrameType | None) -> None:
     global _stop_asked
     _stop_asked = True  # a plain flag: a lock taken here could be the one the handler interrupted
-    raise KeyboardInterrupt
+    if not _holding_stops:
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def holding_stops() -> Iterator[None]:
+    """While inside, a stop signal is remembered, not raised: a child started inside is in the
+    caller's hands, to be killed, before raise_if_stopped() raises it. (Raised inside Popen,
+    after the fork, the interrupt left the child to the death signal, still running when
+    locklab's exit status was already out.)"""
+    global _holding_stops
+    before, _holding_stops = _holding_stops, True
+    try:
+        yield
+    finally:
+        _holding_stops = before
 
 
 def raise_if_stopped() -> None:

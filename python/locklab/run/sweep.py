@@ -19,7 +19,7 @@ from locklab.model.spec import RUN_WATCHDOG_S, ConfigKey, Configuration, Experim
 from locklab.printable import printable
 from locklab.run import adaptive, machine_check
 from locklab.run.engine import Engine, RunningEngine, wait_for_one
-from locklab.run.lifetime import STOP_SIGNALS, raise_if_stopped
+from locklab.run.lifetime import STOP_SIGNALS, holding_stops, raise_if_stopped
 from locklab.run.outcome import EXIT_USAGE, EngineOutcome
 from locklab.run.simulator import simulated_runs_at_once
 from locklab.store import Experiment, Run, Store
@@ -142,9 +142,10 @@ class _Sweep:
                     waiting.pop()
                     self._enter_round(repeat)
                     if self._to_run(config, repeat):
-                        raise_if_stopped()  # one lost as the last run started
-                        running = self.engine.start_measure(self.spec, config, repeat)
-                        started.append(_Started(config, repeat, running))
+                        with holding_stops():  # until the run is in `started`, for the finally
+                            running = self.engine.start_measure(self.spec, config, repeat)
+                            started.append(_Started(config, repeat, running))
+                        raise_if_stopped()
                 if any(run.result is None for run in started):
                     self._wait_for_one(started)
                 while started and started[0].result is not None:
