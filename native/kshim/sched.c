@@ -211,9 +211,12 @@ void wake_up_q(struct wake_q_head *head)
 
 /*
  * Priority inheritance's effect on the boosted task: its effective priority becomes its top
- * donor's if that is more important. The host's scheduler is not told (that needs privilege
- * and is the hand ports' job, native/locks/lock_task.h); the locks' own decisions (waiter
- * order, stealing, the top waiter's spin) follow prio as in the kernel.
+ * donor's if that is more important. As the kernel's, nothing is written when neither the
+ * donor nor the priority changes, and otherwise under the task's run-queue lock (6.1 sets
+ * pi_top_task there even when the priority stays: between equal priorities, at every
+ * hand-over). The host's scheduler is not told (that needs privilege and is the hand ports'
+ * job, native/locks/lock_task.h); the locks' own decisions (waiter order, stealing, the top
+ * waiter's spin) follow prio as in the kernel. No deadline tasks here, so no dl_prio() case.
  */
 void rt_mutex_setprio(struct task_struct *p, struct task_struct *pi_task)
 {
@@ -221,8 +224,14 @@ void rt_mutex_setprio(struct task_struct *p, struct task_struct *pi_task)
 
 	if (pi_task && pi_task->prio < prio)
 		prio = pi_task->prio;
+	if (p->pi_top_task == pi_task && prio == p->prio)
+		return;
+	raw_spinlock_t *rq_lock = &runqueue[task_cpu(p) % NR_CPUS].lock;
+	raw_spin_lock(rq_lock);
 	WRITE_ONCE(p->pi_top_task, pi_task);
-	WRITE_ONCE(p->prio, prio);
+	if (prio != p->prio)
+		WRITE_ONCE(p->prio, prio);
+	raw_spin_unlock(rq_lock);
 }
 
 int sched_setscheduler(struct task_struct *p, int policy, const void *param)
