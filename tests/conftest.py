@@ -98,7 +98,8 @@ def run_unit_against_mutant(
 ) -> subprocess.CompletedProcess:
     """Compile tests/unit/UNIT.c against a copy of native/SOURCE_FILE (a lock file name means
     native/locks/) with `old` replaced by `new` (the mistake the unit test must catch), and
-    run it. The folder's headers come along, so the copy includes what the original does."""
+    run it. The folder's other files come along, so the copy includes what the original does
+    (a lock file that includes a mutated header, too)."""
     relative = source_file if "/" in source_file else f"locks/{source_file}"
     original = ROOT / "native" / relative
     source = original.read_text()
@@ -106,8 +107,8 @@ def run_unit_against_mutant(
     assert mutant != source, f"{old!r} is not in {relative}"
     folder = tmp_path / "native" / Path(relative).parent
     folder.mkdir(parents=True)
-    for header in original.parent.glob("*.h"):
-        (folder / header.name).write_text(header.read_text())
+    for neighbour in [*original.parent.glob("*.h"), *original.parent.glob("*.c")]:
+        (folder / neighbour.name).write_text(neighbour.read_text())
     (folder / original.name).write_text(mutant)
     (tmp_path / "tests" / "unit").mkdir(parents=True)
     test_source = tmp_path / "tests" / "unit" / f"{unit}.c"

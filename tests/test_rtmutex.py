@@ -11,7 +11,7 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import BUILD, VARIANTS, bench_path, list_locks, run_engine
+from conftest import BUILD, VARIANTS, bench_path, list_locks, run_engine, run_unit_against_mutant
 
 SLEEPING = [lock["name"] for lock in list_locks() if "sleeps" in lock["flags"]]
 
@@ -41,6 +41,29 @@ def test_rtmutex_unit_tests(variant):
     proc = subprocess.run([str(binary)], capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "all checks passed" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # An insertion that forgets to recolour the grandparent: two reds in a row.
+        (
+            "\t\t\trb_set_color(grandparent, RB_RED);\n\t\t\tnode = grandparent;",
+            "\t\t\tnode = grandparent;",
+        ),
+        # A removal that never restores the black height.
+        ("\tif (removed_color == RB_BLACK)\n\t\trb_erase_fixup(root, child, parent);\n", ""),
+        # An insertion to the right still taken for the new leftmost: the top waiter is wrong.
+        ("\t\t\tleftmost = false;\n", ""),
+    ],
+    ids=["insert-colour", "erase-fixup", "leftmost"],
+)
+def test_a_broken_waiter_tree_is_caught(tmp_path, old, new):
+    """The rtmutex port keeps its waiters in a red-black tree as the kernel does (rbtree.h);
+    the unit test's random insertions and removals find each of these mistakes."""
+    proc = run_unit_against_mutant(tmp_path, "rtmutex_test", "rbtree.h", old, new)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "the waiter tree broke" in proc.stdout
 
 
 # What each seed 000 variant's try_to_take must compile to on x86-64, as the kernel's x86

@@ -18,7 +18,7 @@
  *   (task, 0) held          (task, 1) held, with waiters
  * The fast paths (CAS-acquire NULL -> me, CAS-release me -> NULL) work only while bit 0 is
  * clear, so with waiters everyone goes through `wait_lock`, a small spinlock that protects the
- * waiter list (ordered by priority, FIFO among equals) and the priority-inheritance state.
+ * waiter tree (ordered by priority, FIFO among equals) and the priority-inheritance state.
  *
  * Slow lock: under wait_lock, try_to_take() first marks the waiters bit (forcing all fast paths
  * into the slow path), then takes a free lock if we are the top waiter or may steal it (a
@@ -28,6 +28,23 @@
  * waiter spins while the owner is unchanged and running, anyone else sleeps on a futex.
  * Slow unlock: no waiters -> free it; waiters -> de-boost, leave (NULL, 1) and wake the top
  * waiter, which takes it in try_to_take() unless someone stole it first.
+ *
+ * The bookkeeping is 6.1's, step for step, since it is what a hand-over moves between CPUs:
+ * the lock's waiters and each task's pi_waiters (the top waiter of each lock it holds) in
+ * red-black trees with the leftmost cached (rbtree.h), on the waiters' stacks; pi_blocked_on
+ * set and cleared under the task's own pi_lock (task_blocks_on_rt_mutex(),
+ * try_to_take_rt_mutex()); the owner's top pi waiter swapped and its priority adjusted under
+ * the owner's pi_lock, and the scheduler's part (rt_mutex_setprio()) under the owner's
+ * run-queue lock whenever its top donor changes, which is at every hand-over; the woken task
+ * queued on a wake_q under pi_lock and woken once wait_lock is dropped, by try_to_wake_up()'s
+ * steps (its pi_lock, its state, its run-queue lock); and unlock_rt_mutex_safe()'s release
+ * when HAS_WAITERS is set with nobody queued. The 2.6.24-rt locks do their kernel's where it
+ * differed in what is shared: no pi_top_task or wake_q, and a wake-up under the run-queue lock
+ * alone. They keep the trees, where 2.6.24 had plists (the trees came with SCHED_DEADLINE in
+ * 3.14, "rtmutex: Turn the plist into an rb-tree"): seed 003 compares the two locks with each
+ * other, and both have the same. Without all this, the
+ * port handed over with 15 to 20 lines moved per acquisition where the tree's code moved 30
+ * to 40, and ran 1.2 to 1.8 times as fast at 2 to 16 simulated writers (docs/locks.md).
  *
  * Ordering. The fast-path release CAS pairs with whatever a slow-path taker reads the owner
  * word with: mark_waiters()'s RMW followed by smp_mb__after_atomic() (a full barrier after an
@@ -96,6 +113,7 @@
  * whose slow path takes it (struct rt_raw_spinlock has all three words).
  */
 #include "raw_spinlock.h"
+#include "rbtree.h"
 #include <locklab/futex.h>
 #include <locklab/kernel.h>
 #include <locklab/lock.h>
@@ -135,6 +153,7 @@
 #endif
 
 struct rtmutex;
+struct rt_waiter;
 
 /* Which raw spinlock a variant's kernel had (raw_spinlock.h). */
 enum rt_raw_kind {
@@ -155,25 +174,49 @@ struct rt_raw_spinlock {
 	struct raw_dec_spinlock dec;
 };
 
-/* What the lock needs of a task_struct; lives in the thread's LOCK_QNODE_TASK node. */
+/* Whose bookkeeping around the lock a variant does: rt_wake_up_process(), rt_adjust_prio(). */
+enum rt_kernel {
+	RT_KERNEL_6_1,    /* k0..k5 */
+	RT_KERNEL_2_6_24, /* seed 003's baseline and the adaptive series */
+};
+
+/*
+ * What the lock needs of a task_struct; lives in the thread's LOCK_QNODE_TASK node, in two
+ * lines as the kernel's task_struct keeps them apart: what the top waiter of a lock this task
+ * holds polls while it spins (whether the task runs), and what every waiter and waker of the
+ * task writes (pi_lock and what it protects). Sharing one line, a new waiter taking the
+ * owner's pi_lock would take the line from under each spinner's poll.
+ */
 struct rt_task {
-	struct lock_task base; /* first: whether it is asleep in a lock */
+	struct lock_task base; /* first: whether it is asleep in a lock (on_cpu, __state) */
 	pid_t tid;             /* 0 until the thread first uses an rtmutex */
 	int normal_prio;       /* its own SCHED_FIFO priority, 0 for SCHED_OTHER */
-	int prio;              /* effective priority, after inheritance */
-	struct rt_raw_spinlock pi_lock; /* protects owned and prio; taken inside a wait_lock */
-	struct rtmutex *blocked_on;
-	struct rtmutex *owned; /* locks it holds that have waiters: their top waiters boost it */
+	int prio;              /* effective priority, after inheritance; written under pi_lock */
+	unsigned int cpu;      /* its run queue (task_cpu()): one per thread, as one per CPU */
+	alignas(64) struct rt_raw_spinlock pi_lock; /* protects the fields below, and prio */
+	struct rb_root_cached pi_waiters; /* the top waiter of each lock it holds */
+	struct rt_task *pi_top_task;  /* whose priority it was last set to run at (6.1) */
+	struct rt_waiter *pi_blocked_on;
+	struct rt_task *wake_q_next;  /* its wake_q node: NULL, or queued for one wake-up (6.1) */
+};
+
+/* A waiter's place in one tree: the kernel's struct rt_waiter_node. */
+struct rt_waiter_node {
+	struct rb_node entry;
+	int prio;
+	u64 deadline; /* SCHED_DEADLINE's order in the kernel; never such a task here, kept so
+		       * that a waiter spans the lines the kernel's does */
 };
 
 /*
  * On the waiting thread's stack, as the kernel's: the unlocker reads it, and the thread's next
- * calls write over it once it has the lock. Its wake-up is by task (lock_task_wake()).
+ * calls write over it once it has the lock. Its wake-up is by task (rt_wake_up_process()).
  */
 struct rt_waiter {
-	struct rt_waiter *next;
+	struct rt_waiter_node tree;    /* in lock->waiters, under wait_lock */
+	struct rt_waiter_node pi_tree; /* in the owner's pi_waiters while this is the top waiter */
 	struct rt_task *task;
-	int prio;
+	struct rtmutex *lock;
 };
 
 typedef void rt_mutex_slowlock_fn(struct rtmutex *lock, struct rt_task *task);
@@ -181,12 +224,12 @@ typedef void rt_mutex_slowlock_fn(struct rtmutex *lock, struct rt_task *task);
 struct rtmutex {
 	uintptr_t owner;           /* struct rt_task * | RT_MUTEX_HAS_WAITERS */
 	struct rt_raw_spinlock wait_lock; /* protects everything below */
-	struct rt_waiter *waiters; /* highest priority first, FIFO among equals */
-	struct rtmutex *next_owned;
+	struct rb_root_cached waiters; /* highest priority first, FIFO among equals */
 	/* configuration, set by init */
 	rt_mutex_slowlock_fn *slowlock; /* the variant's slow path, for `rtmutex --param variant` */
 	bool lateral_steal;
 	enum rt_raw_kind raw_kind; /* the raw spinlock of the variant's kernel */
+	enum rt_kernel kernel;     /* and its scheduler's bookkeeping */
 	u64 spin_budget_ns; /* how long the top waiter spins on a running owner; 0: it never does */
 };
 
@@ -199,9 +242,13 @@ static inline struct lock_thread *rt_thread_of(struct rt_task *task)
 					      offsetof(struct lock_thread, qnode[LOCK_QNODE_TASK]));
 }
 
-/* Take a raw spinlock of `lock`'s kernel; `me` is the calling thread's task (its queue nodes). */
-static inline void rt_raw_lock(const struct rtmutex *lock, struct rt_raw_spinlock *raw,
-			       struct rt_task *me)
+/*
+ * Take a raw spinlock of `lock`'s kernel; `me` is the calling thread's task (its queue nodes).
+ * Out of line, as x86's raw_spin_lock() calls _raw_spin_lock() (no ARCH_INLINE_SPIN_LOCK), so
+ * that try_to_take's own instructions are the kernel's (tests/test_rtmutex.py reads them).
+ */
+static __attribute__((noinline)) void rt_raw_lock(const struct rtmutex *lock,
+						  struct rt_raw_spinlock *raw, struct rt_task *me)
 {
 	switch (lock->raw_kind) {
 	case RT_RAW_QUEUED: raw_qspin_lock(&raw->queued, rt_thread_of(me)); break;
@@ -232,6 +279,12 @@ static inline void rt_raw_unlock(const struct rtmutex *lock, struct rt_raw_spinl
 
 static bool pi_warned;
 
+/* Run queues, one per thread as one per CPU: the lock of the woken or re-prioritised task's. */
+#define RT_RUNQUEUES 256
+static struct {
+	alignas(64) struct rt_raw_spinlock lock;
+} rt_runqueue[RT_RUNQUEUES];
+
 static struct rt_task *rt_task_of(struct lock_thread *self)
 {
 	struct rt_task *task = (struct rt_task *)lock_task_of(self);
@@ -246,9 +299,15 @@ static struct rt_task *rt_task_of(struct lock_thread *self)
 				   : 0;
 		WRITE_ONCE(task->normal_prio, prio);
 		WRITE_ONCE(task->prio, prio);
+		WRITE_ONCE(task->cpu, self->index % RT_RUNQUEUES);
 		WRITE_ONCE(task->tid, (pid_t)syscall(SYS_gettid));
 	}
 	return task;
+}
+
+static struct rt_raw_spinlock *rt_runqueue_of(const struct rt_task *task)
+{
+	return &rt_runqueue[READ_ONCE(task->cpu)].lock;
 }
 
 /* Make the scheduler run `task` at `prio` (SCHED_FIFO), or back at SCHED_OTHER for 0. */
@@ -262,61 +321,142 @@ static void apply_prio(struct rt_task *task, int prio)
 			strerror(errno));
 }
 
-static int top_waiter_prio(const struct rtmutex *lock)
+/*
+ * The waiter trees, ordered as the kernel's: the more important first, FIFO among equals
+ * (`prio` is the SCHED_FIFO priority here, higher is more important, where the kernel's lower
+ * number is). lock->waiters under wait_lock; a task's pi_waiters, the top waiter of each lock
+ * it holds, under its pi_lock.
+ */
+static bool waiter_less(const struct rb_node *a, const struct rb_node *b)
 {
-	const struct rt_waiter *top = READ_ONCE(lock->waiters);
-	return top ? READ_ONCE(top->prio) : 0;
+	return rb_entry(a, struct rt_waiter_node, entry)->prio >
+	       rb_entry(b, struct rt_waiter_node, entry)->prio;
 }
 
-/* The task's effective priority: its own, or its highest top waiter's. Holds pi_lock. */
-static void adjust_prio_locked(struct rt_task *task)
+/* rt_mutex_top_waiter(); NULL when there is none. Read without wait_lock by a spinner. */
+static inline struct rt_waiter *rt_top_waiter(const struct rtmutex *lock)
 {
-	int prio = READ_ONCE(task->normal_prio);
-	for (struct rtmutex *lock = task->owned; lock; lock = lock->next_owned)
-		if (top_waiter_prio(lock) > prio)
-			prio = top_waiter_prio(lock);
-	if (prio != READ_ONCE(task->prio)) {
-		WRITE_ONCE(task->prio, prio);
-		apply_prio(task, prio);
-	}
+	struct rb_node *leftmost = rb_first_cached(&lock->waiters);
+	return leftmost ? rb_entry(leftmost, struct rt_waiter, tree.entry) : NULL;
+}
+
+static inline bool rt_has_waiters(const struct rtmutex *lock)
+{
+	return lock->waiters.root != NULL;
+}
+
+static struct rt_waiter *top_pi_waiter(const struct rt_task *task)
+{
+	struct rb_node *leftmost = rb_first_cached(&task->pi_waiters);
+	return leftmost ? rb_entry(leftmost, struct rt_waiter, pi_tree.entry) : NULL;
+}
+
+static void enqueue_pi(struct rt_task *task, struct rt_waiter *waiter)
+{
+	waiter->pi_tree.prio = waiter->tree.prio; /* waiter_clone_prio() */
+	rb_add_cached(&waiter->pi_tree.entry, &task->pi_waiters, waiter_less);
+}
+
+static void dequeue_pi(struct rt_task *task, struct rt_waiter *waiter)
+{
+	if (rb_empty_node(&waiter->pi_tree.entry))
+		return;
+	rb_erase_cached(&waiter->pi_tree.entry, &task->pi_waiters);
+	rb_clear_node(&waiter->pi_tree.entry);
 }
 
 /*
- * `lock` (held by `task`) has waiters: make sure they count for task's priority, and
- * recompute it. Called with lock->wait_lock held.
+ * rt_mutex_adjust_prio(): `task` runs at its top pi waiter's priority if that is higher than
+ * its own. The scheduler's part (rt_mutex_setprio()) is done under the task's run-queue lock,
+ * and in 6.1 whenever its top donor changes (pi_top_task; it changes at every hand-over, even
+ * between equal priorities), in 2.6.24 only when its priority does. Holds task->pi_lock.
+ * Returns whether the priority dropped and `defer_drop` kept the scheduler from being told.
  */
-static void pi_attach(struct rt_task *task, struct rtmutex *lock, struct rt_task *me)
+static bool rt_adjust_prio(const struct rtmutex *lock, struct rt_task *task, struct rt_task *me,
+			   bool defer_drop)
 {
-	rt_raw_lock(lock, &task->pi_lock, me);
-	struct rtmutex *held = task->owned;
-	while (held && held != lock)
-		held = held->next_owned;
-	if (held == NULL) {
-		lock->next_owned = task->owned;
-		task->owned = lock;
+	struct rt_waiter *top = top_pi_waiter(task);
+	struct rt_task *donor = top ? top->task : NULL;
+	int prio = READ_ONCE(task->normal_prio);
+	if (donor && READ_ONCE(donor->prio) > prio)
+		prio = READ_ONCE(donor->prio);
+	int old_prio = READ_ONCE(task->prio); /* see rt_task_of(): marked, as another's */
+	bool prio_changes = prio != old_prio;
+	bool donor_changes = lock->kernel == RT_KERNEL_6_1 && donor != task->pi_top_task;
+	if (!prio_changes && !donor_changes)
+		return false;
+	struct rt_raw_spinlock *runqueue = rt_runqueue_of(task);
+	bool deferred = false;
+	rt_raw_lock(lock, runqueue, me);
+	if (donor_changes)
+		WRITE_ONCE(task->pi_top_task, donor);
+	if (prio_changes) {
+		deferred = defer_drop && prio < old_prio;
+		WRITE_ONCE(task->prio, prio);
+		if (!deferred)
+			apply_prio(task, prio);
 	}
-	adjust_prio_locked(task);
-	rt_raw_unlock(lock, &task->pi_lock);
+	rt_raw_unlock(lock, runqueue);
+	return deferred;
 }
 
-/* `task` releases `lock`: its waiters stop counting (the de-boost itself is pi_adjust). */
-static void pi_detach(struct rt_task *task, struct rtmutex *lock)
+/*
+ * try_to_wake_up() of a task, after the caller has stored what it waits for: BLOCKED ->
+ * RUNNING (nothing if the task is not blocked: it has not looked yet, and will see the
+ * caller's stores), then under its CPU's run-queue lock the system call only if it is asleep
+ * or about to be (lock_task_schedule()); a task still on its CPU only has its state flipped,
+ * as ttwu_runnable() does. Since Linux 3.0 the woken task's pi_lock serialises its wakers and
+ * comes first ("sched: Serialize p->cpus_allowed and ttwu() using p->pi_lock"); 2.6.24 took the
+ * run-queue lock alone, and read the state under it. The full barriers are the kernel's
+ * smp_mb__after_spinlock() and the lock's own on x86.
+ */
+static void rt_wake_up_process(const struct rtmutex *lock, struct rt_task *task,
+			       struct rt_task *me)
 {
-	rt_raw_lock(lock, &task->pi_lock, task);
-	struct rtmutex **link = &task->owned;
-	while (*link && *link != lock)
-		link = &(*link)->next_owned;
-	if (*link)
-		*link = lock->next_owned;
-	lock->next_owned = NULL;
-	rt_raw_unlock(lock, &task->pi_lock);
+	struct rt_raw_spinlock *runqueue = rt_runqueue_of(task);
+	u32 blocked = LOCK_TASK_BLOCKED;
+
+	if (lock->kernel == RT_KERNEL_6_1) {
+		rt_raw_lock(lock, &task->pi_lock, me);
+		smp_mb();
+		if (__atomic_compare_exchange_n(&task->base.state, &blocked, LOCK_TASK_RUNNING, false,
+						__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+			rt_raw_lock(lock, runqueue, me);
+			if (__atomic_load_n(&task->base.sleeping, __ATOMIC_SEQ_CST))
+				futex_wake_one(&task->base.state);
+			rt_raw_unlock(lock, runqueue);
+		}
+		rt_raw_unlock(lock, &task->pi_lock);
+		return;
+	}
+	rt_raw_lock(lock, runqueue, me);
+	smp_mb();
+	if (__atomic_compare_exchange_n(&task->base.state, &blocked, LOCK_TASK_RUNNING, false,
+					__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST) &&
+	    __atomic_load_n(&task->base.sleeping, __ATOMIC_SEQ_CST))
+		futex_wake_one(&task->base.state);
+	rt_raw_unlock(lock, runqueue);
 }
 
-static void pi_adjust(struct rt_task *task, const struct rtmutex *lock)
+/*
+ * 6.1's wake_q, for the one task an unlock wakes: wake_q_add() marks the task queued (a task
+ * is queued for one wake-up at most: a waker that finds it queued leaves the wake-up to the
+ * one that queued it), wake_up_q() clears the mark and wakes it once wait_lock is dropped.
+ */
+#define RT_WAKE_Q_TAIL ((struct rt_task *)1)
+
+static bool rt_wake_q_add(struct rt_task *task)
 {
-	rt_raw_lock(lock, &task->pi_lock, task);
-	adjust_prio_locked(task);
-	rt_raw_unlock(lock, &task->pi_lock);
+	struct rt_task *unqueued = NULL;
+	smp_mb__before_atomic();
+	return __atomic_compare_exchange_n(&task->wake_q_next, &unqueued, RT_WAKE_Q_TAIL, false,
+					   MB_ATOMIC_ORDER, __ATOMIC_RELAXED);
+}
+
+static void rt_wake_up_q(const struct rtmutex *lock, struct rt_task *task, struct rt_task *me)
+{
+	WRITE_ONCE(task->wake_q_next, NULL); /* may be queued again from here on */
+	rt_wake_up_process(lock, task, me);
 }
 
 /* ---- the owner word ------------------------------------------------------------------------ */
@@ -366,35 +506,42 @@ static __attribute__((always_inline)) inline void set_owner(struct rtmutex *lock
 		(void)xchg_acquire(&lock->owner, value);
 }
 
-/* ---- the waiter list ----------------------------------------------------------------------- */
+/* ---- the lock's waiters -------------------------------------------------------------------- */
 
-/* Links change under wait_lock; WRITE_ONCE because the spinning top waiter reads the head. */
 static void enqueue_waiter(struct rtmutex *lock, struct rt_waiter *waiter)
 {
-	struct rt_waiter **link = &lock->waiters;
-	while (*link && (*link)->prio >= waiter->prio) /* FIFO among equals */
-		link = &(*link)->next;
-	waiter->next = *link;
-	WRITE_ONCE(*link, waiter);
+	rb_add_cached(&waiter->tree.entry, &lock->waiters, waiter_less);
 }
 
 static void dequeue_waiter(struct rtmutex *lock, struct rt_waiter *waiter)
 {
-	struct rt_waiter **link = &lock->waiters;
-	while (*link && *link != waiter)
-		link = &(*link)->next;
-	if (*link)
-		WRITE_ONCE(*link, waiter->next);
-	waiter->next = NULL;
+	if (rb_empty_node(&waiter->tree.entry))
+		return;
+	rb_erase_cached(&waiter->tree.entry, &lock->waiters);
+	rb_clear_node(&waiter->tree.entry);
+}
+
+/*
+ * fixup_rt_mutex_waiters(): once a slow path has the lock and no waiter is left, HAS_WAITERS
+ * must not stay set, or every unlock would take the slow path. set_owner() has already encoded
+ * it from the waiters, so this is a read of the owner word, as in the kernel.
+ */
+static void fixup_waiters(struct rtmutex *lock)
+{
+	if (rt_has_waiters(lock))
+		return;
+	uintptr_t owner = READ_ONCE(lock->owner);
+	if (owner & RT_MUTEX_HAS_WAITERS)
+		(void)xchg_acquire(&lock->owner, owner & ~RT_MUTEX_HAS_WAITERS);
 }
 
 /* May a task of priority `prio` take the free lock ahead of the top waiter? */
 static bool may_steal(const struct rtmutex *lock, int prio, const struct rt_waiter *top)
 {
-	if (prio > top->prio)
+	if (prio > top->tree.prio)
 		return true;
 	/* Lateral steal: equal priority, never between real-time tasks (unbounded latency). */
-	return lock->lateral_steal && prio == top->prio && prio == 0;
+	return lock->lateral_steal && prio == top->tree.prio && prio == 0;
 }
 
 /* Caller holds wait_lock. `waiter` is NULL on the first try, before enqueueing. */
@@ -405,55 +552,111 @@ try_to_take(struct rtmutex *lock, struct rt_task *task, struct rt_waiter *waiter
 	mark_waiters(lock, variant);
 	if (rt_mutex_owner(lock) != NULL)
 		return false;
-	struct rt_waiter *top = lock->waiters;
+	struct rt_waiter *top = rt_top_waiter(lock);
 	if (waiter) {
-		if (waiter != top && !may_steal(lock, waiter->prio, top))
+		if (waiter != top && !may_steal(lock, waiter->tree.prio, top))
 			return false;
 		dequeue_waiter(lock, waiter);
-	} else if (top && !may_steal(lock, task->prio, top)) {
+	} else if (!top) {
+		set_owner(lock, task, false, variant); /* the kernel's `takeit` */
+		return true;
+	} else if (!may_steal(lock, READ_ONCE(task->prio), top)) {
 		return false;
 	}
-	bool waiters = lock->waiters != NULL;
-	set_owner(lock, task, waiters, variant);
-	if (waiters)
-		pi_attach(task, lock, task); /* the remaining top waiter boosts us */
+	/*
+	 * No longer blocked; the remaining top waiter joins our pi_waiters. Our priority is not
+	 * adjusted here, as in the kernel: the top waiter was at most as important as we are.
+	 */
+	rt_raw_lock(lock, &task->pi_lock, task);
+	task->pi_blocked_on = NULL;
+	if (rt_has_waiters(lock))
+		enqueue_pi(task, rt_top_waiter(lock));
+	rt_raw_unlock(lock, &task->pi_lock);
+	set_owner(lock, task, rt_has_waiters(lock), variant);
 	return true;
 }
 
 /*
- * Priority inheritance: `lock`'s top waiter changed; boost its owner, and if that owner is
- * itself waiting for another rtmutex, carry the boost along the chain. Called with
- * lock->wait_lock held. Each further lock's wait_lock is only tried, never waited for, so the
- * walk cannot deadlock, and is held while that lock's owner is boosted from its waiters (who
- * live on their threads' stacks, as long as they are queued, which wait_lock keeps them); it
- * stops at MAX_LOCK_DEPTH. (In locklab-bench every thread uses one lock: the chain has depth 1.)
+ * The owner of a lock we just became the top waiter of is itself blocked on `next`: carry the
+ * boost along the chain (rt_mutex_adjust_prio_chain()). Simplified, and said so: the kernel
+ * drops wait_lock and walks with each lock taken in turn; here each further wait_lock is only
+ * tried, never waited for, with `lock`'s still held, so the walk cannot deadlock, and a busy
+ * lock ends it, as does MAX_LOCK_DEPTH. In locklab-bench every thread uses one lock: the walk
+ * never starts.
  */
-static void boost_chain(struct rtmutex *lock, struct rt_task *me)
+static void boost_chain(struct rtmutex *lock, struct rt_task *owner, struct rtmutex *next,
+			struct rt_task *me)
 {
 	struct rtmutex *held = NULL; /* the last further lock whose wait_lock the walk took */
-	struct rt_task *owner = rt_mutex_owner(lock);
-	for (int depth = 0; owner && depth < MAX_LOCK_DEPTH; depth++) {
-		pi_attach(owner, lock, me);
-		struct rtmutex *next = READ_ONCE(owner->blocked_on);
-		if (next == NULL || next == lock || !rt_raw_trylock(next, &next->wait_lock))
+	for (int depth = 1; next && next != lock && depth < MAX_LOCK_DEPTH; depth++) {
+		if (!rt_raw_trylock(next, &next->wait_lock))
 			break;
 		if (held)
 			rt_raw_unlock(held, &held->wait_lock);
 		held = next;
-		/* Requeue the owner's own waiter in `next` at its new priority. */
-		for (struct rt_waiter *w = next->waiters; w; w = w->next) {
-			if (w->task == owner && w->prio != READ_ONCE(owner->prio)) {
-				dequeue_waiter(next, w);
-				WRITE_ONCE(w->prio, READ_ONCE(owner->prio));
-				enqueue_waiter(next, w);
-				break;
-			}
+		rt_raw_lock(next, &owner->pi_lock, me);
+		struct rt_waiter *waiter = owner->pi_blocked_on;
+		int prio = READ_ONCE(owner->prio);
+		rt_raw_unlock(next, &owner->pi_lock);
+		struct rt_task *next_owner = rt_mutex_owner(next);
+		if (waiter == NULL || waiter->lock != next || waiter->tree.prio == prio || !next_owner)
+			break;
+		/* Requeue the owner's waiter in `next` at its new priority. */
+		struct rt_waiter *old_top = rt_top_waiter(next);
+		dequeue_waiter(next, waiter);
+		waiter->tree.prio = prio;
+		enqueue_waiter(next, waiter);
+		struct rtmutex *further = NULL;
+		rt_raw_lock(next, &next_owner->pi_lock, me);
+		if (rt_top_waiter(next) != old_top || rt_top_waiter(next) == waiter) {
+			dequeue_pi(next_owner, old_top);
+			dequeue_pi(next_owner, waiter);
+			enqueue_pi(next_owner, rt_top_waiter(next));
+			rt_adjust_prio(next, next_owner, me, false);
+			if (next_owner->pi_blocked_on)
+				further = next_owner->pi_blocked_on->lock;
 		}
+		rt_raw_unlock(next, &next_owner->pi_lock);
 		lock = next;
-		owner = rt_mutex_owner(next);
+		owner = next_owner;
+		next = further;
 	}
 	if (held)
 		rt_raw_unlock(held, &held->wait_lock);
+}
+
+/*
+ * task_blocks_on_rt_mutex(): queue `waiter` under our own pi_lock, and if it is now the top
+ * waiter, replace the previous top waiter in the owner's pi_waiters and adjust the owner's
+ * priority. Called with lock->wait_lock held.
+ */
+static void task_blocks_on(struct rtmutex *lock, struct rt_waiter *waiter, struct rt_task *task)
+{
+	struct rt_task *owner = rt_mutex_owner(lock);
+	struct rt_waiter *top = rt_has_waiters(lock) ? rt_top_waiter(lock) : waiter;
+
+	rt_raw_lock(lock, &task->pi_lock, task);
+	waiter->task = task;
+	waiter->lock = lock;
+	waiter->tree.prio = READ_ONCE(task->prio); /* waiter_update_prio() */
+	enqueue_waiter(lock, waiter);
+	task->pi_blocked_on = waiter;
+	rt_raw_unlock(lock, &task->pi_lock);
+	if (owner == NULL)
+		return;
+
+	struct rtmutex *next = NULL;
+	rt_raw_lock(lock, &owner->pi_lock, task);
+	if (rt_top_waiter(lock) == waiter) {
+		dequeue_pi(owner, top);
+		enqueue_pi(owner, waiter);
+		rt_adjust_prio(lock, owner, task, false);
+		if (owner->pi_blocked_on)
+			next = owner->pi_blocked_on->lock;
+	}
+	rt_raw_unlock(lock, &owner->pi_lock);
+	if (next)
+		boost_chain(lock, owner, next, task);
 }
 
 static u64 now_ns(void)
@@ -475,7 +678,7 @@ static bool spin_on_owner(struct rtmutex *lock, struct rt_waiter *waiter, struct
 	for (unsigned int i = 1;; i++) {
 		if (rt_mutex_owner(lock) != owner)
 			return true;
-		if (!lock_task_running(&owner->base) || READ_ONCE(lock->waiters) != waiter)
+		if (!lock_task_running(&owner->base) || rt_top_waiter(lock) != waiter)
 			return false;
 		if ((i & 63) == 0 && now_ns() >= deadline)
 			return false;
@@ -498,24 +701,22 @@ rt_mutex_slowlock(struct rtmutex *lock, struct rt_task *task, try_to_take_fn *ta
 	struct rt_waiter waiter;
 
 	rt_raw_lock(lock, &lock->wait_lock, task);
+	/* rt_mutex_init_waiter(): in neither tree yet. */
+	rb_clear_node(&waiter.tree.entry);
+	rb_clear_node(&waiter.pi_tree.entry);
+	waiter.task = NULL;
 	if (take(lock, task, NULL)) {
 		rt_raw_unlock(lock, &lock->wait_lock);
 		return;
 	}
 	lock_task_block(&task->base);
-	waiter.next = NULL;
-	waiter.task = task;
-	waiter.prio = READ_ONCE(task->prio);
-	WRITE_ONCE(task->blocked_on, lock);
-	enqueue_waiter(lock, &waiter);
-	if (lock->waiters == &waiter)
-		boost_chain(lock, task);
+	task_blocks_on(lock, &waiter, task);
 
 	for (;;) {
 		if (take(lock, task, &waiter))
 			break;
 		struct rt_task *owner = rt_mutex_owner(lock);
-		bool spin = lock->waiters == &waiter && owner && lock->spin_budget_ns;
+		bool spin = rt_top_waiter(lock) == &waiter && owner && lock->spin_budget_ns;
 		rt_raw_unlock(lock, &lock->wait_lock);
 
 		if (!(spin && spin_on_owner(lock, &waiter, owner)))
@@ -524,37 +725,59 @@ rt_mutex_slowlock(struct rtmutex *lock, struct rt_task *task, try_to_take_fn *ta
 		lock_task_block(&task->base);
 	}
 	lock_task_unblock(&task->base);
-	WRITE_ONCE(task->blocked_on, NULL);
+	fixup_waiters(lock);
 	rt_raw_unlock(lock, &lock->wait_lock);
+}
+
+/*
+ * unlock_rt_mutex_safe(): no waiters, but HAS_WAITERS set (a waiter has left, or one marked
+ * the lock and took it): clear the bit, drop wait_lock, and release with a CAS, which fails if
+ * a new waiter marked the lock meanwhile. Returns with wait_lock held only on failure.
+ */
+static bool unlock_safe(struct rtmutex *lock, struct rt_task *task)
+{
+	uintptr_t owner = (uintptr_t)task;
+	WRITE_ONCE(lock->owner, owner);
+	rt_raw_unlock(lock, &lock->wait_lock);
+	if (__atomic_compare_exchange_n(&lock->owner, &owner, 0, false, __ATOMIC_RELEASE,
+					__ATOMIC_RELAXED))
+		return true;
+	rt_raw_lock(lock, &lock->wait_lock, task);
+	return false;
 }
 
 static void rt_mutex_slowunlock(struct rtmutex *lock, struct rt_task *task)
 {
-	struct rt_waiter *top;
-
 	rt_raw_lock(lock, &lock->wait_lock, task);
-	pi_detach(task, lock);
-	top = lock->waiters;
-	if (top == NULL) {
-		/* Only wait_lock holders set bit 0 and only the owner clears the owner: safe. */
-		smp_store_release(&lock->owner, 0);
-		rt_raw_unlock(lock, &lock->wait_lock);
-		pi_adjust(task, lock);
-		return;
+	while (!rt_has_waiters(lock)) {
+		if (unlock_safe(lock, task))
+			return;
 	}
-	/* Free, but with waiters: fast paths still fail; the top waiter takes it. */
-	smp_store_release(&lock->owner, RT_MUTEX_HAS_WAITERS);
-	struct lock_task *woken = &top->task->base; /* the waiter itself may be gone after unlock */
-	rt_raw_unlock(lock, &lock->wait_lock);
-	lock_task_wake(woken);
 	/*
-	 * De-boost only now. The kernel de-boosts before the wake-up, under wait_lock, with
-	 * preemption off until the wake-up is done (mark_wakeup_next_waiter()). Userspace cannot
-	 * turn preemption off: dropping our priority before the top waiter is awake would let a
+	 * mark_wakeup_next_waiter(): the top waiter leaves our pi_waiters, our priority is
+	 * adjusted, and the lock is left free with waiters, (NULL, 1): fast paths still fail, and
+	 * the top waiter takes it. The kernel lowers our priority here, under wait_lock, with
+	 * preemption off until the wake-up is done. Userspace cannot turn preemption off:
+	 * telling the scheduler of a drop before the top waiter is awake would let a
 	 * medium-priority thread preempt us between the two, the very inversion this lock exists
-	 * to prevent.
+	 * to prevent, so a drop reaches the scheduler only after the wake-up.
 	 */
-	pi_adjust(task, lock);
+	rt_raw_lock(lock, &task->pi_lock, task);
+	struct rt_waiter *top = rt_top_waiter(lock);
+	struct rt_task *woken = top->task; /* the waiter itself may be gone after unlock */
+	dequeue_pi(task, top);
+	bool dropped = rt_adjust_prio(lock, task, task, true);
+	smp_store_release(&lock->owner, RT_MUTEX_HAS_WAITERS);
+	bool queued = lock->kernel == RT_KERNEL_6_1 && rt_wake_q_add(woken);
+	rt_raw_unlock(lock, &task->pi_lock);
+	rt_raw_unlock(lock, &lock->wait_lock);
+	if (lock->kernel != RT_KERNEL_6_1 || queued)
+		(lock->kernel == RT_KERNEL_6_1 ? rt_wake_up_q : rt_wake_up_process)(lock, woken, task);
+	if (dropped) {
+		rt_raw_lock(lock, &task->pi_lock, task);
+		apply_prio(task, READ_ONCE(task->prio));
+		rt_raw_unlock(lock, &task->pi_lock);
+	}
 }
 
 /* ---- lock ops ------------------------------------------------------------------------------ */
@@ -642,6 +865,7 @@ static int rtmutex_init_variant(struct rtmutex *lock, long variant)
 	lock->slowlock = variant_slowlock[variant];
 	lock->spin_budget_ns = RESCHED_NS; /* mainline: spin until need_resched() */
 	lock->raw_kind = RT_RAW_QUEUED; /* 6.1 */
+	lock->kernel = RT_KERNEL_6_1;
 	return 0;
 }
 
@@ -672,6 +896,7 @@ static int rtmutex_adaptive_init(void *lockp, const struct lock_init_args *args)
 	struct rtmutex *lock = lockp;
 	lock->spin_budget_ns = (u64)args->params[PARAM_SPIN_BUDGET_NS];
 	lock->raw_kind = RT_RAW_TICKET; /* the series' prerequisite on 2.6.24-rt */
+	lock->kernel = RT_KERNEL_2_6_24;
 	lock->lateral_steal = args->params[PARAM_LATERAL_STEAL] != 0;
 	return 0;
 }
@@ -684,6 +909,7 @@ static int rtmutex_rt_2_6_24_init(void *lockp, const struct lock_init_args *args
 	lock->spin_budget_ns = 0;
 	lock->lateral_steal = false;
 	lock->raw_kind = RT_RAW_DEC; /* 2.6.24 on x86: the unfair decrement lock */
+	lock->kernel = RT_KERNEL_2_6_24;
 	return 0;
 }
 

@@ -47,7 +47,11 @@ static void after_write(const void *addr)
 
 	if (addr == &me->sleeping && __atomic_load_n(&me->sleeping, __ATOMIC_RELAXED) == 1) {
 		sleeps++;
-		/* X unlocks as its slow path would, (NULL, HAS_WAITERS), and wakes the waiter. */
+		/*
+		 * X unlocks as its slow path would: the top waiter leaves X's pi_waiters, the
+		 * lock is left (NULL, HAS_WAITERS), and the waiter is woken.
+		 */
+		dequeue_pi((struct rt_task *)lock_task_of(&owner_thread), rt_top_waiter(test_lock));
 		__atomic_store_n(&test_lock->owner, RT_MUTEX_HAS_WAITERS, __ATOMIC_RELEASE);
 		__atomic_store_n(&me->state, LOCK_TASK_RUNNING, __ATOMIC_RELAXED);
 	}
@@ -144,6 +148,77 @@ static void test_each_kernel_takes_its_own_wait_lock(void)
 	}
 }
 
+/*
+ * The waiter trees (rbtree.h): after each of many random insertions and removals, the tree is
+ * a red-black tree (a black root, no red node with a red child, one black count on every path,
+ * children pointing back at their parents), in the kernel's order (the more important first,
+ * FIFO among equals), and its cached leftmost is its first node.
+ */
+struct tree_item {
+	struct rt_waiter_node node;
+	unsigned long arrival; /* when it was inserted: equal priorities leave in this order */
+	bool in_tree;
+};
+
+static int tree_walk(const struct rb_node *node, const struct rb_node *parent,
+		     const struct tree_item **previous, int *count, bool *ok)
+{
+	if (node == NULL)
+		return 1;
+	if (rb_parent(node) != parent)
+		*ok = false;
+	if (rb_is_red(node) && (rb_is_red(node->left) || rb_is_red(node->right)))
+		*ok = false;
+	int left = tree_walk(node->left, node, previous, count, ok);
+	const struct tree_item *item = rb_entry(node, struct tree_item, node.entry);
+	if (*previous && ((*previous)->node.prio < item->node.prio ||
+			  ((*previous)->node.prio == item->node.prio &&
+			   (*previous)->arrival > item->arrival)))
+		*ok = false;
+	*previous = item;
+	(*count)++;
+	int right = tree_walk(node->right, node, previous, count, ok);
+	if (left != right)
+		*ok = false;
+	return left + (rb_is_black(node) ? 1 : 0);
+}
+
+static void test_waiter_tree_stays_a_red_black_tree_in_the_kernels_order(void)
+{
+	enum { ITEMS = 48, STEPS = 20000 };
+	static struct tree_item items[ITEMS];
+	struct rb_root_cached tree = { NULL, NULL };
+	unsigned long random = 12345, arrivals = 0;
+	int in_tree = 0, broken_at = -1;
+
+	for (int step = 0; step < STEPS && broken_at < 0; step++) {
+		random = random * 6364136223846793005UL + 1442695040888963407UL;
+		struct tree_item *item = &items[(random >> 33) % ITEMS];
+		if (item->in_tree) {
+			rb_erase_cached(&item->node.entry, &tree);
+			rb_clear_node(&item->node.entry);
+			item->in_tree = false;
+			in_tree--;
+		} else {
+			item->node.prio = (int)((random >> 50) % 3); /* many equals */
+			item->arrival = ++arrivals;
+			rb_add_cached(&item->node.entry, &tree, waiter_less);
+			item->in_tree = true;
+			in_tree++;
+		}
+		const struct tree_item *previous = NULL;
+		int count = 0;
+		bool ok = rb_is_black(tree.root);
+		tree_walk(tree.root, NULL, &previous, &count, &ok);
+		struct rb_node *first = tree.root;
+		while (first && first->left)
+			first = first->left;
+		if (!ok || count != in_tree || tree.leftmost != first)
+			broken_at = step;
+	}
+	CHECK(broken_at < 0, "the waiter tree broke at step %d of %d", broken_at, STEPS);
+}
+
 /* 2.6.24's lock word: free when zeroed, a failed decrement leaves it taken until the store. */
 static void test_decrement_lock(void)
 {
@@ -163,6 +238,7 @@ int main(void)
 	waiter_thread.index = 0;
 	owner_thread.index = 1;
 	test_each_kernel_takes_its_own_wait_lock();
+	test_waiter_tree_stays_a_red_black_tree_in_the_kernels_order();
 	test_decrement_lock();
 	test_baseline_never_spins();
 	test_adaptive_zero_budget_never_spins();
