@@ -54,7 +54,7 @@ def test_every_known_difference_is_of_a_checked_cell_and_the_table_names_it():
         assert difference.nwriters in CHECK_WRITERS
         assert difference.why
     note = differences_note(["rtmutex_k0", "kernel:rtmutex", "ticket"])
-    assert note is not None and "rtmutex_k0 1.18x at 2 writers" in note
+    assert note is not None and "rtmutex_k0 1.19x at 2 writers" in note
     note = differences_note(["mutex", "kernel:mutex", "ticket"])
     assert note == "mutex and kernel:mutex: within 10% of each other when simulated"
     assert differences_note(["mutex", "kernel:rwsem"]) is None

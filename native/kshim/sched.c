@@ -213,8 +213,8 @@ void wake_up_q(struct wake_q_head *head)
  * Priority inheritance's effect on the boosted task: its effective priority becomes its top
  * donor's if that is more important. As the kernel's, nothing is written when neither the
  * donor nor the priority changes, and otherwise under the task's run-queue lock (6.1 sets
- * pi_top_task there even when the priority stays: between equal priorities, at every
- * hand-over). The host's scheduler is not told (that needs privilege and is the hand ports'
+ * pi_top_task there even when the priority stays, between equal priorities). The host's
+ * scheduler is not told (that needs privilege and is the hand ports'
  * job, native/locks/lock_task.h); the locks' own decisions (waiter order, stealing, the top
  * waiter's spin) follow prio as in the kernel. No deadline tasks here, so no dl_prio() case.
  */

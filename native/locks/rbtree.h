@@ -150,12 +150,21 @@ static inline struct rb_node *rb_next(const struct rb_node *node)
 	return parent;
 }
 
-/* A red node whose parent may be red: recolour upwards, then at most two rotations. */
+/*
+ * A red node whose parent may be red: recolour upwards, then at most two rotations. Like the
+ * kernel's, it stops without a store at a black parent and blackens the root only when it
+ * reaches it: each store here is to a line of another waiter's stack.
+ */
 static inline void rb_insert_fixup(struct rb_root_cached *root, struct rb_node *node)
 {
-	struct rb_node *parent;
-
-	while ((parent = rb_parent(node)) != NULL && rb_is_red(parent)) {
+	for (;;) {
+		struct rb_node *parent = rb_parent(node);
+		if (parent == NULL) {
+			rb_set_color(node, RB_BLACK);
+			return;
+		}
+		if (rb_is_black(parent))
+			return;
 		struct rb_node *grandparent = rb_parent(parent); /* a red node is never the root */
 		bool on_left = parent == grandparent->left;
 		struct rb_node *uncle = on_left ? grandparent->right : grandparent->left;
@@ -182,8 +191,8 @@ static inline void rb_insert_fixup(struct rb_root_cached *root, struct rb_node *
 			rb_rotate_right(root, grandparent);
 		else
 			rb_rotate_left(root, grandparent);
+		return;
 	}
-	rb_set_color(root->root, RB_BLACK);
 }
 
 /*
@@ -218,7 +227,8 @@ static inline bool rb_add_cached(struct rb_node *node, struct rb_root_cached *ro
 
 /*
  * A black node left `child`'s side (child may be NULL, so its parent is given): restore the
- * black height by recolouring the sibling, or by at most three rotations.
+ * black height by recolouring the sibling, or by at most three rotations, after which it
+ * stops, as the kernel's does, without blackening the root again.
  */
 static inline void rb_erase_fixup(struct rb_root_cached *root, struct rb_node *child,
 				  struct rb_node *parent)
@@ -261,10 +271,9 @@ static inline void rb_erase_fixup(struct rb_root_cached *root, struct rb_node *c
 			rb_rotate_left(root, parent);
 		else
 			rb_rotate_right(root, parent);
-		child = root->root;
-		break;
+		return;
 	}
-	if (child)
+	if (rb_is_red(child))
 		rb_set_color(child, RB_BLACK);
 }
 

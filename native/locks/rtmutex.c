@@ -35,14 +35,19 @@
  * set and cleared under the task's own pi_lock (task_blocks_on_rt_mutex(),
  * try_to_take_rt_mutex()); the owner's top pi waiter swapped and its priority adjusted under
  * the owner's pi_lock, and the scheduler's part (rt_mutex_setprio()) under the owner's
- * run-queue lock whenever its top donor changes, which is at every hand-over; the woken task
- * queued on a wake_q under pi_lock and woken once wait_lock is dropped, by try_to_wake_up()'s
- * steps (its pi_lock, its state, its run-queue lock); and unlock_rt_mutex_safe()'s release
- * when HAS_WAITERS is set with nobody queued. The 2.6.24-rt locks do their kernel's where it
- * differed in what is shared: no pi_top_task or wake_q, and a wake-up under the run-queue lock
- * alone. They keep the trees, where 2.6.24 had plists (the trees came with SCHED_DEADLINE in
- * 3.14, "rtmutex: Turn the plist into an rb-tree"): seed 003 compares the two locks with each
- * other, and both have the same. Without all this, the
+ * run-queue lock whenever its top donor changes (a waiter becomes the top waiter of an owner
+ * that had none, and that owner unlocks: at every hand-over with one waiter, seldom with a
+ * standing queue, since a new owner takes over the top waiter without adjusting); the woken
+ * task queued on a wake_q under pi_lock and woken once wait_lock is dropped, by the steps of
+ * try_to_wake_up() that touch shared lines here (its pi_lock, its state, its run-queue lock;
+ * not on_rq, TASK_WAKING or the choice of a CPU); and unlock_rt_mutex_safe()'s release. Left
+ * out, here as in the shim the tree's code runs on: the reference wake_q takes on the task
+ * (get_task_struct(), an atomic on the line of __state). The 2.6.24-rt locks differ where
+ * their kernel's scheduler did: no pi_top_task or wake_q, and a wake-up under the run-queue
+ * lock alone; the order of the wake-up, the de-boost and wait_lock's release is 6.1's for
+ * them too. They keep the trees, where 2.6.24 had plists (the trees came with SCHED_DEADLINE
+ * in 3.14, "rtmutex: Turn the plist into an rb-tree"): seed 003 compares the two locks with
+ * each other, and both have the same. Without all this, the
  * port handed over with 15 to 20 lines moved per acquisition where the tree's code moved 30
  * to 40, and ran 1.2 to 1.8 times as fast at 2 to 16 simulated writers (docs/locks.md).
  *
@@ -183,9 +188,11 @@ enum rt_kernel {
 /*
  * What the lock needs of a task_struct; lives in the thread's LOCK_QNODE_TASK node, in two
  * lines as the kernel's task_struct keeps them apart: what the top waiter of a lock this task
- * holds polls while it spins (whether the task runs), and what every waiter and waker of the
- * task writes (pi_lock and what it protects). Sharing one line, a new waiter taking the
- * owner's pi_lock would take the line from under each spinner's poll.
+ * holds polls while it spins (whether the task runs) with the state a waker sets, and what
+ * every waiter of a lock the task holds writes (pi_lock and what it protects). Sharing one
+ * line, a new waiter taking the owner's pi_lock would take the line from under each spinner's
+ * poll. prio is on the first line here and on the next in 6.1's; it is written only when it
+ * changes (never between equal priorities).
  */
 struct rt_task {
 	struct lock_task base; /* first: whether it is asleep in a lock (on_cpu, __state) */
@@ -368,8 +375,8 @@ static void dequeue_pi(struct rt_task *task, struct rt_waiter *waiter)
 /*
  * rt_mutex_adjust_prio(): `task` runs at its top pi waiter's priority if that is higher than
  * its own. The scheduler's part (rt_mutex_setprio()) is done under the task's run-queue lock,
- * and in 6.1 whenever its top donor changes (pi_top_task; it changes at every hand-over, even
- * between equal priorities), in 2.6.24 only when its priority does. Holds task->pi_lock.
+ * and in 6.1 whenever its top donor changes (pi_top_task, even between equal priorities), in
+ * 2.6.24 only when its priority does. Holds task->pi_lock.
  * Returns whether the priority dropped and `defer_drop` kept the scheduler from being told.
  */
 static bool rt_adjust_prio(const struct rtmutex *lock, struct rt_task *task, struct rt_task *me,
@@ -594,18 +601,25 @@ static void boost_chain(struct rtmutex *lock, struct rt_task *owner, struct rtmu
 		if (held)
 			rt_raw_unlock(held, &held->wait_lock);
 		held = next;
+		/*
+		 * The owner's waiter, checked and requeued at its new priority under the owner's
+		 * pi_lock, as 6.1 does: only while it waits for `next`, whose wait_lock we hold,
+		 * does its frame stay put.
+		 */
 		rt_raw_lock(next, &owner->pi_lock, me);
 		struct rt_waiter *waiter = owner->pi_blocked_on;
-		int prio = READ_ONCE(owner->prio);
-		rt_raw_unlock(next, &owner->pi_lock);
 		struct rt_task *next_owner = rt_mutex_owner(next);
-		if (waiter == NULL || waiter->lock != next || waiter->tree.prio == prio || !next_owner)
+		int prio = READ_ONCE(owner->prio);
+		if (waiter == NULL || waiter->lock != next || waiter->tree.prio == prio ||
+		    !next_owner) {
+			rt_raw_unlock(next, &owner->pi_lock);
 			break;
-		/* Requeue the owner's waiter in `next` at its new priority. */
+		}
 		struct rt_waiter *old_top = rt_top_waiter(next);
 		dequeue_waiter(next, waiter);
 		waiter->tree.prio = prio;
 		enqueue_waiter(next, waiter);
+		rt_raw_unlock(next, &owner->pi_lock);
 		struct rtmutex *further = NULL;
 		rt_raw_lock(next, &next_owner->pi_lock, me);
 		if (rt_top_waiter(next) != old_top || rt_top_waiter(next) == waiter) {
@@ -730,9 +744,11 @@ rt_mutex_slowlock(struct rtmutex *lock, struct rt_task *task, try_to_take_fn *ta
 }
 
 /*
- * unlock_rt_mutex_safe(): no waiters, but HAS_WAITERS set (a waiter has left, or one marked
- * the lock and took it): clear the bit, drop wait_lock, and release with a CAS, which fails if
- * a new waiter marked the lock meanwhile. Returns with wait_lock held only on failure.
+ * unlock_rt_mutex_safe(): no waiters, but HAS_WAITERS set: clear the bit, drop wait_lock, and
+ * release with a CAS, which fails if a new waiter marked the lock meanwhile. Returns with
+ * wait_lock held only on failure. In the kernel a waiter that left on a timeout or a signal
+ * leaves the bit set; this port's waiters never leave, and a taker with none behind it clears
+ * the bit in set_owner(), so the loop is kept for the kernel's order, not reached here.
  */
 static bool unlock_safe(struct rtmutex *lock, struct rt_task *task)
 {
