@@ -153,9 +153,11 @@ static inline struct rb_node *rb_next(const struct rb_node *node)
 /*
  * A red node whose parent may be red: recolour upwards, then at most two rotations. Like the
  * kernel's, it stops without a store at a black parent and blackens the root only when it
- * reaches it: each store here is to a line of another waiter's stack.
+ * reaches it: each store here is to a line of another waiter's stack. Out of line, as the
+ * kernel's rb_insert_color() is (lib/rbtree.c).
  */
-static inline void rb_insert_fixup(struct rb_root_cached *root, struct rb_node *node)
+static __attribute__((noinline, unused)) void rb_insert_fixup(struct rb_root_cached *root,
+							      struct rb_node *node)
 {
 	for (;;) {
 		struct rb_node *parent = rb_parent(node);
@@ -277,8 +279,12 @@ static inline void rb_erase_fixup(struct rb_root_cached *root, struct rb_node *c
 		rb_set_color(child, RB_BLACK);
 }
 
-/* rb_erase_cached(): remove `node`, moving the cached leftmost to its successor if needed. */
-static inline void rb_erase_cached(struct rb_node *node, struct rb_root_cached *root)
+/*
+ * rb_erase_cached(): remove `node`, moving the cached leftmost to its successor if needed. Out
+ * of line, as the kernel's rb_erase() is.
+ */
+static __attribute__((noinline, unused)) void rb_erase_cached(struct rb_node *node,
+							      struct rb_root_cached *root)
 {
 	struct rb_node *child, *parent;
 	int removed_color = (int)(node->parent_color & RB_BLACK);

@@ -589,10 +589,10 @@ try_to_take(struct rtmutex *lock, struct rt_task *task, struct rt_waiter *waiter
  * drops wait_lock and walks with each lock taken in turn; here each further wait_lock is only
  * tried, never waited for, with `lock`'s still held, so the walk cannot deadlock, and a busy
  * lock ends it, as does MAX_LOCK_DEPTH. In locklab-bench every thread uses one lock: the walk
- * never starts.
+ * never starts. Out of line, so that each variant's slow path does not compile a copy of it.
  */
-static void boost_chain(struct rtmutex *lock, struct rt_task *owner, struct rtmutex *next,
-			struct rt_task *me)
+static __attribute__((noinline)) void boost_chain(struct rtmutex *lock, struct rt_task *owner,
+						  struct rtmutex *next, struct rt_task *me)
 {
 	struct rtmutex *held = NULL; /* the last further lock whose wait_lock the walk took */
 	for (int depth = 1; next && next != lock && depth < MAX_LOCK_DEPTH; depth++) {
@@ -762,7 +762,9 @@ static bool unlock_safe(struct rtmutex *lock, struct rt_task *task)
 	return false;
 }
 
-static void rt_mutex_slowunlock(struct rtmutex *lock, struct rt_task *task)
+/* Out of line, as the kernel's: each writer loop inlines the unlock's fast path only. */
+static __attribute__((noinline)) void rt_mutex_slowunlock(struct rtmutex *lock,
+							  struct rt_task *task)
 {
 	rt_raw_lock(lock, &lock->wait_lock, task);
 	while (!rt_has_waiters(lock)) {

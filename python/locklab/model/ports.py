@@ -40,22 +40,9 @@ class PortDifference:
     why: str
 
 
-KNOWN_DIFFERENCES: tuple[PortDifference, ...] = (
-    PortDifference(
-        port="rtmutex_k0",
-        nwriters=2,
-        ratio=1.19,
-        why="1.09 to 1.16 at 10 to 160 ns, 1.67 at no gap. Over 17 gaps from 0 to 240 ns, "
-        "1.00 to 1.16 at all but three: 1.67, 1.39 and 2.27 at 0, 180 and 200 ns, where the "
-        "port's two writers fall into a phase of each other's loops that the tree's code "
-        "misses (docs/simulator.md, 'Phase'). At 20 ns the port re-takes its own lock at 20% "
-        "of its acquisitions and the tree's code at 1%, so the port hands over less often; "
-        "per hand-over it moves about as many lines (47 against 42). Which gaps fall into which "
-        "phase follows each path's length, which compiled code of two sources does not "
-        "share. Before the port did 6.1's bookkeeping (pi_waiters, pi_top_task, wake_q, the "
-        "waiter trees), it was 1.6 to 2.2 at every gap",
-    ),
-)
+# None since the rtmutex port does 6.1's bookkeeping (docs/locks.md, "rtmutex"): it was 1.81
+# times the tree's code at 2 writers and 1.18 at 8.
+KNOWN_DIFFERENCES: tuple[PortDifference, ...] = ()
 
 
 def known_difference(port: str, nwriters: int) -> PortDifference | None:
