@@ -324,4 +324,16 @@ static __attribute__((noinline, unused)) void rb_erase_cached(struct rb_node *no
 		rb_erase_fixup(root, child, parent);
 }
 
+/*
+ * Remove `node` if it is in the tree, and leave it cleared: what rtmutex's rt_mutex_dequeue()
+ * and rt_mutex_dequeue_pi() do (RB_EMPTY_NODE, rb_erase_cached(), RB_CLEAR_NODE).
+ */
+static inline void rb_erase_cached_clear(struct rb_node *node, struct rb_root_cached *root)
+{
+	if (rb_empty_node(node))
+		return;
+	rb_erase_cached(node, root);
+	rb_clear_node(node);
+}
+
 #endif /* LOCKLAB_RBTREE_H */

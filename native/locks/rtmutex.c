@@ -366,10 +366,7 @@ static void enqueue_pi(struct rt_task *task, struct rt_waiter *waiter)
 
 static void dequeue_pi(struct rt_task *task, struct rt_waiter *waiter)
 {
-	if (rb_empty_node(&waiter->pi_tree.entry))
-		return;
-	rb_erase_cached(&waiter->pi_tree.entry, &task->pi_waiters);
-	rb_clear_node(&waiter->pi_tree.entry);
+	rb_erase_cached_clear(&waiter->pi_tree.entry, &task->pi_waiters);
 }
 
 /*
@@ -522,10 +519,7 @@ static void enqueue_waiter(struct rtmutex *lock, struct rt_waiter *waiter)
 
 static void dequeue_waiter(struct rtmutex *lock, struct rt_waiter *waiter)
 {
-	if (rb_empty_node(&waiter->tree.entry))
-		return;
-	rb_erase_cached(&waiter->tree.entry, &lock->waiters);
-	rb_clear_node(&waiter->tree.entry);
+	rb_erase_cached_clear(&waiter->tree.entry, &lock->waiters);
 }
 
 /*
