@@ -242,6 +242,17 @@ def test_locks_it_cannot_run_are_one_line(machine):
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
+def test_a_plugin_built_without_the_instrumentation_is_one_line(machine):
+    """Given by hand, a plugin of the measured build would run unseen by the model, and a
+    thread spinning in it would never yield: the run would hang. It is refused at load."""
+    plugin = plugin_path("opt", "example_ticket")
+    proc, _ = simulate(machine, ["--plugin", str(plugin), "--lock", "example_ticket",
+                                 "--nwriters", "2"])  # fmt: skip
+    assert proc.returncode == 2
+    assert "built without the simulator's instrumentation" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
 def test_every_profile_loads_with_a_source_for_each_cost():
     names = profile_names()
     for name in ("taishan200-96c", "gigabyte-96c", "x5-4", "mach1", "mach2", "mach3"):

@@ -108,6 +108,11 @@ void registry_load_plugin(const char *path)
 	void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (handle == NULL)
 		usage_error("cannot load plugin: %s", dlerror());
+#ifdef LOCKLAB_SIM
+	const char *not_simulated = locklab_sim_uninstrumented_plugin(path);
+	if (not_simulated != NULL)
+		usage_error("plugin %s cannot run in the simulator: %s", path, not_simulated);
+#endif
 	const struct lock_ops *ops = dlsym(handle, LOCKLAB_PLUGIN_SYMBOL);
 	if (ops == NULL)
 		usage_error("plugin %s does not export '%s'", path, LOCKLAB_PLUGIN_SYMBOL);

@@ -19,13 +19,17 @@
  *   pthread_setschedparam     refused (EPERM): the simulator has no scheduler priorities.
  */
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -336,6 +340,66 @@ int pthread_setschedparam(pthread_t thread, int policy, const struct sched_param
 }
 
 /* ---- what cannot run here ---------------------------------------------------------------------- */
+
+/*
+ * Whether a shared object's code calls the simulator's hooks: built with GCC's
+ * -fsanitize=thread, it has undefined __tsan_* symbols in its dynamic symbol table (the rule
+ * `locklab run --sim` applies with nm). Read from the file, as ELF lays it out; a file this
+ * does not read (not 64-bit ELF) passes, since dlopen has already taken it.
+ */
+static bool calls_the_hooks(const unsigned char *image, size_t size)
+{
+	const Elf64_Ehdr *header = (const void *)image;
+	if (size < sizeof(*header) || memcmp(image, ELFMAG, SELFMAG) != 0 ||
+	    image[EI_CLASS] != ELFCLASS64 || header->e_shoff == 0 ||
+	    header->e_shoff + (size_t)header->e_shnum * sizeof(Elf64_Shdr) > size)
+		return true;
+	const Elf64_Shdr *sections = (const void *)(image + header->e_shoff);
+	for (unsigned int i = 0; i < header->e_shnum; i++) {
+		const Elf64_Shdr *symbols = &sections[i];
+		if (symbols->sh_type != SHT_DYNSYM || symbols->sh_link >= header->e_shnum)
+			continue;
+		const Elf64_Shdr *names = &sections[symbols->sh_link];
+		if (symbols->sh_offset + symbols->sh_size > size ||
+		    names->sh_offset + names->sh_size > size)
+			return true;
+		const Elf64_Sym *symbol = (const void *)(image + symbols->sh_offset);
+		for (size_t j = 0; j < symbols->sh_size / sizeof(Elf64_Sym); j++) {
+			if (symbol[j].st_shndx != SHN_UNDEF || symbol[j].st_name >= names->sh_size)
+				continue;
+			const char *name = (const char *)image + names->sh_offset + symbol[j].st_name;
+			if (strncmp(name, "__tsan_", 7) == 0)
+				return true;
+		}
+		return false;
+	}
+	return false;
+}
+
+const char *locklab_sim_uninstrumented_plugin(const char *path)
+{
+	struct stat status;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &status) != 0 || status.st_size <= 0) {
+		close(fd);
+		return NULL;
+	}
+	size_t size = (size_t)status.st_size;
+	void *image = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (image == MAP_FAILED)
+		return NULL;
+	bool instrumented = calls_the_hooks(image, size);
+	munmap(image, size);
+	return instrumented ? NULL
+			    : "it was built without the simulator's instrumentation, so a thread "
+			      "spinning in it would never yield to the model; build it for the "
+			      "simulator (locklab run --sim compiles a C source, make build puts the "
+			      "built-in plugins in build/sim/plugins/)";
+}
+
 const char *locklab_sim_unsupported_lock(const char *name)
 {
 	if (strncmp(name, "pthread_", 8) == 0)

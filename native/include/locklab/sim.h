@@ -65,5 +65,7 @@ double locklab_sim_host_seconds(void);
 void locklab_sim_describe_threads(void);
 /* Locks whose waiting happens in code locklab does not compile (glibc's, the kernel's PI futex). */
 const char *locklab_sim_unsupported_lock(const char *name);
+/* Why the plugin at `path` cannot run in the simulator (built without its instrumentation), or NULL. */
+const char *locklab_sim_uninstrumented_plugin(const char *path);
 
 #endif /* LOCKLAB_SIM_H */

@@ -72,7 +72,8 @@ def built_plugins(plugins: list[str], build: str, engine: Path) -> list[str]:
 def check_simulated_plugin(plugin: Path) -> None:
     """A plugin for --sim: C source (compiled for the simulator), or a .so built by the
     simulator's instrumentation (make build's build/sim/plugins/), whose accesses call its
-    hooks; any other would spin on the host, unseen by the model."""
+    hooks; any other would spin on the host, unseen by the model. Checked here before a
+    campaign starts; locklab-sim checks it again at load, for a plugin given to it by hand."""
     if is_source(str(plugin)):
         return
     if not plugin.is_file():
