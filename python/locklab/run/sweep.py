@@ -151,8 +151,7 @@ class _Sweep:
                 while started and started[0].result is not None:
                     first = started.pop(0)
                     if first.config.variant.label in self.failed:  # after its failure
-                        self.outcome.skipped += 1
-                        self._advance()
+                        self._skip()
                     else:
                         self._store(first.config, first.repeat, first.result)
         finally:  # Ctrl-C or a refused run: no simulation goes on without us
@@ -203,14 +202,17 @@ class _Sweep:
         self.progress.update(self.task, current=f"{describe(config, self.swept)} #{repeat + 1}",
                              refresh=True)  # fmt: skip
         if config.variant.label in self.failed | self.failing:
-            outcome.skipped += 1
-            self._advance()
+            self._skip()
             return False
         if not self.store.claim(self.experiment, config.key, repeat, self.spec.run_timeout_s()):
             outcome.taken += 1
             self._advance()
             return False
         return True
+
+    def _skip(self) -> None:
+        self.outcome.skipped += 1
+        self._advance()
 
     def _advance(self) -> None:
         """The bar past a run, measured or not."""
