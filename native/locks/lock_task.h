@@ -91,24 +91,43 @@ static inline void lock_task_wait_for(struct lock_task *task, const u32 *flag)
 }
 
 /*
+ * A waker's two steps on the task, which lock_task_wake() puts together and rtmutex.c's
+ * try_to_wake_up() takes its own locks between. BLOCKED -> RUNNING, fully ordered; false if
+ * the task is not blocked: it has not looked yet, and will see the caller's stores.
+ */
+static inline bool lock_task_set_running(struct lock_task *task)
+{
+	u32 blocked = LOCK_TASK_BLOCKED;
+	return __atomic_compare_exchange_n(&task->state, &blocked, LOCK_TASK_RUNNING, false,
+					   __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * Then the system call, only if the task is asleep or about to be (lock_task_schedule()):
+ * after lock_task_set_running() and a full barrier, either this read sees the task's mark or
+ * the task sees RUNNING and does not sleep.
+ */
+static inline void lock_task_kick(struct lock_task *task)
+{
+	if (__atomic_load_n(&task->sleeping, __ATOMIC_SEQ_CST))
+		futex_wake_one(&task->state);
+}
+
+/*
  * try_to_wake_up() of a task, after the caller has stored what it waits for: a full barrier,
- * then BLOCKED -> RUNNING (nothing if the task is not blocked: it has not looked yet, and
- * will see the caller's stores), then the system call only if it is asleep or about to be
- * (lock_task_schedule()). The kernel wakes a task still on its CPU by its state alone
- * (ttwu_runnable()); a system call for it would hold the waker back a microsecond that the
- * kernel does not cost. The wake is by task, not by waiter, as the kernel's wake_q is: a
- * waiter lives on its thread's stack, and may be gone once the lock is granted.
+ * then BLOCKED -> RUNNING, then the system call only if it is asleep or about to be. The
+ * kernel wakes a task still on its CPU by its state alone (ttwu_runnable()); a system call for
+ * it would hold the waker back a microsecond that the kernel does not cost. The wake is by
+ * task, not by waiter, as the kernel's wake_q is: a waiter lives on its thread's stack, and
+ * may be gone once the lock is granted.
  */
 static inline void lock_task_wake(struct lock_task *task)
 {
-	u32 blocked = LOCK_TASK_BLOCKED;
 	smp_mb();
-	if (!__atomic_compare_exchange_n(&task->state, &blocked, LOCK_TASK_RUNNING, false,
-					 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+	if (!lock_task_set_running(task))
 		return;
 	smp_mb();
-	if (READ_ONCE(task->sleeping))
-		futex_wake_one(&task->state);
+	lock_task_kick(task);
 }
 
 #endif /* LOCKLAB_LOCK_TASK_H */

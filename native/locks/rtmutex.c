@@ -418,16 +418,13 @@ static void rt_wake_up_process(const struct rtmutex *lock, struct rt_task *task,
 			       struct rt_task *me)
 {
 	struct rt_raw_spinlock *runqueue = rt_runqueue_of(task);
-	u32 blocked = LOCK_TASK_BLOCKED;
 
 	if (lock->kernel == RT_KERNEL_6_1) {
 		rt_raw_lock(lock, &task->pi_lock, me);
 		smp_mb();
-		if (__atomic_compare_exchange_n(&task->base.state, &blocked, LOCK_TASK_RUNNING, false,
-						__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+		if (lock_task_set_running(&task->base)) {
 			rt_raw_lock(lock, runqueue, me);
-			if (__atomic_load_n(&task->base.sleeping, __ATOMIC_SEQ_CST))
-				futex_wake_one(&task->base.state);
+			lock_task_kick(&task->base);
 			rt_raw_unlock(lock, runqueue);
 		}
 		rt_raw_unlock(lock, &task->pi_lock);
@@ -435,10 +432,8 @@ static void rt_wake_up_process(const struct rtmutex *lock, struct rt_task *task,
 	}
 	rt_raw_lock(lock, runqueue, me);
 	smp_mb();
-	if (__atomic_compare_exchange_n(&task->base.state, &blocked, LOCK_TASK_RUNNING, false,
-					__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST) &&
-	    __atomic_load_n(&task->base.sleeping, __ATOMIC_SEQ_CST))
-		futex_wake_one(&task->base.state);
+	if (lock_task_set_running(&task->base))
+		lock_task_kick(&task->base);
 	rt_raw_unlock(lock, runqueue);
 }
 
@@ -783,8 +778,10 @@ static __attribute__((noinline)) void rt_mutex_slowunlock(struct rtmutex *lock,
 	bool queued = lock->kernel == RT_KERNEL_6_1 && rt_wake_q_add(woken);
 	rt_raw_unlock(lock, &task->pi_lock);
 	rt_raw_unlock(lock, &lock->wait_lock);
-	if (lock->kernel != RT_KERNEL_6_1 || queued)
-		(lock->kernel == RT_KERNEL_6_1 ? rt_wake_up_q : rt_wake_up_process)(lock, woken, task);
+	if (lock->kernel != RT_KERNEL_6_1)
+		rt_wake_up_process(lock, woken, task);
+	else if (queued)
+		rt_wake_up_q(lock, woken, task);
 	if (dropped) {
 		rt_raw_lock(lock, &task->pi_lock, task);
 		apply_prio(task, READ_ONCE(task->prio));
