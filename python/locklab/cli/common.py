@@ -28,7 +28,6 @@ from locklab.model.machine_profile import MachineProfile, find_profile, flat_cpu
 from locklab.model.spec import ExperimentSpec, default, run_times, threads_at
 from locklab.model.targeting import SourceVariant
 from locklab.run.engine import Engine, find_engine
-from locklab.run.source_plugin import check_simulated_plugin
 
 DEFAULT_STORE = "locklab-results"
 EXIT_RUN_FAILED = 1
@@ -222,13 +221,11 @@ def sim_option(parser: argparse._ActionsContainer) -> None:
 
 
 def simulated_machine(args: argparse.Namespace) -> MachineProfile | None:
-    """--sim's profile, once a plugin built outside the simulator's instrumentation is refused,
-    before anything is compiled: it would spin on the host unseen. Plugins given as C source
-    and kernel: locks are compiled for the simulator."""
+    """--sim's profile. Plugins given as C source and kernel: locks are compiled for the
+    simulator; a .so built outside its instrumentation is refused by the simulator itself when
+    the spec is checked (locklab-sim's plugin loader)."""
     if not args.sim:
         return None
-    for plugin in args.plugin or []:
-        check_simulated_plugin(Path(plugin))
     return find_profile(args.sim)
 
 

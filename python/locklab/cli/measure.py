@@ -22,7 +22,7 @@ from locklab.output import listing
 from locklab.printable import printable
 from locklab.run import adaptive
 from locklab.run.engine import Engine
-from locklab.run.source_plugin import check_simulated_plugin, compiled, is_source
+from locklab.run.source_plugin import compiled, is_source
 from locklab.run.sweep import run_sweep, runs_at_once
 from locklab.store import Experiment, Run, Store
 
@@ -33,9 +33,6 @@ def compile_variants(spec: ExperimentSpec, engine: Engine) -> None:
     simulated campaign (cached)."""
     tree = Path(spec.kernel_tree) if spec.kernel_tree else None
     build = SIM_BUILD if spec.sim_machine else engine.build()
-    for variant in spec.variants:
-        if variant.plugin and not is_source(variant.plugin) and spec.sim_machine:
-            check_simulated_plugin(Path(variant.plugin))
     spec.variants = [
         replace(variant, plugin=str(compiled(Path(variant.plugin), build, engine.path)))
         if variant.plugin and is_source(variant.plugin) else variant

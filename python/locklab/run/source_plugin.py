@@ -67,23 +67,3 @@ def compiled(source: Path, build: str, engine: Path) -> Path:
 def built_plugins(plugins: list[str], build: str, engine: Path) -> list[str]:
     """--plugin values, each C file replaced by its compiled .so."""
     return [str(compiled(Path(p), build, engine)) if is_source(p) else p for p in plugins]
-
-
-def check_simulated_plugin(plugin: Path) -> None:
-    """A plugin for --sim: C source (compiled for the simulator), or a .so built by the
-    simulator's instrumentation (make build's build/sim/plugins/), whose accesses call its
-    hooks; any other would spin on the host, unseen by the model. Checked here before a
-    campaign starts; locklab-sim checks it again at load, for a plugin given to it by hand."""
-    if is_source(str(plugin)):
-        return
-    if not plugin.is_file():
-        raise LocklabError(f"--plugin {plugin}: no such file")
-    proc = subprocess.run(["nm", "-D", "--undefined-only", str(plugin)], capture_output=True,
-                          text=True, check=False)  # fmt: skip
-    if proc.returncode != 0:
-        raise LocklabError(f"--plugin {plugin}: not a shared object nm can read")
-    if "__tsan_" not in proc.stdout:
-        raise LocklabError(
-            f"--sim with --plugin {plugin}: built without the simulator's instrumentation; give "
-            f"its C source, or build/sim/plugins/{plugin.name} (make build)"
-        )
