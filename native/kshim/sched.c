@@ -214,8 +214,8 @@ void wake_up_q(struct wake_q_head *head)
  * donor's if that is more important. As the kernel's, nothing is written when neither the
  * donor nor the priority changes, and otherwise under the task's run-queue lock (6.1 sets
  * pi_top_task there even when the priority stays, between equal priorities). The host's
- * scheduler is not told (that needs privilege and is the hand ports'
- * job, native/locks/lock_task.h); the locks' own decisions (waiter order, stealing, the top
+ * scheduler is not told (that needs privilege and is the hand ports' job,
+ * native/locks/lock_task.h); the locks' own decisions (waiter order, stealing, the top
  * waiter's spin) follow prio as in the kernel. No deadline tasks here, so no dl_prio() case.
  */
 void rt_mutex_setprio(struct task_struct *p, struct task_struct *pi_task)
