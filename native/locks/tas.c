@@ -78,16 +78,28 @@ ttas_wait_free(u32 *locked, u32 *parked, const struct lock_wait *wait, struct lo
 			lock_park(self, budget, locked, 1, parked);
 }
 
+/*
+ * The wait, out of line, as the kernel keeps a spinlock's slow path: inlined into a writer
+ * loop, its calls and its budget cost the uncontended acquisition two stack stores and the
+ * loop's registers (P1 on an Intel VM: 0.95 of the same-source loop inlined, 0.99 out of line).
+ */
+static __attribute__((noinline)) void ttas_lock_contended(struct tas_lock *lock,
+							    struct lock_thread *self)
+{
+	struct lock_wait_budget budget = LOCK_WAIT_BUDGET_INIT;
+
+	do
+		ttas_wait_free(&lock->locked, &lock->parked, &lock->wait, self, &budget);
+	while (xchg_acquire(&lock->locked, 1) != 0);
+}
+
 static void ttas_lock(void *lockp, struct lock_thread *self)
 {
 	struct tas_lock *lock = lockp;
-	struct lock_wait_budget budget = LOCK_WAIT_BUDGET_INIT;
 
-	for (;;) {
-		if (xchg_acquire(&lock->locked, 1) == 0)
-			return;
-		ttas_wait_free(&lock->locked, &lock->parked, &lock->wait, self, &budget);
-	}
+	if (likely(xchg_acquire(&lock->locked, 1) == 0))
+		return;
+	ttas_lock_contended(lock, self);
 }
 
 /* ttas_backoff keeps its random state in the thread's first queue node. */
