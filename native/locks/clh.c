@@ -70,6 +70,13 @@ static void clh_destroy(void *lockp)
 	free(lock->initial_dummy);
 }
 
+/* The wait for the predecessor, out of line: tas.c says why (ttas_lock_contended()). */
+static __attribute__((noinline)) void clh_wait_for(struct clh_lock *lock, struct lock_thread *self,
+						   struct clh_node *pred)
+{
+	lock_wait_cond_load_acquire(&lock->wait, self, &pred->locked, &pred->parked, VAL == 0);
+}
+
 static void clh_lock(void *lockp, struct lock_thread *self)
 {
 	struct clh_lock *lock = lockp;
@@ -80,7 +87,8 @@ static void clh_lock(void *lockp, struct lock_thread *self)
 	pred = xchg(&lock->tail, node);
 	node->pred = pred;
 	/* Pairs with the release in unlock. */
-	lock_wait_cond_load_acquire(&lock->wait, self, &pred->locked, &pred->parked, VAL == 0);
+	if (unlikely(smp_load_acquire(&pred->locked) != 0))
+		clh_wait_for(lock, self, pred);
 	lock_prewake(&lock->wait, self, &node->locked, &node->parked); /* our successor */
 }
 
