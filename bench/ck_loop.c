@@ -10,16 +10,15 @@
 #include "bare_loop.h"
 
 enum which { FAS, TICKET, MCS, CLH, PTHREAD };
-static _Alignas(64) enum which which; /* read once a batch, in no line a lock writes */
 
 /*
- * Each lock word and each queue node in a cache line of its own, as the engine lays them out
- * (the lock in an aligned block, each thread's queue nodes apart). Packed, the CLH tail shared
- * its line with the first node, and the two threads' MCS nodes shared one: a hand-over then
- * moves other lines than the engine's, which at 2 threads on an Intel VM made this loop's
- * ck_clh 1.2 times the engine's, and the same loop with the tail apart 1.0 times.
+ * Each lock word and each thread's queue node in a line of its own, 128 bytes as the engine
+ * aligns them (LOCKLAB_CACHELINE: x86 fetches lines in pairs). Packed, the CLH tail shared its
+ * line with the first node, and the two threads' MCS nodes shared one: a hand-over then moved
+ * other lines than in the engine, and at 2 threads on an Intel VM this loop's ck_clh ran at
+ * 1.2 times the engine's.
  */
-#define OWN_LINE _Alignas(64)
+#define OWN_LINE _Alignas(128)
 struct mcs_slot {
 	OWN_LINE struct ck_spinlock_mcs node;
 };
@@ -27,6 +26,7 @@ struct clh_slot {
 	OWN_LINE struct ck_spinlock_clh node;
 };
 
+static OWN_LINE enum which which; /* read once a batch, in no line a lock writes */
 static OWN_LINE ck_spinlock_fas_t fas = CK_SPINLOCK_FAS_INITIALIZER;
 static OWN_LINE ck_spinlock_ticket_t ticket = CK_SPINLOCK_TICKET_INITIALIZER;
 static OWN_LINE ck_spinlock_mcs_t mcs_queue = CK_SPINLOCK_MCS_INITIALIZER;
