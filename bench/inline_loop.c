@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * inline_loop - the P1 same-source reference: the lock's own source compiled into a bare loop
- * (bare_loop.h), so the compiler inlines lock() and unlock() as it does in the engine's
- * specialised loops, and nothing else: no checks, no counts, no sampling. Built once per lock:
+ * (bare_loop.h), which calls lock() and unlock() directly, inlined where the engine's
+ * specialised loops inline them, and nothing else: no checks, no counts, no sampling. Built
+ * once per lock:
  *   -DLOCK_SOURCE='"tas.c"' -DLOCK_OPS=tas_ops
  * Usage: inline_loop LOCK SECONDS NTHREADS  (LOCK: the lock's name, checked)
  * -DBARE_CHECKS adds the engine's per-acquisition checks and nothing else of the engine: the

@@ -9,8 +9,8 @@
  * build, with -DKSHIM_LOCK_<name>, KSHIM_SOURCE (the tree and patches, for the catalogue) and
  * LOCKLAB_ENGINE_LAYOUT (the engine it is loaded into).
  *
- * The calls are out of line, as in the kernel: rt_mutex_lock(), mutex_lock(), down_write()
- * are exported functions there too, and raw_spin_lock() is _raw_spin_lock() (bridge.h).
+ * The calls are out of line, as in the kernel and as the ports' (kernel_out_of_line in
+ * locklab/kernel.h says why); raw_spin_lock() is _raw_spin_lock() here (bridge.h).
  */
 #include <locklab/lock.h>
 

@@ -70,9 +70,11 @@ static void clh_destroy(void *lockp)
 	free(lock->initial_dummy);
 }
 
-/* The wait for the predecessor, out of line: tas.c says why (ttas_lock_contended()). */
-static __attribute__((noinline)) void clh_wait_for(struct clh_lock *lock, struct lock_thread *self,
-						   struct clh_node *pred)
+/* The wait for the predecessor, out of line: tas.c says why (ttas_lock_contended()). Its
+ * first read repeats the caller's, a hit on a line this CPU has just read. */
+static __attribute__((noinline)) void clh_lock_contended(struct clh_lock *lock,
+							 struct lock_thread *self,
+							 struct clh_node *pred)
 {
 	lock_wait_cond_load_acquire(&lock->wait, self, &pred->locked, &pred->parked, VAL == 0);
 }
@@ -88,7 +90,7 @@ static void clh_lock(void *lockp, struct lock_thread *self)
 	node->pred = pred;
 	/* Pairs with the release in unlock. */
 	if (unlikely(smp_load_acquire(&pred->locked) != 0))
-		clh_wait_for(lock, self, pred);
+		clh_lock_contended(lock, self, pred);
 	lock_prewake(&lock->wait, self, &node->locked, &node->parked); /* our successor */
 }
 

@@ -270,7 +270,7 @@ static void mutex_unlock_slowpath(struct mutex *lock, struct lock_thread *self)
 		lock_task_wake(woken);
 }
 
-static kernel_entry_point void mutex_lock_op(void *lockp, struct lock_thread *self)
+static kernel_out_of_line void mutex_lock_op(void *lockp, struct lock_thread *self)
 {
 	struct mutex *lock = lockp;
 	struct lock_task *me = lock_task_of(self);
@@ -287,7 +287,7 @@ static bool mutex_trylock_op(void *lockp, struct lock_thread *self)
 	return mutex_trylock_flags(lockp, lock_task_of(self));
 }
 
-static kernel_entry_point void mutex_unlock_op(void *lockp, struct lock_thread *self)
+static kernel_out_of_line void mutex_unlock_op(void *lockp, struct lock_thread *self)
 {
 	struct mutex *lock = lockp;
 	uintptr_t expected = (uintptr_t)lock_task_of(self);

@@ -385,22 +385,22 @@ queued_spin_lock(void *lockp, struct lock_thread *self, enum q_layout layout,
 }
 
 /* The disassembly test (tests/test_spinlocks.py) reads these functions by name. */
-static kernel_entry_point void qspinlock_lock(void *lockp, struct lock_thread *self)
+static kernel_out_of_line void qspinlock_lock(void *lockp, struct lock_thread *self)
 {
 	queued_spin_lock(lockp, self, Q_PENDING_BYTE, CNA_NONE);
 }
 
-static void qspinlock_nr16k_lock(void *lockp, struct lock_thread *self)
+static kernel_out_of_line void qspinlock_nr16k_lock(void *lockp, struct lock_thread *self)
 {
 	queued_spin_lock(lockp, self, Q_PENDING_BIT, CNA_NONE);
 }
 
-static kernel_entry_point void cna_lock(void *lockp, struct lock_thread *self)
+static kernel_out_of_line void cna_lock(void *lockp, struct lock_thread *self)
 {
 	queued_spin_lock(lockp, self, Q_PENDING_BYTE, CNA_V15);
 }
 
-static kernel_entry_point void cna_v1_lock(void *lockp, struct lock_thread *self)
+static kernel_out_of_line void cna_v1_lock(void *lockp, struct lock_thread *self)
 {
 	queued_spin_lock(lockp, self, Q_PENDING_BYTE, CNA_V1);
 }
@@ -412,7 +412,7 @@ static bool qspinlock_trylock(void *lockp, struct lock_thread *self)
 }
 
 /* RELEASE store of 0 to the locked byte, in both layouts (asm-generic/qspinlock.h). */
-static kernel_entry_point void qspinlock_unlock(void *lockp, struct lock_thread *self)
+static kernel_out_of_line void qspinlock_unlock(void *lockp, struct lock_thread *self)
 {
 	struct qspinlock *lock = lockp;
 	smp_store_release(&lock->locked, 0);

@@ -817,7 +817,7 @@ rtmutex_fastlock(struct rtmutex *lock, struct lock_thread *self, rt_mutex_slowlo
 	{                                                                                      \
 		rt_mutex_slowlock(lock, task, try_to_take_##name);                              \
 	}                                                                                      \
-	static kernel_entry_point void rtmutex_lock_##name(void *lockp,                        \
+	static kernel_out_of_line void rtmutex_lock_##name(void *lockp,                        \
 							    struct lock_thread *self)          \
 	{                                                                                      \
 		rtmutex_fastlock(lockp, self, rt_mutex_slowlock_##name);                        \
@@ -851,7 +851,7 @@ static void rtmutex_lock_by_param(void *lockp, struct lock_thread *self)
 	lock->slowlock(lock, rt_task_of(self));
 }
 
-static kernel_entry_point void rtmutex_unlock(void *lockp, struct lock_thread *self)
+static kernel_out_of_line void rtmutex_unlock(void *lockp, struct lock_thread *self)
 {
 	struct rtmutex *lock = lockp;
 	struct rt_task *task = rt_task_of(self);

@@ -292,7 +292,7 @@ static void rwsem_down_read_slowpath(struct rw_semaphore *sem, struct lock_threa
 	/* Granted: the waker added our bias and took us off the list. */
 }
 
-static kernel_entry_point void rwsem_down_read(void *lockp, struct lock_thread *self)
+static kernel_out_of_line void rwsem_down_read(void *lockp, struct lock_thread *self)
 {
 	struct rw_semaphore *sem = lockp;
 	unsigned long count = __atomic_fetch_add(&sem->count, RWSEM_READER_BIAS, __ATOMIC_ACQUIRE);
@@ -303,7 +303,7 @@ static kernel_entry_point void rwsem_down_read(void *lockp, struct lock_thread *
 		set_reader_owned(sem, lock_task_of(self));
 }
 
-static kernel_entry_point void rwsem_up_read(void *lockp, struct lock_thread *self)
+static kernel_out_of_line void rwsem_up_read(void *lockp, struct lock_thread *self)
 {
 	struct rw_semaphore *sem = lockp;
 	(void)self;
@@ -529,7 +529,7 @@ static void rwsem_down_write_slowpath(struct rw_semaphore *sem, struct lock_thre
 	wake_all(&wake);
 }
 
-static kernel_entry_point void rwsem_down_write(void *lockp, struct lock_thread *self)
+static kernel_out_of_line void rwsem_down_write(void *lockp, struct lock_thread *self)
 {
 	struct rw_semaphore *sem = lockp;
 	struct lock_task *me = lock_task_of(self);
@@ -560,7 +560,7 @@ static bool rwsem_down_write_trylock(void *lockp, struct lock_thread *self)
 	return false;
 }
 
-static kernel_entry_point void rwsem_up_write(void *lockp, struct lock_thread *self)
+static kernel_out_of_line void rwsem_up_write(void *lockp, struct lock_thread *self)
 {
 	struct rw_semaphore *sem = lockp;
 	(void)self;

@@ -81,7 +81,8 @@ ttas_wait_free(u32 *locked, u32 *parked, const struct lock_wait *wait, struct lo
 /*
  * The wait, out of line, as the kernel keeps a spinlock's slow path: inlined into a writer
  * loop, its calls and its budget cost the uncontended acquisition two stack stores and the
- * loop's registers (P1 on an Intel VM: 0.95 of the same-source loop inlined, 0.99 out of line).
+ * loop's registers (the engine's P1 on an Intel VM: 0.95 of the same-source loop with the wait
+ * inlined, 0.98-0.99 with it out of line).
  */
 static __attribute__((noinline)) void ttas_lock_contended(struct tas_lock *lock,
 							    struct lock_thread *self)

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The engine's build of native/locks/mutex.c, with writer loops that inline its locks
- * (loops.def). The tree's code runs in a loop of its own (native/engine/source_plugin/loop.c):
- * so the port does too, and a port-against-tree ratio compares the locks, not an indirect
- * call per acquisition against none.
+ * The engine's build of native/locks/mutex.c, with writer loops that call its locks directly
+ * (loops.def), out of line as the kernel's (kernel_out_of_line). The tree's code runs in a
+ * loop of its own (native/kshim/plugin.c): so the port does too, and a port-against-tree
+ * ratio compares the locks, not an indirect call per acquisition against none.
  */
 #include "../../locks/mutex.c"
 #include "../worker_hot.h"

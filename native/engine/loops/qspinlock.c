@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The engine's build of native/locks/qspinlock.c, with writer loops that inline its locks (loops.def). */
+/* The engine's build of native/locks/qspinlock.c, with writer loops that call its locks directly
+ * (loops.def), out of line as the kernel's (kernel_out_of_line). */
 #include "../../locks/qspinlock.c"
 #include "../worker_hot.h"
 

@@ -5,8 +5,8 @@
  * instantiated with its locklab_plugin_lock's lock() and unlock(). The struct is const and its
  * initialiser is in this translation unit, and the Makefile compiles with
  * -fno-semantic-interposition, so the compiler resolves both calls and inlines them, as the
- * engine's own loops inline its locks (native/engine/loops/). A .so built any other way keeps
- * the engine's indirect-call loop.
+ * engine's own loops call its locks directly (native/engine/loops/). A .so built any other
+ * way keeps the engine's indirect-call loop.
  *
  *   LOCKLAB_PLUGIN_SOURCE   the user's file, as a string (the Makefile's source-plugin rule)
  */

@@ -40,14 +40,14 @@ typedef int64_t s64;
 #define barrier() __asm__ __volatile__("" ::: "memory")
 
 /*
- * A lock's entry point that the kernel calls out of line: mutex_lock(), down_write() and
- * rt_mutex_lock() are exported functions, and x86 builds _raw_spin_lock() out of line (no
- * ARCH_INLINE_SPIN_LOCK) and _raw_spin_unlock() too under PREEMPTION (UNINLINE_SPIN_UNLOCK,
- * Debian's 6.1). A port's lock and unlock keep that call, as the tree's code in its plugin
- * does: inlined, the ports ran at 1.15 (mutex) and 1.60 (qspinlock) times the tree's code
- * uncontended on an Intel VM, where two calls per acquisition cost 1 to 3 ns.
+ * A lock or unlock that the kernel calls out of line, and so do the ports of its locks:
+ * mutex_lock(), down_write() and rt_mutex_lock() are exported functions, x86 builds
+ * _raw_spin_lock() out of line (it selects no ARCH_INLINE_SPIN_LOCK), and _raw_spin_unlock()
+ * too where PREEMPT_BUILD selects UNINLINE_SPIN_UNLOCK (PREEMPT, PREEMPT_DYNAMIC: Debian's
+ * 6.1). The tree's code in its plugin is called so too (native/kshim/plugin.c); docs/locks.md
+ * says what inlining the ports cost the comparison.
  */
-#define kernel_entry_point __attribute__((noinline))
+#define kernel_out_of_line __attribute__((noinline))
 
 /* ---- plain accesses ---------------------------------------------------------------------- */
 #define READ_ONCE(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
