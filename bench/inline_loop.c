@@ -42,7 +42,9 @@ static unsigned long long noted[BARE_MAX_THREADS * 8];
 static void bare_iteration(unsigned int thread)
 {
 	LOCK_OPS.lock(lock_memory, &selves[thread]);
+	bare_section_fence();
 	shared_line.counter = shared_line.counter + 1;
+	bare_section_fence();
 	LOCK_OPS.unlock(lock_memory, &selves[thread]);
 }
 #elif defined(BARE_ONE_READ)
@@ -53,8 +55,9 @@ static void bare_iteration(unsigned int thread)
 static void bare_iteration(unsigned int thread)
 {
 	LOCK_OPS.lock(lock_memory, &selves[thread]);
+	bare_section_fence();
 	shared_line.counter = shared_line.counter + 1;
-	__asm__ __volatile__("" ::: "memory");
+	bare_section_fence();
 	unsigned int seen = __atomic_load_n(&shared_line.owner, __ATOMIC_RELAXED);
 	LOCK_OPS.unlock(lock_memory, &selves[thread]);
 	if (__builtin_expect(seen != 0, 0))
@@ -71,13 +74,14 @@ static void bare_iteration(unsigned int thread)
 {
 	const unsigned int key = thread + 1;
 	LOCK_OPS.lock(lock_memory, &selves[thread]);
+	bare_section_fence();
 	__atomic_store_n(&shared_line.owner, key, __ATOMIC_RELAXED);
-	__asm__ __volatile__("" ::: "memory");
+	bare_section_fence();
 	shared_line.counter = shared_line.counter + 1;
 	unsigned int previous = shared_line.last_holder;
 	if (__builtin_expect(previous != key, 0))
 		shared_line.last_holder = key;
-	__asm__ __volatile__("" ::: "memory");
+	bare_section_fence();
 	unsigned int overwritten = __atomic_load_n(&shared_line.owner, __ATOMIC_RELAXED) ^ key;
 	LOCK_OPS.unlock(lock_memory, &selves[thread]);
 	if (__builtin_expect((previous ^ key) | overwritten, 0))
