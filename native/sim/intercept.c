@@ -343,9 +343,10 @@ int pthread_setschedparam(pthread_t thread, int policy, const struct sched_param
 
 /*
  * Whether a shared object's code calls the simulator's hooks: built with GCC's
- * -fsanitize=thread, it has undefined __tsan_* symbols in its dynamic symbol table (the rule
- * `locklab run --sim` applies with nm). Read from the file, as ELF lays it out; a file this
- * does not read (not 64-bit ELF) passes, since dlopen has already taken it.
+ * -fsanitize=thread, it has undefined __tsan_* symbols in its dynamic symbol table. This is
+ * the one place the rule lives (`locklab run --sim` meets it here, when it lists the spec's
+ * locks). Read from the file, as ELF lays it out; a file this does not read (not 64-bit ELF)
+ * passes, since dlopen has already taken it.
  */
 static bool calls_the_hooks(const unsigned char *image, size_t size)
 {
