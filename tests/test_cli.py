@@ -3,6 +3,7 @@
 Runs are bounded by tiny durations and few threads; nothing asserts on throughput or time.
 """
 
+import contextlib
 import functools
 import os
 import signal
@@ -370,6 +371,41 @@ def test_engine_never_starts_once_locklab_is_gone():
         check=False,
     )
     assert done.returncode == lifetime.EXIT_PARENT_GONE
+
+
+def test_a_stopped_locklab_leaves_no_child_in_its_process_group():
+    """Stopped inside Popen, after the fork and before the exec, Python drops the child's handle
+    (CI saw a check's engine, killed by its death signal, still a zombie of the group after
+    locklab had exited). Here one such child runs on, one has ended unreaped, and one has a
+    session of its own: end_children() ends the first two and leaves the third to its owner."""
+    script = """if True:
+        import subprocess, time
+        from pathlib import Path
+        from locklab.run import lifetime
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        running = subprocess.Popen(["sleep", "60"], **quiet)
+        ended = subprocess.Popen(["true"], **quiet)
+        own_session = subprocess.Popen(["sleep", "60"], start_new_session=True, **quiet)
+        while Path(f"/proc/{ended.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            time.sleep(0.01)
+        lifetime.end_children()
+        print(own_session.pid)
+    """
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, cwd=ROOT, start_new_session=True,
+    )  # fmt: skip
+    out, err = proc.communicate(timeout=30)
+    try:
+        assert proc.returncode == 0, err
+        with pytest.raises(ProcessLookupError):
+            os.killpg(proc.pid, 0)
+        assert running(int(out))
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        if out.strip():
+            os.kill(int(out), signal.SIGKILL)
 
 
 def test_an_interrupt_python_lost_still_stops_the_next_run(monkeypatch):

@@ -25,7 +25,7 @@ from locklab import __version__
 from locklab.cli.common import EXIT_INTERNAL, EXIT_INTERRUPTED, Parser
 from locklab.errors import LocklabError
 from locklab.printable import printable
-from locklab.run.lifetime import end_with_input, stopped_by_signals
+from locklab.run.lifetime import end_children_if_stopped, end_with_input, stopped_by_signals
 from locklab.store import mirror
 
 WHAT = (
@@ -110,7 +110,10 @@ def build_parser() -> Parser:
 def main(argv: Sequence[str] | None = None) -> int:
     """SIGTERM (kill) ends a sweep the way Ctrl-C does: finished runs are already stored."""
     with stopped_by_signals():
-        return _main(argv)
+        try:
+            return _main(argv)
+        finally:
+            end_children_if_stopped()
 
 
 def _main(argv: Sequence[str] | None) -> int:

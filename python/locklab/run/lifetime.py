@@ -2,7 +2,7 @@
 
 Killed, even by SIGKILL, locklab must not leave any of them spinning on the CPUs it measured.
 Stopped (Ctrl-C, SIGTERM), it stops at once, or, should Python lose the interrupt, when the
-engine run, program run or kernel boot under way ends.
+engine run, program run or kernel boot under way ends, and leaves no child in its process group.
 """
 
 from __future__ import annotations
@@ -14,12 +14,15 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import FrameType
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 EXIT_PARENT_GONE = 128 + signal.SIGKILL  # as if the death signal had come
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+REAP_WAIT_S = 5.0  # for a killed child to be reaped; one stuck in the kernel is left to init
 
 _stop_asked = False  # set only by the handler, which runs in the main thread
 _holding_stops = False  # inside holding_stops()
@@ -71,6 +74,54 @@ def raise_if_stopped() -> None:
     """KeyboardInterrupt if a stop signal came, even one whose interrupt Python lost."""
     if _stop_asked:
         raise KeyboardInterrupt
+
+
+def end_children_if_stopped() -> None:
+    """Where locklab ends (cli.main): stopped, it leaves no child behind in its process group.
+    Only there: inside a test's process, this would end the test's own children."""
+    if _stop_asked:
+        with holding_stops():  # a second Ctrl-C meanwhile is no traceback
+            end_children()
+
+
+def end_children() -> None:
+    """Each child of locklab's still in its process group, killed and reaped. Interrupted inside
+    Popen, after the fork and before the exec, Python drops the child's handle, and nothing of
+    locklab's ends it: a `git describe` runs on, an engine started with die_with_locklab() dies
+    with locklab but stays a zombie of the group until init reaps it, after locklab's exit
+    status is out (1 Ctrl-C in 3 sent as a check before a sweep forks). Children in sessions
+    of their own (a program under a lock, a host's commands) are ended by their owners."""
+    group = os.getpgrp()
+    killed = []
+    for pid in _children_in(group):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+    deadline = time.monotonic() + REAP_WAIT_S
+    while killed and time.monotonic() < deadline:
+        for pid in list(killed):
+            try:
+                ended, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:  # reaped meanwhile, by a Popen
+                ended = pid
+            if ended:
+                killed.remove(pid)
+        if killed:
+            time.sleep(0.01)
+
+
+def _children_in(group: int) -> list[int]:
+    """This process's children in process group `group`, from /proc (none where there is none)."""
+    me = os.getpid()
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:  # after the command's ")": state, parent, process group
+            _, parent, pgrp = stat.read_text().rsplit(")", 1)[1].split()[:3]
+        except (OSError, ValueError):  # ended meanwhile
+            continue
+        if int(parent) == me and int(pgrp) == group:
+            found.append(int(stat.parent.name))
+    return found
 
 
 def die_with_locklab() -> Callable[[], None] | None:
