@@ -29,4 +29,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from child_failure import run_main
+
+    run_main(main)

@@ -323,15 +323,14 @@ def main() -> None:
     parser.add_argument("--threads", type=int, choices=(1, 2), help="P1 at this count only")
     parser.add_argument("--locks", help="P1 for these locks only, comma-separated")
     args = parser.parse_args()
-    if args.only in (None, "p1"):
-        locks = args.locks.split(",") if args.locks else list(P1_LOCKS)
-        unknown = [lock for lock in locks if lock not in P1_LOCKS]
-        if unknown:
-            parser.error(f"--locks: not in P1: {', '.join(unknown)}")
-        p1(args.repeats, args.seconds, (args.threads,) if args.threads else (1, 2), locks)
+    locks = args.locks.split(",") if args.locks else list(P1_LOCKS)
+    unknown = [lock for lock in locks if lock not in P1_LOCKS]
+    if unknown:
+        parser.error(f"--locks: not in P1: {', '.join(unknown)}")
     threads = (args.threads,) if args.threads else (1, 2)
+    if args.only in (None, "p1"):
+        p1(args.repeats, args.seconds, threads, locks)
     if args.only in (None, "unchecked"):
-        locks = args.locks.split(",") if args.locks else list(P1_LOCKS)
         p1_unchecked(args.repeats, args.seconds, threads, locks)
     if args.only in (None, "peers"):
         p1_peers(args.repeats, args.seconds, threads)
@@ -343,4 +342,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from child_failure import run_main
+
+    run_main(main)

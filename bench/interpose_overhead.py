@@ -156,4 +156,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from child_failure import run_main
+
+    run_main(main)
