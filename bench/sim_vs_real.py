@@ -9,15 +9,16 @@ draw 100 ms holds so rarely that a half-second run's figure is mostly their luck
     .venv/bin/python bench/sim_vs_real.py FOLDER PROFILE
 """
 
+import argparse
 import json
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
 
+from locklab.errors import LocklabError
 from locklab.model.machine_profile import find_profile
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,9 +46,17 @@ def simulated(machine: Path, lock: str, writers: int) -> float:
 
 
 def main() -> None:
-    folder, profile_name = Path(sys.argv[1]), sys.argv[2]
-    runs = real_runs(folder)
-    profile = find_profile(profile_name)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", type=Path, help="what bench/many_cores.sh wrote")
+    parser.add_argument("profile", help="the machine's profile: a name or a file")
+    args = parser.parse_args()
+    runs = real_runs(args.folder)
+    if not runs:
+        parser.error(f"{args.folder}: no run of bench/many_cores.sh ended ok there")
+    try:
+        profile = find_profile(args.profile)
+    except LocklabError as error:
+        parser.error(str(error))
     with tempfile.TemporaryDirectory() as scratch:
         machine = Path(scratch) / f"{profile.name}.machine"
         machine.write_text(profile.flat_text())
