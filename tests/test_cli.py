@@ -377,7 +377,8 @@ def test_a_stopped_locklab_leaves_no_child_in_its_process_group():
     """Stopped inside Popen, after the fork and before the exec, Python drops the child's handle
     (CI saw a check's engine, killed by its death signal, still a zombie of the group after
     locklab had exited). Here one such child runs on, one has ended unreaped, and one has a
-    session of its own: end_children() ends the first two and leaves the third to its owner."""
+    session of its own: end_children() ends and reaps the first two (before the script's exit,
+    where Popen's finaliser would reap them) and leaves the third to its owner."""
     script = """if True:
         import subprocess, time
         from pathlib import Path
@@ -389,23 +390,28 @@ def test_a_stopped_locklab_leaves_no_child_in_its_process_group():
         while Path(f"/proc/{ended.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
             time.sleep(0.01)
         lifetime.end_children()
-        print(own_session.pid)
+        gone = [not Path(f"/proc/{child.pid}").exists() for child in (running, ended)]
+        print(own_session.pid, *gone, flush=True)
     """
     proc = subprocess.Popen(
         [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True, cwd=ROOT, start_new_session=True,
     )  # fmt: skip
-    out, err = proc.communicate(timeout=30)
+    out = ""
     try:
+        out, err = proc.communicate(timeout=30)
         assert proc.returncode == 0, err
+        own_session, *gone = out.split()
+        assert gone == ["True", "True"], "a child was left running or unreaped"
         with pytest.raises(ProcessLookupError):
             os.killpg(proc.pid, 0)
-        assert running(int(out))
+        assert running(int(own_session))
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        if out.strip():
-            os.kill(int(out), signal.SIGKILL)
+        proc.wait()
+        if out.split():
+            os.kill(int(out.split()[0]), signal.SIGKILL)
 
 
 def test_an_interrupt_python_lost_still_stops_the_next_run(monkeypatch):

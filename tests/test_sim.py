@@ -373,27 +373,37 @@ def test_ctrl_c_stops_every_simulated_run_under_way(tmp_path):
 
 def test_ctrl_c_as_locklab_starts_a_child_leaves_none_behind(tmp_path):
     """Ctrl-C while a child of locklab's is forked and not yet exec'd (a copy of locklab's own
-    command line): before end_children(), 1 try in 3 left a child in the group."""
+    command line): before end_children(), 1 try in 3 left a child in the group, a zombie that
+    the death signal had killed and init had not yet reaped (an init that reaps at once would
+    hide it). A try that misses the window, on a busy machine, is not counted."""
     command = [str(LOCKLAB), "run", "--sim", "x5-4", "--lock", "qspinlock,mcs", "--nwriters", "72",
                "--plain"]  # fmt: skip
-    for attempt in range(5):
-        proc = subprocess.Popen([*command, "--store", str(tmp_path / str(attempt))],
+    caught, tries, deadline = 0, 0, time.monotonic() + 60
+    while caught < 5 and tries < 20 and time.monotonic() < deadline:
+        tries += 1
+        proc = subprocess.Popen([*command, "--store", str(tmp_path / str(tries))],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 start_new_session=True)  # fmt: skip
         try:
             own = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and own not in child_command_lines(proc.pid):
+            while proc.poll() is None and own not in child_command_lines(proc.pid):
                 pass  # no sleep: the copy lives a few milliseconds
+            if proc.poll() is not None:
+                continue  # the window was missed and the sweep ended
             proc.send_signal(signal.SIGINT)
             _, err = proc.communicate(timeout=60)
+            if proc.returncode == 0:
+                continue  # the signal came as the sweep ended
+            caught += 1
             with pytest.raises(ProcessLookupError):
                 os.killpg(proc.pid, 0)
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            proc.communicate()
         assert proc.returncode == 130 and "Traceback" not in err, err
+    if not caught:
+        pytest.skip("no try caught a child between fork and exec: the machine is too busy")
 
 
 def child_command_lines(pid: int) -> list[bytes]:

@@ -2,7 +2,8 @@
 
 Killed, even by SIGKILL, locklab must not leave any of them spinning on the CPUs it measured.
 Stopped (Ctrl-C, SIGTERM), it stops at once, or, should Python lose the interrupt, when the
-engine run, program run or kernel boot under way ends, and leaves no child in its process group.
+engine run, program run or kernel boot under way ends, and leaves no child of its own in its
+process group (Linux: read from /proc).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from types import FrameType
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 EXIT_PARENT_GONE = 128 + signal.SIGKILL  # as if the death signal had come
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+TERM_GRACE_S = 1.0  # for a child to end on SIGTERM (make ends its jobs) before SIGKILL
 REAP_WAIT_S = 5.0  # for a killed child to be reaped; one stuck in the kernel is left to init
 
 _stop_asked = False  # set only by the handler, which runs in the main thread
@@ -85,29 +87,44 @@ def end_children_if_stopped() -> None:
 
 
 def end_children() -> None:
-    """Each child of locklab's still in its process group, killed and reaped. Interrupted inside
-    Popen, after the fork and before the exec, Python drops the child's handle, and nothing of
-    locklab's ends it: a `git describe` runs on, an engine started with die_with_locklab() dies
-    with locklab but stays a zombie of the group until init reaps it, after locklab's exit
-    status is out (1 Ctrl-C in 3 sent as a check before a sweep forks). Children in sessions
-    of their own (a program under a lock, a host's commands) are ended by their owners."""
+    """Each child of locklab's still in its process group, ended and reaped. Stopped inside
+    Popen, after the fork and before the exec, Python drops the child's handle: the child runs
+    on, or, killed by its death signal, stays a zombie in the group after locklab's exit.
+    SIGTERM first, so that a make ends its own jobs; SIGKILL for what is left. Children in
+    sessions of their own (a program under a lock, a host's run and steps) have owners that
+    end them."""
     group = os.getpgrp()
-    killed = []
-    for pid in _children_in(group):
+    left = _signalled(_children_in(group), signal.SIGTERM)
+    left = _reaped(left, TERM_GRACE_S)
+    _reaped(_signalled(left, signal.SIGKILL), REAP_WAIT_S)
+
+
+def _signalled(pids: list[int], number: int) -> list[int]:
+    """Those of `pids` that could be sent the signal (a zombie can, and ignores it)."""
+    sent = []
+    for pid in pids:
         with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-            killed.append(pid)
-    deadline = time.monotonic() + REAP_WAIT_S
-    while killed and time.monotonic() < deadline:
-        for pid in list(killed):
+            os.kill(pid, number)
+            sent.append(pid)
+    return sent
+
+
+def _reaped(pids: list[int], within_s: float) -> list[int]:
+    """Those of `pids` still not ended after `within_s`; the others reaped."""
+    left = list(pids)
+    deadline = time.monotonic() + within_s
+    while left:
+        for pid in list(left):
             try:
                 ended, _ = os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:  # reaped meanwhile, by a Popen
+            except ChildProcessError:  # reaped meanwhile, by its Popen in another thread
                 ended = pid
             if ended:
-                killed.remove(pid)
-        if killed:
-            time.sleep(0.01)
+                left.remove(pid)
+        if not left or time.monotonic() >= deadline:
+            break
+        time.sleep(0.01)
+    return left
 
 
 def _children_in(group: int) -> list[int]:
