@@ -3,11 +3,16 @@ status and the last line it printed, so that `make bench` stops with what to loo
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+
+from locklab.errors import LocklabError
+
+BUILD = Path(__file__).resolve().parent.parent / "build"
 
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
@@ -27,10 +32,17 @@ def run_main(main: Callable[[], int | None]) -> None:
     except subprocess.TimeoutExpired as error:
         status = EXIT_FAILED
         print(f"{name}: {_command(error.cmd)} ran past {error.timeout:.3g} s", file=sys.stderr)
-    except OSError as error:  # a bare loop not built, say
+    except LocklabError as error:  # locklab's own code, called by from_source.py
+        status = EXIT_FAILED
+        print(f"{name}: {error}", file=sys.stderr)
+    except BrokenPipeError:  # `| head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        status = 0
+    except OSError as error:
         status = EXIT_FAILED
         where = f"{error.filename}: " if error.filename else ""
-        hint = " (make bench builds it)" if isinstance(error, FileNotFoundError) else ""
+        built = isinstance(error, FileNotFoundError) and str(error.filename).startswith(str(BUILD))
+        hint = " (make bench builds it)" if built else ""
         print(f"{name}: {where}{error.strerror or error}{hint}", file=sys.stderr)
     except KeyboardInterrupt:
         status = EXIT_INTERRUPTED

@@ -321,7 +321,7 @@ def main() -> None:
     parser.add_argument("--only", choices=("p1", "unchecked", "peers", "plugin", "p2"),
                         help="one part only")  # fmt: skip
     parser.add_argument("--threads", type=int, choices=(1, 2), help="P1 at this count only")
-    parser.add_argument("--locks", help="P1 for these locks only, comma-separated")
+    parser.add_argument("--locks", help="P1 and P1 unchecked for these locks only, comma-separated")
     args = parser.parse_args()
     locks = args.locks.split(",") if args.locks else list(P1_LOCKS)
     unknown = [lock for lock in locks if lock not in P1_LOCKS]
@@ -342,6 +342,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    from child_failure import run_main
+    from child_failure import run_main  # bench/ is on sys.path only when run as a script
 
     run_main(main)

@@ -156,6 +156,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    from child_failure import run_main
+    from child_failure import run_main  # bench/ is on sys.path only when run as a script
 
     run_main(main)

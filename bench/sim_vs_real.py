@@ -54,7 +54,7 @@ def main() -> None:
     if not runs:
         parser.error(f"{args.folder}: no run of bench/many_cores.sh ended ok there")
     try:
-        profile = find_profile(args.profile)
+        profile = find_profile(args.profile, "profile")
     except LocklabError as error:
         parser.error(str(error))
     with tempfile.TemporaryDirectory() as scratch:
@@ -71,6 +71,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    from child_failure import run_main
+    from child_failure import run_main  # bench/ is on sys.path only when run as a script
 
     run_main(main)
