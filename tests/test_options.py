@@ -1,7 +1,9 @@
 """Bad input: one clear line on stderr, exit status 2, never a crash."""
 
+import subprocess
+
 import pytest
-from conftest import list_locks, plugin_path, run_engine
+from conftest import ROOT, list_locks, plugin_path, run_engine
 
 BAD_INPUT = {
     "unknown lock": (["--lock", "no_such_lock"], "unknown lock 'no_such_lock'"),
@@ -91,6 +93,33 @@ def test_same_plugin_twice_is_a_name_clash():
     run = run_engine(["--plugin", plugin, "--plugin", plugin], json_out=False)
     assert run.returncode == 2
     assert "already exists" in run.stderr
+
+
+# A plugin with a writer loop of its own, compiled against another engine's structures.
+PLUGIN_FOR_ANOTHER_ENGINE = """
+#include <locklab/lock.h>
+struct worker;
+static void nothing(void *lock, struct lock_thread *self) { (void)lock; (void)self; }
+void locklab_plugin_writer_loop(struct worker *w, unsigned seen) { (void)w; (void)seen; }
+const char locklab_plugin_engine_layout[] = "0123456789abcdef";
+const struct lock_ops locklab_plugin_lock = {
+    .abi_version = LOCKLAB_ABI_VERSION, .name = "elsewhere", .family = "test",
+    .summary = "built for another engine", .lock = nothing, .unlock = nothing, .lock_size = 8,
+};
+"""
+
+
+def test_a_plugin_loop_built_for_another_engine_is_refused(tmp_path):
+    """Its loop would read the engine's structures at the wrong places; the line says which
+    side to rebuild when the engine, not the plugin, is the stale one."""
+    source, plugin = tmp_path / "elsewhere.c", tmp_path / "elsewhere.so"
+    source.write_text(PLUGIN_FOR_ANOTHER_ENGINE)
+    subprocess.run(["cc", "-std=c11", "-shared", "-fPIC", "-I", str(ROOT / "native" / "include"),
+                    "-o", str(plugin), str(source)], check=True)  # fmt: skip
+    run = run_engine(["--plugin", str(plugin), "--lock", "elsewhere"], json_out=False)
+    assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
+    assert "built for engine layout 0123456789abcdef" in run.stderr
+    assert "rebuild the older of the two" in run.stderr
 
 
 def test_help_exits_0():

@@ -140,9 +140,10 @@ void registry_load_plugin(const char *path)
 	if (loop != NULL) {
 		const char *layout = dlsym(handle, LOCKLAB_PLUGIN_LAYOUT_SYMBOL);
 		if (layout == NULL || strcmp(layout, LOCKLAB_ENGINE_LAYOUT) != 0)
-			usage_error("plugin %s was built for another engine (layout %s, this engine has "
-				    "%s): rebuild it", path, layout ? layout : "none",
-				    LOCKLAB_ENGINE_LAYOUT);
+			usage_error("plugin %s was built for engine layout %s, this engine has %s: "
+				    "rebuild the older of the two ('make' rebuilds the engine, and "
+				    "locklab the plugins it compiled)", path,
+				    layout ? layout : "none", LOCKLAB_ENGINE_LAYOUT);
 	}
 	plugin_loops[plugin_count] = loop;
 	plugin_locks[plugin_count++] = ops;
