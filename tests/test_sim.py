@@ -336,16 +336,21 @@ def test_a_cpu_quota_narrows_the_simulated_runs_at_once(text, cpus):
 
 
 def simulated_runs(pid: int) -> list[int]:
-    """The simulator runs that process `pid` has under way (not its --list of the locks)."""
-    found = []
+    """The simulator runs that process `pid` has under way (not its --list of the locks, nor
+    the check before the sweep, at 1 writer)."""
+    return [child for child, command in children_of(pid).items()
+            if b"72" in command.split(b"\0")]  # fmt: skip
+
+
+def children_of(pid: int) -> dict[int, bytes]:
+    """Each child of `pid`, with its raw command line."""
+    found = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-            command = (stat.parent / "cmdline").read_bytes().split(b"\0")
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found[int(stat.parent.name)] = (stat.parent / "cmdline").read_bytes()
         except OSError:  # ended meanwhile
             continue
-        if parent == pid and b"72" in command:  # not the check before the sweep (1 writer)
-            found.append(int(stat.parent.name))
     return found
 
 
@@ -386,7 +391,7 @@ def test_ctrl_c_as_locklab_starts_a_child_leaves_none_behind(tmp_path):
                                 start_new_session=True)  # fmt: skip
         try:
             own = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
-            while proc.poll() is None and own not in child_command_lines(proc.pid):
+            while proc.poll() is None and own not in children_of(proc.pid).values():
                 pass  # no sleep: the copy lives a few milliseconds
             if proc.poll() is not None:
                 continue  # the window was missed and the sweep ended
@@ -404,18 +409,6 @@ def test_ctrl_c_as_locklab_starts_a_child_leaves_none_behind(tmp_path):
         assert proc.returncode == 130 and "Traceback" not in err, err
     if not caught:
         pytest.skip("no try caught a child between fork and exec: the machine is too busy")
-
-
-def child_command_lines(pid: int) -> list[bytes]:
-    """The raw command lines of `pid`'s children."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                found.append((stat.parent / "cmdline").read_bytes())
-        except OSError:  # ended meanwhile
-            continue
-    return found
 
 
 def test_run_sim_refuses_what_it_cannot_run(tmp_path):
