@@ -10,12 +10,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from locklab.cli.common import EXIT_INTERRUPTED, EXIT_RUN_FAILED
 from locklab.errors import LocklabError
 
 BUILD = Path(__file__).resolve().parent.parent / "build"
-
-EXIT_FAILED = 1
-EXIT_INTERRUPTED = 130
 
 
 def run_main(main: Callable[[], int | None]) -> None:
@@ -25,21 +23,21 @@ def run_main(main: Callable[[], int | None]) -> None:
     try:
         status = main() or 0
     except subprocess.CalledProcessError as error:
-        status = EXIT_FAILED
+        status = EXIT_RUN_FAILED
         said = _last_line(error.stderr) or _last_line(error.stdout)
         print(f"{name}: {_command(error.cmd)} exited {error.returncode}"
               + (f": {said}" if said else ""), file=sys.stderr)  # fmt: skip
     except subprocess.TimeoutExpired as error:
-        status = EXIT_FAILED
+        status = EXIT_RUN_FAILED
         print(f"{name}: {_command(error.cmd)} ran past {error.timeout:.3g} s", file=sys.stderr)
     except LocklabError as error:  # locklab's own code, called by from_source.py
-        status = EXIT_FAILED
+        status = EXIT_RUN_FAILED
         print(f"{name}: {error}", file=sys.stderr)
     except BrokenPipeError:  # `| head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         status = 0
     except OSError as error:
-        status = EXIT_FAILED
+        status = EXIT_RUN_FAILED
         where = f"{error.filename}: " if error.filename else ""
         built = isinstance(error, FileNotFoundError) and str(error.filename).startswith(str(BUILD))
         hint = " (make bench builds it)" if built else ""
