@@ -90,7 +90,7 @@ void machine_facts_read(struct machine_facts *facts);
 void topology_split_nodes(struct machine_facts *facts, unsigned int nodes);
 void topology_print(const struct machine_facts *facts);
 
-enum pin_mode { PIN_NONE, PIN_COMPACT, PIN_SCATTER, PIN_LIST };
+enum pin_mode { PIN_NONE, PIN_COMPACT, PIN_CORES, PIN_SCATTER, PIN_LIST };
 
 /* Fills cpu_of_slot[0..nthreads-1]; -1 everywhere for PIN_NONE. usage_error() if impossible. */
 void pin_plan(const struct machine_facts *facts, enum pin_mode mode, const int *list,

@@ -45,7 +45,8 @@ static const char usage_text[] =
 	"                         torture_type TYPE (spin_lock, rtmutex_lock, mutex_lock,\n"
 	"                         rwsem_lock, rw_lock, ...), rtmutex_lock's SCHED_FIFO boosts too\n"
 	"placement\n"
-	"  --pin MODE             none | compact | scatter | CPU list like 0,2,4-7 (default none)\n"
+	"  --pin MODE             none | compact | cores | scatter | CPU list like 0,2,4-7\n"
+	"                         (default none); cores: a core each, a node's before the next's\n"
 	"  --numa-nodes N         split the CPUs into N virtual NUMA nodes (for NUMA-aware locks\n"
 	"                         on a machine with fewer real nodes); a thread's node is its CPU's\n"
 	"  --numa-remote-ns N     emulated remote-node cost: a writer whose predecessor ran on\n"
@@ -181,6 +182,10 @@ static void parse_pin(struct bench_config *config, const char *text)
 		config->pin = PIN_COMPACT;
 		return;
 	}
+	if (strcmp(text, "cores") == 0) {
+		config->pin = PIN_CORES;
+		return;
+	}
 	if (strcmp(text, "scatter") == 0) {
 		config->pin = PIN_SCATTER;
 		return;
@@ -191,7 +196,7 @@ static void parse_pin(struct bench_config *config, const char *text)
 	while (*p) {
 		char *end;
 		if (*p < '0' || *p > '9')
-			usage_error("--pin: expected none, compact, scatter or a CPU list like 0,2,4-7; "
+			usage_error("--pin: expected none, compact, cores, scatter or a CPU list like 0,2,4-7; "
 				    "got '%s'", text);
 		long first = strtol(p, &end, 10), last = first;
 		if (*end == '-') {

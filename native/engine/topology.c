@@ -240,6 +240,23 @@ static int compare_compact(const void *a, const void *b)
 }
 
 /*
+ * Cores fills one node at a time, a core each: the first hardware thread of every core of a
+ * node before any core of the next node, and SMT siblings only once every core has a thread.
+ * That is where Linux's fork balancing starts the first threads of a program on an idle NUMA
+ * machine: a new task stays on its parent's node while that node is not much busier than the
+ * idlest other (since "sched/fair: Consider SD_NUMA when selecting the most idle group to
+ * schedule on", 2c83362734da, 2018), and on an idle core of it. The load balancer may spread
+ * them over the nodes later.
+ */
+static int compare_cores(const void *a, const void *b)
+{
+	const struct cpu_info *x = a, *y = b;
+	if (x->smt_rank != y->smt_rank)
+		return x->smt_rank - y->smt_rank;
+	return compare_compact(a, b);
+}
+
+/*
  * Scatter spreads: first one hardware thread per core, alternating nodes (the i-th core of
  * each node before the (i+1)-th of any), and SMT siblings only once every core has a thread.
  */
@@ -284,8 +301,8 @@ void pin_plan(const struct machine_facts *facts, enum pin_mode mode, const int *
 		return;
 	}
 	memcpy(order, facts->allowed, (size_t)n * sizeof(order[0]));
-	qsort(order, (size_t)n, sizeof(order[0]), compare_compact);
-	if (mode == PIN_COMPACT) {
+	qsort(order, (size_t)n, sizeof(order[0]), mode == PIN_CORES ? compare_cores : compare_compact);
+	if (mode == PIN_COMPACT || mode == PIN_CORES) {
 		for (unsigned int i = 0; i < nthreads; i++)
 			cpu_of_slot[i] = order[i % (unsigned int)n].cpu;
 		return;

@@ -47,7 +47,7 @@ from locklab.model.spec import (
     default,
 )
 from locklab.model.targeting import spec_for_locks
-from locklab.model.values import AXES
+from locklab.model.values import AXES, PIN_MODES
 from locklab.output import listing
 from locklab.printable import file_stem, printable
 from locklab.run import adaptive
@@ -125,7 +125,7 @@ def register(commands: Commands) -> None:
     )
     how.add_argument(
         "--pin", default=None,
-        help=f"none | compact | scatter | CPU list (default {_spec('pin')}; {SIM_PIN} with --sim)",
+        help=f"{' | '.join(PIN_MODES)} | CPU list (default {_spec('pin')}; {SIM_PIN} with --sim)",
     )  # fmt: skip
     sim_option(how)
     how.add_argument(

@@ -425,7 +425,7 @@ class ExperimentSpec:
         validate_seconds("stutter", self.stutter_s, minimum=0.0)
         if self.pin not in PIN_MODES and not is_cpu_list(self.pin):
             raise LocklabError(
-                f"pin must be none, compact, scatter or a CPU list like 0,2,4-7 (got '{self.pin}')"
+                f"pin must be {', '.join(PIN_MODES)} or a CPU list like 0,2,4-7 (got '{self.pin}')"
             )
         if isinstance(self.seed, bool) or not 0 <= self.seed <= MAX_SEED:
             raise LocklabError(f"seed must be an integer from 0 to {MAX_SEED} (got {self.seed})")

@@ -26,7 +26,7 @@ AXIS_LIMITS: dict[str, int] = {
     "gap_ns": 10**9,
     "cs_lines": 4096,
 }
-PIN_MODES = ("none", "compact", "scatter")
+PIN_MODES = ("none", "compact", "cores", "scatter")
 MAX_DURATION_S = 86400.0
 # Each run's engine seed is seed * 1000 + repeat + 1 (engine_args), an unsigned 64-bit number.
 MAX_SEED = (2**64 - 1 - 1000) // 1000
