@@ -158,6 +158,18 @@ def test_example_campaign_is_valid(capsys):
     assert '"spin-backoff": 4 variants x 3 points x 5 repeats = 60 runs' in out
 
 
+def test_a_campaign_runs_where_pin_says(capsys):
+    """--pin overrides the file's placement for every run; a bad one is one line."""
+    assert cli.main(["campaign", str(EXAMPLE), "--dry-run", "--pin", "cores"]) == 0
+    runs = [line for line in capsys.readouterr().out.splitlines() if "--lock" in line]
+    assert runs and all("--pin cores " in line for line in runs)
+    assert cli.main(["campaign", str(EXAMPLE), "--dry-run", "--pin", "nosuch"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "locklab: error: --pin must be none, compact, cores, scatter or a CPU list like "
+        "0,2,4-7 (got 'nosuch')"
+    )
+
+
 def test_a_campaign_skips_oversubscribed_points_unless_asked(tmp_path, capsys):
     """Pinned to one CPU, two writers are more threads than CPUs: skipped with one line, or
     run when asked and labelled oversubscribed in the table and the verdicts."""

@@ -47,7 +47,7 @@ from locklab.model.spec import (
     default,
 )
 from locklab.model.targeting import spec_for_locks
-from locklab.model.values import AXES, PIN_MODES
+from locklab.model.values import AXES, PIN_MODES, validate_pin
 from locklab.output import listing
 from locklab.printable import file_stem, printable
 from locklab.run import adaptive
@@ -205,6 +205,9 @@ def _register_campaign(commands: Commands) -> None:
     scale.add_argument("--repeat", type=int, help="runs per cell")
     scale.add_argument("--duration", type=number, help="measured seconds per run")
     scale.add_argument("--warmup", type=number, help="seconds discarded before measuring")
+    scale.add_argument(
+        "--pin", help=f"where the threads run: {' | '.join(PIN_MODES)} | CPU list (docs/engine.md)"
+    )
     hosts_options(campaign)
     campaign.set_defaults(handler=cmd_campaign)  # fmt: skip
 
@@ -272,6 +275,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     if args.sim and kind != "engine":
         raise LocklabError(f"--sim: a {kind} campaign runs real kernels or programs, not in the "
                            "simulator")  # fmt: skip
+    if args.pin and kind != "engine":
+        raise LocklabError(f"--pin: a {kind} campaign's threads run where its file says")
     if kind == "kernel":
         return _kernel_campaign(args, chosen, kernel_campaign.load(args.file, args.full))
     if kind == "places":
@@ -296,6 +301,9 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         spec.duration_s = args.duration
     if args.warmup is not None:
         spec.warmup_s = args.warmup
+    if args.pin is not None:
+        validate_pin(args.pin, "--pin")
+        spec.pin = args.pin
     engine = Engine(chosen_engine(args))
     try:
         compile_variants(spec, engine)

@@ -19,12 +19,12 @@ from locklab.model.values import (
     AXES,
     AXIS_DEFAULTS,
     MAX_SEED,
-    PIN_MODES,
     ParamValue,
     is_cpu_list,
     parse_int_list,
     validate_axis,
     validate_label,
+    validate_pin,
     validate_seconds,
 )
 
@@ -423,10 +423,7 @@ class ExperimentSpec:
         validate_seconds("warmup", self.warmup_s, minimum=0.0)
         validate_seconds("interval", self.interval_s, minimum=0.001)
         validate_seconds("stutter", self.stutter_s, minimum=0.0)
-        if self.pin not in PIN_MODES and not is_cpu_list(self.pin):
-            raise LocklabError(
-                f"pin must be {', '.join(PIN_MODES)} or a CPU list like 0,2,4-7 (got '{self.pin}')"
-            )
+        validate_pin(self.pin)
         if isinstance(self.seed, bool) or not 0 <= self.seed <= MAX_SEED:
             raise LocklabError(f"seed must be an integer from 0 to {MAX_SEED} (got {self.seed})")
         if isinstance(self.numa_nodes, bool) or not 0 <= self.numa_nodes <= 1024:

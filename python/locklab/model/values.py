@@ -124,3 +124,11 @@ def is_cpu_list(text: str) -> bool:
     except LocklabError:
         return False
     return True
+
+
+def validate_pin(pin: str, name: str = "pin") -> None:
+    """Where the threads run: a placement the engine knows, or a CPU list."""
+    if pin not in PIN_MODES and not is_cpu_list(pin):
+        raise LocklabError(
+            f"{name} must be {', '.join(PIN_MODES)} or a CPU list like 0,2,4-7 (got '{pin}')"
+        )
