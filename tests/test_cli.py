@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, bench_path
 from locklab import cli
+from locklab.cli import sweep
+from locklab.cli.main import build_parser
 from locklab.run import lifetime
 from locklab.run.engine import Engine
 
@@ -163,10 +165,21 @@ def test_a_campaign_runs_where_pin_says(capsys):
     assert cli.main(["campaign", str(EXAMPLE), "--dry-run", "--pin", "cores"]) == 0
     runs = [line for line in capsys.readouterr().out.splitlines() if "--lock" in line]
     assert runs and all("--pin cores " in line for line in runs)
-    assert cli.main(["campaign", str(EXAMPLE), "--dry-run", "--pin", "nosuch"]) == 2
-    assert capsys.readouterr().err.strip() == (
-        "locklab: error: --pin must be none, compact, cores, scatter or a CPU list like "
-        "0,2,4-7 (got 'nosuch')"
+    for hosts in ([], ["--hosts", "hosta"]):  # refused before anything is shipped
+        assert cli.main(["campaign", str(EXAMPLE), "--dry-run", "--pin", "nosuch", *hosts]) == 2
+        assert capsys.readouterr().err.strip() == (
+            "locklab: error: --pin must be none, compact, cores, scatter or a CPU list like "
+            "0,2,4-7 (got 'nosuch')"
+        )
+    program = ROOT / "campaigns" / "memcached.toml"
+    assert cli.main(["campaign", str(program), "--dry-run", "--pin", "cores"]) == 2
+    assert "--pin: a campaign's program places its own threads" in capsys.readouterr().err
+    # Interrupted, it says how to resume: with the options that made its plan.
+    args = build_parser().parse_args(
+        ["campaign", str(EXAMPLE), "--pin", "cores", "--repeat", "2", "--full", "--fresh"]
+    )
+    assert sweep.campaign_rerun(args) == (
+        f"locklab campaign {EXAMPLE} --store {args.store} --repeat=2 --pin=cores --full"
     )
 
 

@@ -444,12 +444,16 @@ def test_topology_is_the_simulated_machine(machine):
     assert "4 online, 4 allowed; 4 cores, 2 packages, 2 NUMA nodes" in proc.stdout
 
 
-# Two threads a core on tiny-2s: CPUs 0-1 are socket 0's cores, 2-3 socket 1's, 4-7 their
-# second threads in the same order (docs/simulator.md, "The machines").
+# tiny-2s with two threads a core, numbered as many machines number them: a core's two threads
+# side by side (CPUs 0-1 are socket 0's first core), not the profiles' first-threads-first.
+SIBLINGS_SIDE_BY_SIDE = "".join(
+    f"cpu {cpu} {cpu // 4} {cpu // 2 % 2} {cpu // 2} {cpu // 4} {cpu % 2} {cpu // 4}\n"
+    for cpu in range(8)
+)
 PLACEMENTS = {
-    "compact": [0, 4, 1, 5, 2, 6, 3, 7],  # a core's threads, then the next core
-    "cores": [0, 1, 2, 3, 4, 5, 6, 7],  # a core each, socket 0's before socket 1's
-    "scatter": [0, 2, 1, 3, 4, 6, 5, 7],  # a core each, the sockets in turn
+    "compact": [0, 1, 2, 3, 4, 5, 6, 7],  # a core's threads, then the next core
+    "cores": [0, 2, 4, 6, 1, 3, 5, 7],  # a core each, socket 0's before socket 1's
+    "scatter": [0, 4, 2, 6, 1, 5, 3, 7],  # a core each, the sockets in turn
 }
 
 
@@ -457,8 +461,9 @@ PLACEMENTS = {
 def test_each_placement_puts_its_threads_where_it_says(tmp_path, pin):
     profile = tmp_path / "tiny-2s-smt.toml"
     profile.write_text(TINY_PROFILE.replace("threads_per_core = 1", "threads_per_core = 2"))
+    flat_text = load_profile(profile).flat_text()
     flat = tmp_path / "tiny-2s-smt.machine"
-    flat.write_text(load_profile(profile).flat_text())
+    flat.write_text(flat_text[: flat_text.index("cpu 0 ")] + SIBLINGS_SIDE_BY_SIDE)
     args = ["--lock", "ticket", "--duration", "0.0001", "--warmup", "0", "--pin", pin]
     proc, result = simulate(flat, [*args, "--nwriters", "8"])
     assert proc.returncode == 0, proc.stderr

@@ -242,11 +242,8 @@ static int compare_compact(const void *a, const void *b)
 /*
  * Cores fills one node at a time, a core each: the first hardware thread of every core of a
  * node before any core of the next node, and SMT siblings only once every core has a thread.
- * That is where Linux's fork balancing starts the first threads of a program on an idle NUMA
- * machine: a new task stays on its parent's node while that node is not much busier than the
- * idlest other (since "sched/fair: Consider SD_NUMA when selecting the most idle group to
- * schedule on", 2c83362734da, 2018), and on an idle core of it. The load balancer may spread
- * them over the nodes later.
+ * Few threads thus share a node without sharing a core, as a program's first threads often
+ * start (docs/simulator.md, "Seed 002's own table").
  */
 static int compare_cores(const void *a, const void *b)
 {

@@ -4,6 +4,7 @@ an experiment into the store, print its table, and a campaign writes its report.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from functools import partial
 from pathlib import Path
@@ -201,7 +202,7 @@ def _register_campaign(commands: Commands) -> None:
         help="run it in the simulator on this machine, as if the file said sim = MACHINE "
         "(docs/simulator.md)",
     )  # fmt: skip
-    scale = campaign.add_argument_group("override the file (a quick check, a tiny scale)")
+    scale = campaign.add_argument_group("override the file (a quick check, a placement)")
     scale.add_argument("--repeat", type=int, help="runs per cell")
     scale.add_argument("--duration", type=number, help="measured seconds per run")
     scale.add_argument("--warmup", type=number, help="seconds discarded before measuring")
@@ -275,8 +276,11 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     if args.sim and kind != "engine":
         raise LocklabError(f"--sim: a {kind} campaign runs real kernels or programs, not in the "
                            "simulator")  # fmt: skip
-    if args.pin and kind != "engine":
-        raise LocklabError(f"--pin: a {kind} campaign's threads run where its file says")
+    if args.pin is not None:
+        validate_pin(args.pin, "--pin")
+        if kind != "engine":
+            raise LocklabError(f"--pin: a {kind} campaign's threads run where its file says; "
+                               "--pin places an engine campaign's")  # fmt: skip
     if kind == "kernel":
         return _kernel_campaign(args, chosen, kernel_campaign.load(args.file, args.full))
     if kind == "places":
@@ -286,6 +290,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     if kind != "engine":
         raise LocklabError(f"{args.file}: kind must be engine, kernel or places (got {kind!r})")
     spec = load_campaign(args.file, args.full, args.sim)
+    if args.pin is not None and spec.program:
+        raise LocklabError("--pin: a campaign's program places its own threads")
     # A locklab a --hosts run started measures here, whatever hosts the file names.
     aliases = [] if mirror.active() else campaign_hosts(args.file)
     if args.hosts or aliases:
@@ -302,7 +308,6 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     if args.warmup is not None:
         spec.warmup_s = args.warmup
     if args.pin is not None:
-        validate_pin(args.pin, "--pin")
         spec.pin = args.pin
     engine = Engine(chosen_engine(args))
     try:
@@ -331,12 +336,20 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         experiment = store.create_experiment(
             spec, host(), provenance.version(), provenance.commit()
         )
-    hint = f"locklab campaign {args.file} --store {args.store}"
-    status, measured = execute(args, chosen, engine, store, experiment, hint)
+    status, measured = execute(args, chosen, engine, store, experiment, campaign_rerun(args))
     if measured is not None:  # the table is out; the charts go with it, from the same analysis
         page = args.report or store.path.parent / f"{file_stem(experiment.name)}.html"
         figures.write_report([(experiment, *measured)], chosen, page)
     return status
+
+
+def campaign_rerun(args: argparse.Namespace) -> str:
+    """The command that resumes this campaign's experiment: the file and every option that
+    changes its plan, since a rerun resumes only an experiment of the very same plan."""
+    plan = [f"--{name}={value}" for name in ("sim", "repeat", "duration", "warmup", "pin")
+            if (value := getattr(args, name)) is not None]  # fmt: skip
+    plan += [flag for flag in ("--full", "--oversubscribe") if getattr(args, flag[2:])]
+    return shlex.join(["locklab", "campaign", str(args.file), "--store", str(args.store), *plan])
 
 
 def _print_plan(path: Path, spec: ExperimentSpec) -> None:

@@ -45,7 +45,8 @@ SIM_WARMUP_S = 0.0005
 SIM_WATCHDOG_S = 0.25  # above locktorture's longest hold (100 ms), well below a second
 SIM_RUN_TIMEOUT_S = 600.0
 # Where a simulated run's threads go unless --pin says otherwise: spread over the NUMA nodes, as
-# Linux's load balancer spreads the threads of an idle machine (locktorture's kthreads, say).
+# Linux's load balancer spreads busy threads over an idle machine in time (where a program's
+# first threads start can differ: --pin cores, docs/simulator.md).
 SIM_PIN = "scatter"
 
 
@@ -470,7 +471,7 @@ class ExperimentSpec:
                 f"numa_remote_ns must be from 0 to 1000000 (got {self.numa_remote_ns})"
             )
         if self.numa_remote_ns and self.pin == "none":
-            raise LocklabError("numa_remote_ns needs pinned threads (pin = compact, scatter...)")
+            raise LocklabError("numa_remote_ns needs pinned threads (pin = compact, cores, ...)")
 
 
 def _num(value: float) -> str:
