@@ -1,10 +1,13 @@
 """The engine's output: the JSON schema, exact counts, the series, stat lines, placement."""
 
+import os
 import re
+import subprocess
 
 import jsonschema
 import pytest
-from conftest import CORES, plugin_path, run_engine
+from conftest import CORES, bench_path, plugin_path, run_engine
+from locklab.run import machine_measure
 
 
 def test_result_validates_against_schema(tmp_path, result_schema):
@@ -314,3 +317,56 @@ def test_no_checks_still_catches_a_lock_that_loses_updates(tmp_path):
             return
         assert run.returncode == 0, run.stderr
     pytest.fail("broken_tts lost no update in three runs of 0.5 s")
+
+
+def fake_sysfs(root, cpus, core_id, siblings):
+    """A /sys of the given CPUs, all in package 0 with the same core id (as the cores of two
+    dies of one package can be), and each CPU's thread_siblings_list as `siblings` says."""
+    for cpu in cpus:
+        topology = root / "devices" / "system" / "cpu" / f"cpu{cpu}" / "topology"
+        topology.mkdir(parents=True)
+        (topology / "physical_package_id").write_text("0\n")
+        (topology / "core_id").write_text(f"{core_id}\n")
+        if siblings is not None:
+            (topology / "thread_siblings_list").write_text(siblings(cpu) + "\n")
+
+
+def topology_rows(root):
+    proc = subprocess.run(
+        [str(bench_path("opt")), "--topology"], capture_output=True, text=True, timeout=30,
+        check=False, env={**os.environ, "LOCKLAB_SYSFS": str(root)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    summary = next(line for line in proc.stdout.splitlines() if line.startswith("cpus:"))
+    rows = [line.split() for line in proc.stdout.splitlines()]
+    return summary, [int(row[4]) for row in rows if len(row) == 5 and row[0].isdigit()]
+
+
+def test_cores_are_told_apart_by_their_siblings_not_their_core_id(tmp_path):
+    cpus = sorted(os.sched_getaffinity(0))
+    n = len(cpus)
+    listed = ",".join(map(str, cpus))
+    # Every CPU a core of its own, though all share core id 0.
+    fake_sysfs(tmp_path / "own", cpus, 0, str)
+    summary, ranks = topology_rows(tmp_path / "own")
+    assert f"{n} cores, 1 packages" in summary and "1 threads per core" in summary
+    assert ranks == [0] * n
+    # Every CPU a thread of one core (a range list, or a comma list).
+    for name, siblings in (("range", f"{cpus[0]}-{cpus[-1]}"), ("commas", listed)):
+        if name == "range" and cpus != list(range(cpus[0], cpus[-1] + 1)):
+            continue
+        fake_sysfs(tmp_path / name, cpus, 0, lambda _, text=siblings: text)
+        summary, ranks = topology_rows(tmp_path / name)
+        assert "1 cores, 1 packages" in summary and f"{n} threads per core" in summary
+        assert ranks == list(range(n))
+    # No siblings list (an old kernel): a core is its package and core id.
+    fake_sysfs(tmp_path / "none", cpus, 0, None)
+    summary, ranks = topology_rows(tmp_path / "none")
+    assert "1 cores, 1 packages" in summary and ranks == list(range(n))
+
+
+def test_a_profile_of_this_machine_tells_cores_apart_the_same_way(tmp_path, monkeypatch):
+    cpus = sorted(os.sched_getaffinity(0))
+    fake_sysfs(tmp_path, cpus, 0, str)  # each CPU a core of its own, all with core id 0
+    monkeypatch.setattr(machine_measure, "SYS_CPU", tmp_path / "devices" / "system" / "cpu")
+    assert [place.core for place in machine_measure.places()] == cpus

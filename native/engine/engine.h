@@ -64,9 +64,10 @@ void list_locks(const char *json_path);
 struct cpu_info {
 	int cpu;
 	int package;
-	int core;     /* core id within the package */
+	int core;     /* core id within the package, as sysfs says it */
 	int node;     /* NUMA node */
 	int smt_rank; /* 0 for the first hardware thread of a core, 1 for its sibling, ... */
+	int core_key; /* one per core machine-wide, rising with the core's first CPU */
 };
 
 struct machine_facts {

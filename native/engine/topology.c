@@ -5,9 +5,11 @@
  * Everything comes from sysfs and procfs (no library needed for this much): package and core
  * ids from /sys/devices/system/cpu/cpuN/topology, the NUMA node from the cpuN/nodeM link, the
  * frequency governor from cpufreq. Only the CPUs this process may run on (sched_getaffinity)
- * are used for pinning, so a run inside a cpuset or container behaves.
+ * are used for pinning, so a run inside a cpuset or container behaves. $LOCKLAB_SYSFS names
+ * another tree to read in place of /sys, for tests of machines this one is not.
  */
 #include <dirent.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,10 +44,16 @@ static void read_line_file(const char *path, char *out, size_t size, const char 
 	fclose(f);
 }
 
+static const char *sysfs(void)
+{
+	const char *root = getenv("LOCKLAB_SYSFS");
+	return root != NULL && *root != '\0' ? root : "/sys";
+}
+
 static int node_from_sysfs(int cpu)
 {
-	char path[128];
-	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d", cpu);
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu%d", sysfs(), cpu);
 	DIR *dir = opendir(path);
 	int node = 0; /* no nodeM link: a machine without NUMA is one node */
 	if (dir == NULL)
@@ -103,12 +111,53 @@ static int count_distinct(const int *values, int n)
 	return distinct;
 }
 
+/*
+ * A CPU's core and its rank among the core's hardware threads, from the core's list of them
+ * (topology/thread_siblings_list: "0,72", "0-1"): the core's key is its first CPU. The core id
+ * cannot tell cores apart alone: it repeats across the dies of one package on some machines.
+ * False when the list is missing or malformed.
+ */
+static bool read_siblings(int cpu, int *core_key, int *smt_rank)
+{
+	char path[PATH_MAX], text[1024];
+	snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu%d/topology/thread_siblings_list",
+		 sysfs(), cpu);
+	read_line_file(path, text, sizeof(text), "");
+	bool listed = false;
+	*core_key = -1;
+	*smt_rank = 0;
+	for (const char *p = text; *p != '\0';) {
+		char *end;
+		long first = strtol(p, &end, 10), last = first;
+		if (end == p || first < 0)
+			return false;
+		if (*end == '-') {
+			p = end + 1;
+			last = strtol(p, &end, 10);
+			if (end == p || last < first)
+				return false;
+		}
+		if (*end != ',' && *end != '\0')
+			return false;
+		if (*core_key < 0)
+			*core_key = (int)first;
+		if (cpu >= first && cpu <= last) {
+			*smt_rank += (int)(cpu - first);
+			listed = true;
+		} else if (last < cpu) {
+			*smt_rank += (int)(last - first + 1);
+		}
+		p = *end == ',' ? end + 1 : end;
+	}
+	return listed;
+}
+
 /* Cores, packages, nodes and SMT width of the first n allowed CPUs. */
 static void count_topology(struct machine_facts *facts, int n)
 {
 	static int core_keys[MAX_CPUS], packages[MAX_CPUS], nodes[MAX_CPUS];
 	for (int i = 0; i < n; i++) {
-		core_keys[i] = facts->allowed[i].package * 65536 + facts->allowed[i].core;
+		core_keys[i] = facts->allowed[i].core_key;
 		packages[i] = facts->allowed[i].package;
 		nodes[i] = facts->allowed[i].node;
 	}
@@ -136,7 +185,8 @@ static void simulated_facts(struct machine_facts *facts)
 	for (int cpu = 0; cpu < n; cpu++) {
 		struct locklab_sim_cpu c;
 		locklab_sim_cpu_at(cpu, &c);
-		facts->allowed[cpu] = (struct cpu_info){ cpu, c.package, c.core, c.node, c.smt_rank };
+		facts->allowed[cpu] = (struct cpu_info){ cpu, c.package, c.core, c.node, c.smt_rank,
+							 c.package * 65536 + c.core };
 	}
 	count_topology(facts, n);
 }
@@ -146,7 +196,7 @@ void machine_facts_read(struct machine_facts *facts)
 {
 	struct utsname uts;
 	cpu_set_t allowed;
-	char path[160];
+	char path[PATH_MAX];
 
 	memset(facts, 0, sizeof(*facts));
 #ifdef LOCKLAB_SIM
@@ -158,8 +208,9 @@ void machine_facts_read(struct machine_facts *facts)
 	read_cpu_model(facts->cpu_model, sizeof(facts->cpu_model));
 	if (uname(&uts) == 0)
 		snprintf(facts->kernel, sizeof(facts->kernel), "%s %s", uts.release, uts.version);
-	read_line_file("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", facts->governor,
-		       sizeof(facts->governor), "none");
+	snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu0/cpufreq/scaling_governor",
+		 sysfs());
+	read_line_file(path, facts->governor, sizeof(facts->governor), "none");
 	facts->arch = LOCKLAB_ARCH;
 	facts->cpus_online = (int)sysconf(_SC_NPROCESSORS_ONLN);
 
@@ -175,16 +226,19 @@ void machine_facts_read(struct machine_facts *facts)
 		struct cpu_info *info = &facts->allowed[n];
 		info->cpu = cpu;
 		snprintf(path, sizeof(path),
-			 "/sys/devices/system/cpu/cpu%d/topology/physical_package_id", cpu);
+			 "%s/devices/system/cpu/cpu%d/topology/physical_package_id", sysfs(), cpu);
 		info->package = read_int_file(path, 0);
-		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/topology/core_id", cpu);
+		snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu%d/topology/core_id", sysfs(),
+			 cpu);
 		info->core = read_int_file(path, cpu);
 		info->node = node_from_sysfs(cpu);
-		info->smt_rank = 0;
-		for (int j = 0; j < n; j++)
-			if (facts->allowed[j].package == info->package &&
-			    facts->allowed[j].core == info->core)
-				info->smt_rank++;
+		if (!read_siblings(cpu, &info->core_key, &info->smt_rank)) {
+			/* No siblings list: a core is its package and core id. */
+			info->core_key = info->package * 65536 + info->core;
+			info->smt_rank = 0;
+			for (int j = 0; j < n; j++)
+				info->smt_rank += facts->allowed[j].core_key == info->core_key;
+		}
 		n++;
 	}
 	count_topology(facts, n);
@@ -234,8 +288,8 @@ static int compare_compact(const void *a, const void *b)
 		return x->node - y->node;
 	if (x->package != y->package)
 		return x->package - y->package;
-	if (x->core != y->core)
-		return x->core - y->core;
+	if (x->core_key != y->core_key)
+		return x->core_key - y->core_key;
 	return x->smt_rank - y->smt_rank;
 }
 

@@ -42,7 +42,7 @@ MEMORY_NS = 100.0  # a DRAM access on a current server, give or take a third
 class CpuPlace:
     cpu: int
     package: int
-    core: int  # package * 10000 + core_id: unique across packages
+    core: int  # unique machine-wide: its first CPU, or package * 10000 + core_id (no list)
     siblings: frozenset[int]
     llc: frozenset[int]
 
@@ -68,10 +68,12 @@ def places() -> list[CpuPlace]:
     for cpu in sorted(os.sched_getaffinity(0)):
         topology = SYS_CPU / f"cpu{cpu}" / "topology"
         package = int(_read(topology / "physical_package_id") or 0)
-        core = int(_read(topology / "core_id") or cpu)
-        siblings = _cpu_list(_read(topology / "thread_siblings_list")) or frozenset({cpu})
+        listed = _cpu_list(_read(topology / "thread_siblings_list"))
+        # The siblings tell cores apart: a core id can repeat within a package (one per die).
+        core = min(listed) if listed else package * 10000 + int(_read(topology / "core_id") or cpu)
+        siblings = listed or frozenset({cpu})
         llc = _cpu_list(_read(SYS_CPU / f"cpu{cpu}" / "cache" / "index3" / "shared_cpu_list"))
-        found.append(CpuPlace(cpu, package, package * 10000 + core, siblings, llc or siblings))
+        found.append(CpuPlace(cpu, package, core, siblings, llc or siblings))
     return found
 
 
