@@ -320,21 +320,24 @@ def test_no_checks_still_catches_a_lock_that_loses_updates(tmp_path):
 
 
 def fake_sysfs(root, cpus, core_id, siblings):
-    """A /sys of the given CPUs, all in package 0 with the same core id (as the cores of two
-    dies of one package can be), and each CPU's thread_siblings_list as `siblings` says."""
+    """A /sys of the given CPUs, all in package 0, with core ids and each CPU's
+    thread_siblings_list as the functions `core_id` and `siblings` say (no list: None)."""
     for cpu in cpus:
         topology = root / "devices" / "system" / "cpu" / f"cpu{cpu}" / "topology"
         topology.mkdir(parents=True)
         (topology / "physical_package_id").write_text("0\n")
-        (topology / "core_id").write_text(f"{core_id}\n")
+        (topology / "core_id").write_text(f"{core_id(cpu)}\n")
         if siblings is not None:
             (topology / "thread_siblings_list").write_text(siblings(cpu) + "\n")
+    return root
 
 
-def topology_rows(root):
+def topology_of(root, allowed=None):
+    """The engine's summary line and each CPU's SMT rank, read from `root`, run on `allowed`."""
     proc = subprocess.run(
         [str(bench_path("opt")), "--topology"], capture_output=True, text=True, timeout=30,
         check=False, env={**os.environ, "LOCKLAB_SYSFS": str(root)},
+        preexec_fn=None if allowed is None else lambda: os.sched_setaffinity(0, allowed),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     summary = next(line for line in proc.stdout.splitlines() if line.startswith("cpus:"))
@@ -342,31 +345,46 @@ def topology_rows(root):
     return summary, [int(row[4]) for row in rows if len(row) == 5 and row[0].isdigit()]
 
 
-def test_cores_are_told_apart_by_their_siblings_not_their_core_id(tmp_path):
-    cpus = sorted(os.sched_getaffinity(0))
-    n = len(cpus)
-    listed = ",".join(map(str, cpus))
-    # Every CPU a core of its own, though all share core id 0.
-    fake_sysfs(tmp_path / "own", cpus, 0, str)
-    summary, ranks = topology_rows(tmp_path / "own")
-    assert f"{n} cores, 1 packages" in summary and "1 threads per core" in summary
+CPUS = sorted(os.sched_getaffinity(0))
+
+
+def same_id(cpu):
+    return 0  # as the cores of two dies of one package can have
+
+
+def own_id(cpu):
+    return cpu
+
+
+ONE_CORE = {  # every CPU a thread of one core, as a range or as a comma list
+    "range": lambda cpu: f"{CPUS[0]}-{CPUS[-1]}",
+    "commas": lambda cpu: ",".join(map(str, CPUS)),
+}
+
+
+@pytest.mark.skipif(len(CPUS) < 2, reason="needs two CPUs to tell two cores apart")
+def test_cores_are_told_apart_by_their_threads_not_their_core_id(tmp_path):
+    n = len(CPUS)
+    summary, ranks = topology_of(fake_sysfs(tmp_path / "own", CPUS, same_id, str))
+    assert f"allowed; {n} cores, 1 packages" in summary and "1 threads per core" in summary
     assert ranks == [0] * n
-    # Every CPU a thread of one core (a range list, or a comma list).
-    for name, siblings in (("range", f"{cpus[0]}-{cpus[-1]}"), ("commas", listed)):
-        if name == "range" and cpus != list(range(cpus[0], cpus[-1] + 1)):
+    for name, siblings in ONE_CORE.items():
+        if name == "range" and list(range(CPUS[0], CPUS[-1] + 1)) != CPUS:
             continue
-        fake_sysfs(tmp_path / name, cpus, 0, lambda _, text=siblings: text)
-        summary, ranks = topology_rows(tmp_path / name)
-        assert "1 cores, 1 packages" in summary and f"{n} threads per core" in summary
-        assert ranks == list(range(n))
-    # No siblings list (an old kernel): a core is its package and core id.
-    fake_sysfs(tmp_path / "none", cpus, 0, None)
-    summary, ranks = topology_rows(tmp_path / "none")
-    assert "1 cores, 1 packages" in summary and ranks == list(range(n))
+        summary, ranks = topology_of(fake_sysfs(tmp_path / name, CPUS, own_id, siblings))
+        assert "allowed; 1 cores, 1 packages" in summary, name
+        assert f"{n} threads per core" in summary and ranks == list(range(n)), name
+    # Run on the core's second thread only: that thread is the first the process has.
+    root = fake_sysfs(tmp_path / "cpuset", CPUS, own_id, ONE_CORE["commas"])
+    assert topology_of(root, allowed={CPUS[1]})[1] == [0]
+    # No list, or one that is not a CPU list: each core is its package and core id.
+    for name, siblings in (("none", None), ("malformed", lambda cpu: f"{cpu}-x")):
+        summary, ranks = topology_of(fake_sysfs(tmp_path / name, CPUS, same_id, siblings))
+        assert "allowed; 1 cores, 1 packages" in summary and ranks == list(range(n)), name
 
 
+@pytest.mark.skipif(len(CPUS) < 2, reason="needs two CPUs to tell two cores apart")
 def test_a_profile_of_this_machine_tells_cores_apart_the_same_way(tmp_path, monkeypatch):
-    cpus = sorted(os.sched_getaffinity(0))
-    fake_sysfs(tmp_path, cpus, 0, str)  # each CPU a core of its own, all with core id 0
+    fake_sysfs(tmp_path, CPUS, same_id, str)
     monkeypatch.setattr(machine_measure, "SYS_CPU", tmp_path / "devices" / "system" / "cpu")
-    assert [place.core for place in machine_measure.places()] == cpus
+    assert [place.core for place in machine_measure.places()] == CPUS

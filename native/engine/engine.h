@@ -67,7 +67,7 @@ struct cpu_info {
 	int core;     /* core id within the package, as sysfs says it */
 	int node;     /* NUMA node */
 	int smt_rank; /* 0 for the first hardware thread of a core, 1 for its sibling, ... */
-	int core_key; /* one per core machine-wide, rising with the core's first CPU */
+	int core_key; /* one per core machine-wide: its first CPU, or from package and core id */
 };
 
 struct machine_facts {

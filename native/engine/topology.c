@@ -2,12 +2,14 @@
 /*
  * topology.c - what machine this is, and where each thread is pinned.
  *
- * Everything comes from sysfs and procfs (no library needed for this much): package and core
- * ids from /sys/devices/system/cpu/cpuN/topology, the NUMA node from the cpuN/nodeM link, the
- * frequency governor from cpufreq. Only the CPUs this process may run on (sched_getaffinity)
- * are used for pinning, so a run inside a cpuset or container behaves. $LOCKLAB_SYSFS names
- * another tree to read in place of /sys, for tests of machines this one is not.
+ * Everything comes from sysfs and procfs (no library needed for this much): package, core id
+ * and the core's hardware threads from /sys/devices/system/cpu/cpuN/topology, the NUMA node
+ * from the cpuN/nodeM link, the frequency governor from cpufreq. Only the CPUs this process
+ * may run on (sched_getaffinity) are used for pinning, so a run inside a cpuset or container
+ * behaves. $LOCKLAB_SYSFS names another tree to read in place of /sys, for tests of machines
+ * this one is not.
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <limits.h>
 #include <sched.h>
@@ -44,7 +46,7 @@ static void read_line_file(const char *path, char *out, size_t size, const char 
 	fclose(f);
 }
 
-static const char *sysfs(void)
+static const char *sysfs_root(void)
 {
 	const char *root = getenv("LOCKLAB_SYSFS");
 	return root != NULL && *root != '\0' ? root : "/sys";
@@ -53,7 +55,7 @@ static const char *sysfs(void)
 static int node_from_sysfs(int cpu)
 {
 	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu%d", sysfs(), cpu);
+	snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu%d", sysfs_root(), cpu);
 	DIR *dir = opendir(path);
 	int node = 0; /* no nodeM link: a machine without NUMA is one node */
 	if (dir == NULL)
@@ -111,45 +113,48 @@ static int count_distinct(const int *values, int n)
 	return distinct;
 }
 
+/* A core's key where sysfs gives no list of its hardware threads: its package and core id. */
+static int core_key_from_ids(int package, int core) { return package * 65536 + core; }
+
 /*
- * A CPU's core and its rank among the core's hardware threads, from the core's list of them
- * (topology/thread_siblings_list: "0,72", "0-1"): the core's key is its first CPU. The core id
- * cannot tell cores apart alone: it repeats across the dies of one package on some machines.
- * False when the list is missing or malformed.
+ * The first CPU of `cpu`'s core, from the core's list of hardware threads
+ * (topology/thread_siblings_list: "0,72", "0-1"), which names the core: core ids cannot tell
+ * cores apart alone, since they repeat across the dies of one package on some machines. -1
+ * when the list is missing, is not an ascending list of CPU numbers, or does not hold `cpu`.
  */
-static bool read_siblings(int cpu, int *core_key, int *smt_rank)
+static int first_sibling(int cpu)
 {
 	char path[PATH_MAX], text[1024];
 	snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu%d/topology/thread_siblings_list",
-		 sysfs(), cpu);
+		 sysfs_root(), cpu);
 	read_line_file(path, text, sizeof(text), "");
-	bool listed = false;
-	*core_key = -1;
-	*smt_rank = 0;
+	size_t length = strlen(text);
+	while (length > 0 && isspace((unsigned char)text[length - 1]))
+		text[--length] = '\0';
+	int first_cpu = -1;
+	long previous = -1;
+	bool holds_cpu = false;
 	for (const char *p = text; *p != '\0';) {
 		char *end;
+		if (!isdigit((unsigned char)*p))
+			return -1;
 		long first = strtol(p, &end, 10), last = first;
-		if (end == p || first < 0)
-			return false;
 		if (*end == '-') {
 			p = end + 1;
+			if (!isdigit((unsigned char)*p))
+				return -1;
 			last = strtol(p, &end, 10);
-			if (end == p || last < first)
-				return false;
 		}
-		if (*end != ',' && *end != '\0')
-			return false;
-		if (*core_key < 0)
-			*core_key = (int)first;
-		if (cpu >= first && cpu <= last) {
-			*smt_rank += (int)(cpu - first);
-			listed = true;
-		} else if (last < cpu) {
-			*smt_rank += (int)(last - first + 1);
-		}
+		if (first <= previous || last < first || last >= CPU_SETSIZE ||
+		    (*end != ',' && *end != '\0'))
+			return -1;
+		if (first_cpu < 0)
+			first_cpu = (int)first;
+		holds_cpu = holds_cpu || (cpu >= first && cpu <= last);
+		previous = last;
 		p = *end == ',' ? end + 1 : end;
 	}
-	return listed;
+	return holds_cpu ? first_cpu : -1;
 }
 
 /* Cores, packages, nodes and SMT width of the first n allowed CPUs. */
@@ -186,7 +191,7 @@ static void simulated_facts(struct machine_facts *facts)
 		struct locklab_sim_cpu c;
 		locklab_sim_cpu_at(cpu, &c);
 		facts->allowed[cpu] = (struct cpu_info){ cpu, c.package, c.core, c.node, c.smt_rank,
-							 c.package * 65536 + c.core };
+							 core_key_from_ids(c.package, c.core) };
 	}
 	count_topology(facts, n);
 }
@@ -209,7 +214,7 @@ void machine_facts_read(struct machine_facts *facts)
 	if (uname(&uts) == 0)
 		snprintf(facts->kernel, sizeof(facts->kernel), "%s %s", uts.release, uts.version);
 	snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu0/cpufreq/scaling_governor",
-		 sysfs());
+		 sysfs_root());
 	read_line_file(path, facts->governor, sizeof(facts->governor), "none");
 	facts->arch = LOCKLAB_ARCH;
 	facts->cpus_online = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -226,20 +231,29 @@ void machine_facts_read(struct machine_facts *facts)
 		struct cpu_info *info = &facts->allowed[n];
 		info->cpu = cpu;
 		snprintf(path, sizeof(path),
-			 "%s/devices/system/cpu/cpu%d/topology/physical_package_id", sysfs(), cpu);
+			 "%s/devices/system/cpu/cpu%d/topology/physical_package_id", sysfs_root(), cpu);
 		info->package = read_int_file(path, 0);
-		snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu%d/topology/core_id", sysfs(),
+		snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu%d/topology/core_id", sysfs_root(),
 			 cpu);
 		info->core = read_int_file(path, cpu);
 		info->node = node_from_sysfs(cpu);
-		if (!read_siblings(cpu, &info->core_key, &info->smt_rank)) {
-			/* No siblings list: a core is its package and core id. */
-			info->core_key = info->package * 65536 + info->core;
-			info->smt_rank = 0;
-			for (int j = 0; j < n; j++)
-				info->smt_rank += facts->allowed[j].core_key == info->core_key;
-		}
+		info->core_key = first_sibling(cpu);
 		n++;
+	}
+	/* Cores named by their first CPU where every CPU's list says it, else by their ids: one
+	 * rule for the whole machine, so that the two kinds of key never meet. */
+	bool all_listed = true;
+	for (int i = 0; i < n; i++)
+		all_listed = all_listed && facts->allowed[i].core_key >= 0;
+	for (int i = 0; i < n; i++) {
+		struct cpu_info *info = &facts->allowed[i];
+		if (!all_listed)
+			info->core_key = core_key_from_ids(info->package, info->core);
+		/* Ranked among the CPUs this process may use: a core whose first thread is outside
+		 * the cpuset still gets a thread of rank 0. */
+		info->smt_rank = 0;
+		for (int j = 0; j < i; j++)
+			info->smt_rank += facts->allowed[j].core_key == info->core_key;
 	}
 	count_topology(facts, n);
 }

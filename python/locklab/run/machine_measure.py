@@ -19,7 +19,7 @@ import platform
 import re
 import statistics
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from locklab.errors import LocklabError
@@ -42,7 +42,7 @@ MEMORY_NS = 100.0  # a DRAM access on a current server, give or take a third
 class CpuPlace:
     cpu: int
     package: int
-    core: int  # unique machine-wide: its first CPU, or package * 10000 + core_id (no list)
+    core: int  # unique machine-wide: its first CPU, or from package and core id (core_key)
     siblings: frozenset[int]
     llc: frozenset[int]
 
@@ -55,26 +55,39 @@ def _read(path: Path) -> str:
 
 
 def _cpu_list(text: str) -> frozenset[int]:
+    """A sysfs CPU list ("0-3,8"); empty when missing or malformed."""
     cpus: set[int] = set()
-    for part in filter(None, text.split(",")):
-        low, _, high = part.partition("-")
-        cpus.update(range(int(low), int(high or low) + 1))
+    try:
+        for part in filter(None, text.split(",")):
+            low, _, high = part.partition("-")
+            cpus.update(range(int(low), int(high or low) + 1))
+    except ValueError:
+        return frozenset()
     return frozenset(cpus)
 
 
+def core_key(package: int, core_id: int) -> int:
+    """A core's key where sysfs lists no hardware threads, as the engine's topology.c."""
+    return package * 65536 + core_id
+
+
 def places() -> list[CpuPlace]:
-    """Where each CPU this process may use sits, as /sys says."""
+    """Where each CPU this process may use sits, as /sys says. A core is named by its first
+    CPU where every CPU's list of its core's threads holds it, since a core id can repeat
+    within a package (one per die); else by package and core id, for the whole machine."""
     found = []
     for cpu in sorted(os.sched_getaffinity(0)):
         topology = SYS_CPU / f"cpu{cpu}" / "topology"
         package = int(_read(topology / "physical_package_id") or 0)
+        core_id = int(_read(topology / "core_id") or cpu)
         listed = _cpu_list(_read(topology / "thread_siblings_list"))
-        # The siblings tell cores apart: a core id can repeat within a package (one per die).
-        core = min(listed) if listed else package * 10000 + int(_read(topology / "core_id") or cpu)
-        siblings = listed or frozenset({cpu})
+        siblings = listed if cpu in listed else frozenset({cpu})
         llc = _cpu_list(_read(SYS_CPU / f"cpu{cpu}" / "cache" / "index3" / "shared_cpu_list"))
-        found.append(CpuPlace(cpu, package, core, siblings, llc or siblings))
-    return found
+        found.append((CpuPlace(cpu, package, core_key(package, core_id), siblings,
+                               llc or siblings), cpu in listed))  # fmt: skip
+    if not all(holds_cpu for _, holds_cpu in found):
+        return [place for place, _ in found]
+    return [replace(place, core=min(place.siblings)) for place, _ in found]
 
 
 def line_latency_tool() -> Path:
