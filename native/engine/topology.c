@@ -46,16 +46,18 @@ static void read_line_file(const char *path, char *out, size_t size, const char 
 	fclose(f);
 }
 
-static const char *sysfs_root(void)
+/* The path of `leaf` in cpuN's sysfs folder, under /sys or $LOCKLAB_SYSFS. */
+static void cpu_sysfs_path(char *out, size_t size, int cpu, const char *leaf)
 {
 	const char *root = getenv("LOCKLAB_SYSFS");
-	return root != NULL && *root != '\0' ? root : "/sys";
+	snprintf(out, size, "%s/devices/system/cpu/cpu%d/%s",
+		 root != NULL && *root != '\0' ? root : "/sys", cpu, leaf);
 }
 
 static int node_from_sysfs(int cpu)
 {
 	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu%d", sysfs_root(), cpu);
+	cpu_sysfs_path(path, sizeof(path), cpu, "");
 	DIR *dir = opendir(path);
 	int node = 0; /* no nodeM link: a machine without NUMA is one node */
 	if (dir == NULL)
@@ -125,8 +127,7 @@ static int core_key_from_ids(int package, int core) { return package * 65536 + c
 static int first_sibling(int cpu)
 {
 	char path[PATH_MAX], text[1024];
-	snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu%d/topology/thread_siblings_list",
-		 sysfs_root(), cpu);
+	cpu_sysfs_path(path, sizeof(path), cpu, "topology/thread_siblings_list");
 	read_line_file(path, text, sizeof(text), "");
 	size_t length = strlen(text);
 	while (length > 0 && isspace((unsigned char)text[length - 1]))
@@ -213,8 +214,7 @@ void machine_facts_read(struct machine_facts *facts)
 	read_cpu_model(facts->cpu_model, sizeof(facts->cpu_model));
 	if (uname(&uts) == 0)
 		snprintf(facts->kernel, sizeof(facts->kernel), "%s %s", uts.release, uts.version);
-	snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu0/cpufreq/scaling_governor",
-		 sysfs_root());
+	cpu_sysfs_path(path, sizeof(path), 0, "cpufreq/scaling_governor");
 	read_line_file(path, facts->governor, sizeof(facts->governor), "none");
 	facts->arch = LOCKLAB_ARCH;
 	facts->cpus_online = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -230,11 +230,9 @@ void machine_facts_read(struct machine_facts *facts)
 			continue;
 		struct cpu_info *info = &facts->allowed[n];
 		info->cpu = cpu;
-		snprintf(path, sizeof(path),
-			 "%s/devices/system/cpu/cpu%d/topology/physical_package_id", sysfs_root(), cpu);
+		cpu_sysfs_path(path, sizeof(path), cpu, "topology/physical_package_id");
 		info->package = read_int_file(path, 0);
-		snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu%d/topology/core_id", sysfs_root(),
-			 cpu);
+		cpu_sysfs_path(path, sizeof(path), cpu, "topology/core_id");
 		info->core = read_int_file(path, cpu);
 		info->node = node_from_sysfs(cpu);
 		info->core_key = first_sibling(cpu);

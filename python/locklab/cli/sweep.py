@@ -290,8 +290,10 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     if kind != "engine":
         raise LocklabError(f"{args.file}: kind must be engine, kernel or places (got {kind!r})")
     spec = load_campaign(args.file, args.full, args.sim)
-    if args.pin is not None and spec.program:
-        raise LocklabError("--pin: a campaign's program places its own threads")
+    if args.pin is not None:
+        if spec.program:
+            raise LocklabError("--pin: a campaign's program places its own threads")
+        spec.pin = args.pin
     # A locklab a --hosts run started measures here, whatever hosts the file names.
     aliases = [] if mirror.active() else campaign_hosts(args.file)
     if args.hosts or aliases:
@@ -307,8 +309,6 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         spec.duration_s = args.duration
     if args.warmup is not None:
         spec.warmup_s = args.warmup
-    if args.pin is not None:
-        spec.pin = args.pin
     engine = Engine(chosen_engine(args))
     try:
         compile_variants(spec, engine)
