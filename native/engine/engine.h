@@ -16,6 +16,7 @@
 #include <stdalign.h>
 #include <sys/types.h>
 
+#include <locklab/arch.h>
 #include <locklab/lock.h>
 #ifdef LOCKLAB_SIM
 #include <locklab/sim.h>

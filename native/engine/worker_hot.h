@@ -7,9 +7,19 @@
 #define LOCKLAB_WORKER_HOT_H
 
 #include <locklab/arch.h>
-#include <locklab/kernel.h>
 
 #include "engine.h"
+
+/*
+ * The loop's own spellings of the kernel's accessors (locklab/kernel.h): a plugin given as
+ * C source is compiled in front of this file (source_plugin/loop.c), and a file written in
+ * C11 <stdatomic.h>, or with its own likely() or READ_ONCE(), must not meet kernel.h's.
+ */
+#define WORKER_READ_ONCE(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define WORKER_WRITE_ONCE(x, val) __atomic_store_n(&(x), (val), __ATOMIC_RELAXED)
+#define WORKER_COMPILER_BARRIER() __asm__ __volatile__("" ::: "memory")
+#define WORKER_LIKELY(x) __builtin_expect(!!(x), 1)
+#define WORKER_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /*
  * Acquisition counts are published to the worker's own cache line once every
@@ -82,7 +92,7 @@ static inline void worker_note_owner_inline(struct worker *w, uint64_t seen, uin
 					    uint32_t control_at_lock)
 {
 	uint32_t found = (uint32_t)(seen >> 32) ^ key;
-	if (likely((uint32_t)seen == 0 && found != 0 &&
+	if (WORKER_LIKELY((uint32_t)seen == 0 && found != 0 &&
 		   worker_key_writer(found) != worker_key_writer(key))) {
 		worker_count_handoff(w, worker_key_node(found) == worker_key_node(key),
 				     control_measuring(control_at_lock));

@@ -67,7 +67,7 @@ WORKER_LOOP_STEP(struct worker *w, struct run_state *run, void *lock, const bool
 	struct lock_thread *self = &w->ctx;
 	const struct torture_profile *torture = lean ? NULL : config->torture;
 
-	if (unlikely(torture))
+	if (WORKER_UNLIKELY(torture))
 		worker_torture_before_lock(w, config->nwriters, control_measuring(*control));
 	if (!timed) {
 		WORKER_LOCK(lock, self);
@@ -85,7 +85,7 @@ WORKER_LOOP_STEP(struct worker *w, struct run_state *run, void *lock, const bool
 	 * reads its stop flag once per batch: an acquisition in the batch that ends a window is
 	 * counted by the word read at its end, 63 acquisitions at most.
 	 */
-	const uint32_t control_at_lock = read_control ? READ_ONCE(run->control) : *control;
+	const uint32_t control_at_lock = read_control ? WORKER_READ_ONCE(run->control) : *control;
 	*control = control_at_lock;
 	const bool measuring = control_measuring(control_at_lock);
 
@@ -100,18 +100,18 @@ WORKER_LOOP_STEP(struct worker *w, struct run_state *run, void *lock, const bool
 		 * hand-over where the bare loop has one (P1 at 2 threads, qspinlock: 0.85 with the
 		 * load first, 0.91 with the store).
 		 */
-		WRITE_ONCE(cs->writer_inside, key);
+		WORKER_WRITE_ONCE(cs->writer_inside, key);
 	} else {
 		/* Readers check the word, so it is cleared on exit and must be clear on entry. */
-		owner_taken = READ_ONCE(cs->writer_inside) != 0;
-		WRITE_ONCE(cs->writer_inside, key);
-		readers_in = READ_ONCE(cs->readers_inside) != 0;
+		owner_taken = WORKER_READ_ONCE(cs->writer_inside) != 0;
+		WORKER_WRITE_ONCE(cs->writer_inside, key);
+		readers_in = WORKER_READ_ONCE(cs->readers_inside) != 0;
 	}
 	/* The owner word's store, the section, its read-back: in this order. Unchecked, there is
 	 * nothing to order, and the barrier would make the compiler reload what the lock keeps in
 	 * registers (clh's node: 0.92 of the bare loop with it). */
 	if (checked)
-		barrier();
+		WORKER_COMPILER_BARRIER();
 	cs->writes++;
 	if (!checked) {
 		WORKER_UNLOCK(lock, self);
@@ -123,28 +123,28 @@ WORKER_LOOP_STEP(struct worker *w, struct run_state *run, void *lock, const bool
 	 * one and the owner word's (a third store each time cost clh 4% at 1 thread). Out of
 	 * line: laid out as the likely path, it cost pthread_mutex 4% and clh 20% at 2 threads.
 	 */
-	if (unlikely(previous != key))
+	if (WORKER_UNLIKELY(previous != key))
 		cs->last_holder = key;
 	if (!lean) {
 		/* In the section: --numa-remote-ns is paid here. */
-		if (unlikely(previous != key))
+		if (WORKER_UNLIKELY(previous != key))
 			worker_note_handoff(w, previous, key, measuring);
 		const uint64_t target = config->ops;
-		if (unlikely(target) && measuring && ++cs->window_writes == target)
+		if (WORKER_UNLIKELY(target) && measuring && ++cs->window_writes == target)
 			*control = worker_stop_at_target(run);
 		for (unsigned int i = 0; i < config->cs_lines; i++)
 			cs->lines[i].value++;
 		uint64_t hold = run->calibration->hold_iterations;
 		if (hold)
 			busy_loop(hold);
-		if (unlikely(config->long_hold_ms != 0))
+		if (WORKER_UNLIKELY(config->long_hold_ms != 0))
 			worker_maybe_long_hold(w);
-		if (unlikely(torture))
+		if (WORKER_UNLIKELY(torture))
 			worker_torture_hold(w, torture->writer, config->nwriters, measuring);
 	}
-	barrier();
+	WORKER_COMPILER_BARRIER();
 	/* Not 0 when another writer stored its key since ours. */
-	const uint32_t owner_mismatch = READ_ONCE(cs->writer_inside) ^ key;
+	const uint32_t owner_mismatch = WORKER_READ_ONCE(cs->writer_inside) ^ key;
 	/*
 	 * Lean: the hand-over and the overwrite, for after unlock(), so their bookkeeping does not
 	 * lengthen the critical section: (the last holder xor us) << 32 | (the owner word xor us),
@@ -154,15 +154,15 @@ WORKER_LOOP_STEP(struct worker *w, struct run_state *run, void *lock, const bool
 	if (lean) {
 		owner_seen = (uint64_t)(previous ^ key) << 32 | owner_mismatch;
 	} else {
-		WRITE_ONCE(cs->writer_inside, 0);
+		WORKER_WRITE_ONCE(cs->writer_inside, 0);
 		/* Noted before unlock(): no flag has to live across a call to an out-of-line lock. */
-		if (unlikely(owner_mismatch | owner_taken | readers_in))
+		if (WORKER_UNLIKELY(owner_mismatch | owner_taken | readers_in))
 			worker_note_violations(w, owner_taken + (owner_mismatch != 0), readers_in);
 	}
 	/* ---- end of critical section ---- */
 
 	WORKER_UNLOCK(lock, self);
-	if (unlikely(owner_seen))
+	if (WORKER_UNLIKELY(owner_seen))
 		worker_note_owner_inline(w, owner_seen, key, control_at_lock);
 	return control_at_lock;
 }
@@ -199,10 +199,10 @@ static inline __attribute__((always_inline)) void WORKER_LOOP_BODY(struct worker
 		uint32_t control = control_seen;
 		uint32_t control_at_lock;
 		bool timed = false;
-		if (likely(--countdown != 0)) {
+		if (WORKER_LIKELY(--countdown != 0)) {
 			control_at_lock = WORKER_LOOP_STEP(w, run, lock, lean, checked, checked, false,
 							   key, &control);
-			if (likely(control == control_seen))
+			if (WORKER_LIKELY(control == control_seen))
 				continue;
 		} else {
 			/* The countdown's last acquisition: the sampled one when the sample ends it. */

@@ -7,8 +7,9 @@
  * the atomics then run as plain GCC atomics, since only the baton's holder runs.
  *
  * Memory orders cost nothing of their own: an ordered access costs what the model says a
- * locked instruction or a plain access costs, and fences cost a full barrier where one is
- * emitted (locklab_sim_fence). What a weaker order lets a real core overlap is not modelled.
+ * locked instruction or a plain access costs, and fences cost a full barrier where the
+ * profile's architecture emits one (locklab_sim_fence; C11 fences below). What a weaker order
+ * lets a real core overlap is not modelled.
  */
 #include <stdint.h>
 
@@ -112,11 +113,37 @@ void __tsan_read_range(void *p, unsigned long size) { range(p, size, SIM_LOAD); 
 void __tsan_write_range(void *p, unsigned long size);
 void __tsan_write_range(void *p, unsigned long size) { range(p, size, SIM_STORE); }
 
+/*
+ * A C11 fence costs what the compiler emits for it on the profile's architecture, the
+ * mapping of Sewell et al.'s "C/C++11 mappings to processors"
+ * (https://www.cl.cam.ac.uk/~pes20/cpp/cpp0xmappings.html), which GCC 12 follows:
+ *
+ *   order               x86-64               arm64        charged as
+ *   relaxed             nothing              nothing      nothing
+ *   acquire, consume    compiler barrier     dmb ishld    SIM_FENCE_READ (smp_rmb())
+ *   release, acq_rel    compiler barrier     dmb ish      SIM_FENCE_ATOMIC (full on arm64)
+ *   seq_cst             lock orq $0,(%rsp)   dmb ish      SIM_FENCE_FULL (smp_mb())
+ *
+ * A release fence is dmb ish, not the kernel's smp_wmb() (dmb ishst): it must also order
+ * the loads before it. GCC reaches this hook only with -Wtsan off (the Makefile's CFLAGS_sim).
+ */
 void __tsan_atomic_thread_fence(int order);
 void __tsan_atomic_thread_fence(int order)
 {
-	if (order != __ATOMIC_RELAXED)
+	switch (order) {
+	case __ATOMIC_RELAXED:
+		return;
+	case __ATOMIC_CONSUME:
+	case __ATOMIC_ACQUIRE:
+		locklab_sim_fence(SIM_FENCE_READ);
+		return;
+	case __ATOMIC_RELEASE:
+	case __ATOMIC_ACQ_REL:
+		locklab_sim_fence(SIM_FENCE_ATOMIC);
+		return;
+	default:
 		locklab_sim_fence(SIM_FENCE_FULL);
+	}
 }
 void __tsan_atomic_signal_fence(int order);
 void __tsan_atomic_signal_fence(int order) { (void)order; }
@@ -210,7 +237,8 @@ void locklab_sim_relax(void)
 /*
  * A full barrier drains the store buffer: about a locked instruction's cost. The read and
  * write barriers are compiler barriers on x86 and cheap on arm64: the model charges nothing.
- * smp_mb__{before,after}_atomic() are barriers only on arm64 (arch.h's table).
+ * SIM_FENCE_ATOMIC is a full barrier on arm64 only: smp_mb__{before,after}_atomic() (arch.h's
+ * table), and a C11 release or acq_rel fence (dmb ish there, nothing on x86).
  */
 void locklab_sim_fence(enum locklab_sim_fence kind)
 {

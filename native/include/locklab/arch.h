@@ -51,11 +51,7 @@
 
 #include <stdint.h>
 
-/*
- * Alignment for anything written by one thread and read by others. 128, not 64: x86's
- * adjacent-line prefetcher pairs lines, and several arm64 parts have 128-byte lines.
- */
-#define LOCKLAB_CACHELINE 128
+#include "cacheline.h"
 
 #if defined(LOCKLAB_SIM)
 /*
@@ -66,7 +62,7 @@
  */
 #include <locklab/sim.h>
 #define LOCKLAB_SIM_COMPILER_BARRIER() __asm__ __volatile__("" ::: "memory")
-static inline void cpu_relax(void)
+static inline void locklab_cpu_relax(void)
 {
 	LOCKLAB_SIM_COMPILER_BARRIER();
 	locklab_sim_relax();
@@ -82,7 +78,7 @@ static inline uint64_t arch_cycles(void) { return locklab_sim_cycles(); }
 static inline void arch_prefetchw(const void *p) { (void)p; }
 #define LOCKLAB_ARCH "simulated"
 #elif defined(__x86_64__) || defined(__i386__)
-static inline void cpu_relax(void) { __asm__ __volatile__("pause" ::: "memory"); }
+static inline void locklab_cpu_relax(void) { __asm__ __volatile__("pause" ::: "memory"); }
 #ifdef __x86_64__
 #define arch_smp_mb() __asm__ __volatile__("lock; addl $0,-4(%%rsp)" ::: "memory", "cc")
 #else
@@ -105,7 +101,7 @@ static inline void arch_prefetchw(const void *p)
 }
 #define LOCKLAB_ARCH "x86_64"
 #elif defined(__aarch64__)
-static inline void cpu_relax(void) { __asm__ __volatile__("yield" ::: "memory"); }
+static inline void locklab_cpu_relax(void) { __asm__ __volatile__("yield" ::: "memory"); }
 #define arch_smp_mb() __asm__ __volatile__("dmb ish" ::: "memory")
 #define arch_smp_rmb() __asm__ __volatile__("dmb ishld" ::: "memory")
 #define arch_smp_wmb() __asm__ __volatile__("dmb ishst" ::: "memory")
@@ -126,7 +122,7 @@ static inline void arch_prefetchw(const void *p)
 #else
 #include <time.h>
 /* No kernel mapping to follow: the C11 fences that give at least the kernel's ordering. */
-static inline void cpu_relax(void) { __asm__ __volatile__("" ::: "memory"); }
+static inline void locklab_cpu_relax(void) { __asm__ __volatile__("" ::: "memory"); }
 #define arch_smp_mb() __atomic_thread_fence(__ATOMIC_SEQ_CST)
 #define arch_smp_rmb() __atomic_thread_fence(__ATOMIC_ACQUIRE)
 #define arch_smp_wmb() __atomic_thread_fence(__ATOMIC_RELEASE)
@@ -140,6 +136,15 @@ static inline uint64_t arch_cycles(void)
 }
 static inline void arch_prefetchw(const void *p) { __builtin_prefetch(p, 1); }
 #define LOCKLAB_ARCH "generic"
+#endif
+
+/*
+ * cpu_relax() by the kernel's name, as a macro: a plugin given as C source that defines its own
+ * cpu_relax() is compiled in front of the engine's loop, which includes this file
+ * (native/engine/source_plugin/loop.c), and keeps its own.
+ */
+#ifndef cpu_relax
+#define cpu_relax() locklab_cpu_relax()
 #endif
 
 #endif /* LOCKLAB_ARCH_H */

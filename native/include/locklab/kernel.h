@@ -143,11 +143,22 @@ typedef struct {
 #define atomic_or(i, v) ((void)__atomic_fetch_or(&(v)->counter, (i), __ATOMIC_RELAXED))
 #define atomic_andnot(i, v) ((void)__atomic_fetch_and(&(v)->counter, ~(i), __ATOMIC_RELAXED))
 
+/*
+ * Two names are both the kernel's and C11's, with their arguments the other way round:
+ * atomic_fetch_add(i, v) and atomic_fetch_or(i, v) here, atomic_fetch_add(obj, arg) in
+ * <stdatomic.h>. A file that includes <stdatomic.h> gets C11's, whichever it includes first
+ * (after this file, the system header's definitions replace these without a warning); the
+ * kernel's with an explicit order (atomic_fetch_add_acquire, ...) stay. docs/locks.md.
+ */
+#ifndef atomic_fetch_add
 #define atomic_fetch_add(i, v) __atomic_fetch_add(&(v)->counter, (i), __ATOMIC_SEQ_CST)
+#endif
+#ifndef atomic_fetch_or
+#define atomic_fetch_or(i, v) __atomic_fetch_or(&(v)->counter, (i), __ATOMIC_SEQ_CST)
+#endif
 #define atomic_fetch_add_acquire(i, v) __atomic_fetch_add(&(v)->counter, (i), __ATOMIC_ACQUIRE)
 #define atomic_fetch_add_release(i, v) __atomic_fetch_add(&(v)->counter, (i), __ATOMIC_RELEASE)
 #define atomic_fetch_add_relaxed(i, v) __atomic_fetch_add(&(v)->counter, (i), __ATOMIC_RELAXED)
-#define atomic_fetch_or(i, v) __atomic_fetch_or(&(v)->counter, (i), __ATOMIC_SEQ_CST)
 #define atomic_fetch_or_acquire(i, v) __atomic_fetch_or(&(v)->counter, (i), __ATOMIC_ACQUIRE)
 #define atomic_fetch_andnot_release(i, v)                                                      \
 	__atomic_fetch_and(&(v)->counter, ~(i), __ATOMIC_RELEASE)

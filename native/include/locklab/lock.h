@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "arch.h"
+#include "cacheline.h"
 
 /* Bump when struct lock_ops or struct lock_thread changes; plugins are checked against it. */
 #define LOCKLAB_ABI_VERSION 4

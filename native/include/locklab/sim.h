@@ -14,7 +14,8 @@
 
 #include <stdint.h>
 
-/* ATOMIC: smp_mb__{before,after}_atomic(), a full barrier on arm64 and none on x86. */
+/* ATOMIC: a full barrier on arm64 and none on x86: smp_mb__{before,after}_atomic(), and a C11
+ * release or acq_rel fence (tsan_hooks.c). */
 enum locklab_sim_fence { SIM_FENCE_FULL, SIM_FENCE_READ, SIM_FENCE_WRITE, SIM_FENCE_ATOMIC };
 
 void locklab_sim_relax(void);

@@ -128,6 +128,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return args.handler(args)
     except LocklabError as error:
         print(f"locklab: error: {printable(str(error))}", file=sys.stderr)
+        for detail in error.details:
+            print(f"  {printable(detail)}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
         print("locklab: interrupted", file=sys.stderr)

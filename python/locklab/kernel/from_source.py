@@ -43,6 +43,7 @@ from locklab.kernel.revisions import (
     read_revision,
 )
 from locklab.kernel.series import display_name
+from locklab.run.compiler_output import first_errors
 from locklab.run.simulator import engine_invocation
 
 PREFIX = "kernel:"
@@ -75,7 +76,6 @@ _UNDECLARED = re.compile(r"implicit declaration of function '(\w+)'")
 _UNDEFINED = re.compile(r"undefined reference to `(\w+)'")
 _UNRESOLVED = re.compile(r"undefined symbol: (\w+)")
 _NO_HEADER = re.compile(r"fatal error: ([\w/.-]+\.h): No such file")
-_ERROR = re.compile(r"^(\S+:\d+:\d+: error: .*)$", re.M)
 
 
 @dataclass(frozen=True)
@@ -180,10 +180,8 @@ def compile_failure(output: str, lock: str, label: str) -> str:
         if found:
             return (f"{lock} ({label}): the {what} {found.group(1)} is not in locklab's "
                     "kernel shim (native/kshim): the patch uses what the shim lacks")  # fmt: skip
-    first = _ERROR.search(output)
-    lines = output.strip().splitlines() or ["no output"]
-    detail = first.group(1) if first else lines[-1]
-    return f"{lock} ({label}): compiling from the tree failed: {detail[:240]}"
+    lines = first_errors(output) or output.strip().splitlines()[-1:] or ["no output"]
+    return f"{lock} ({label}): compiling from the tree failed: {lines[0][:240]}"
 
 
 def build_source_lock(
