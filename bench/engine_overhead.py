@@ -35,6 +35,8 @@ import subprocess
 from pathlib import Path
 from typing import NamedTuple
 
+from locklab.run.machine_measure import cpu_vendor
+
 ROOT = Path(__file__).resolve().parent.parent
 OPT = ROOT / "build" / "opt"
 BENCH = OPT / "locklab-bench"
@@ -233,7 +235,7 @@ def p1_peers(repeats: int, seconds: float, threads: tuple[int, ...]) -> None:
     own loops), against an independent bare loop of the same lock; unchecked and checked."""
     print()
     print(f"P1 for Concurrency Kit's and glibc's locks: the engine vs the same lock in "
-          f"bench/ck_loop.c, {repeats} interleaved repeats")  # fmt: skip
+          f"bench/ck_loop.c, {repeats} interleaved repeats, on {cpu_vendor()}")  # fmt: skip
     print(f"{'lock':<14} {'thr':>3} {'bare ops/s':>13} {'unchecked':>9} {'sd':>5} "
           f"{'interval':>9}  {'goal':<12} {'checked':>7} {'sd':>5}")  # fmt: skip
     for nthreads in threads:

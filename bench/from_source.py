@@ -33,11 +33,12 @@ from locklab.model.ports import (
     UNCONTENDED_TOLERANCE,
     known_difference,
 )
+from locklab.run.machine_measure import cpu_vendor
 from locklab.run.port_compare import compare_simulated
 
 
 def measured(repeats: int, seconds: float) -> None:
-    print(f"Port vs tree, measured here, {repeats} interleaved repeats "
+    print(f"Port vs tree, measured here on {cpu_vendor()}, {repeats} interleaved repeats "
           "(pinned at 1 and 2 writers)")  # fmt: skip
     print(f"{'hand port':<12}{'tree':<18}{'thr':>4}{'port ops/s':>15}{'tree ops/s':>15}"
           f"{'ratio':>7}{'sd':>6}  interval   goal")  # fmt: skip

@@ -167,7 +167,14 @@ static bool mutex_optimistic_spin(struct mutex *lock, struct lock_thread *self, 
 	return taken;
 }
 
-static void mutex_lock_slowpath(struct mutex *lock, struct lock_thread *self)
+/*
+ * Out of line, as the kernel's __mutex_lock_slowpath() (noinline, kernel/locking/mutex.c):
+ * inlined into mutex_lock_op(), its six callee-saved registers were pushed and popped around
+ * the fast path's cmpxchg at every acquisition (the port ran at 0.92 of the tree's code at one
+ * writer on an AMD EPYC VM; docs/locks.md).
+ */
+static __attribute__((noinline)) void mutex_lock_slowpath(struct mutex *lock,
+							  struct lock_thread *self)
 {
 	struct lock_task *me = lock_task_of(self);
 	struct mutex_waiter waiter;
@@ -232,7 +239,9 @@ static void mutex_lock_slowpath(struct mutex *lock, struct lock_thread *self)
 	raw_qspin_unlock(&lock->wait_lock);
 }
 
-static void mutex_unlock_slowpath(struct mutex *lock, struct lock_thread *self)
+/* Out of line, as the kernel's __mutex_unlock_slowpath() (noinline). */
+static __attribute__((noinline)) void mutex_unlock_slowpath(struct mutex *lock,
+							    struct lock_thread *self)
 {
 	struct lock_task *me = lock_task_of(self);
 	uintptr_t owner = READ_ONCE(lock->owner);

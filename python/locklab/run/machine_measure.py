@@ -142,6 +142,19 @@ def cpu_model() -> str:
     return found.group(1).strip() if found else platform.processor() or "unknown CPU"
 
 
+def cpu_vendor() -> str:
+    """The CPU's vendor, family and model as /proc/cpuinfo gives them (a VM's model name is
+    often only "AMD EPYC"): what a figure measured on one vendor is labelled with."""
+    cpuinfo = _read(Path("/proc/cpuinfo"))
+    fields = {key: re.search(rf"^{key}\s*:\s*(.+)$", cpuinfo, re.M)
+              for key in ("vendor_id", "cpu family", "model")}  # fmt: skip
+    if fields["vendor_id"] is None:
+        return cpu_model()
+    family, model = (fields[key].group(1).strip() if fields[key] else "?"
+                     for key in ("cpu family", "model"))  # fmt: skip
+    return f"{fields['vendor_id'].group(1).strip()} family {family} model {model} ({cpu_model()})"
+
+
 def profile_text(name: str, engine: Engine) -> str:
     """The TOML of this machine's profile, measured now."""
     cpus = places()
