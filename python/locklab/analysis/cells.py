@@ -15,6 +15,7 @@ from locklab.analysis import disturbance, stats
 from locklab.analysis.model import Analysis, Cell, Column, Section, Settings
 from locklab.analysis.titles import (
     experiment_line,
+    figure_caption,
     finding_lines,
     machine_lines,
     variant_lines,
@@ -60,6 +61,7 @@ def analyse_experiment(experiment: Experiment, runs: list[Run], settings: Settin
     ]
     analysis = _analyse(title, spec, columns, settings, spec.baseline)
     analysis.footer = finding_lines(spec, runs)
+    analysis.caption = figure_caption(experiment, runs)
     return analysis
 
 
@@ -86,7 +88,9 @@ def analyse_comparison(
         *(f"   {line}" for line in machine_lines(runs_b)),
         f"   {disturbance.summary_line(runs_b)}",
     ]
-    return _analyse(title, a.spec, columns, settings, f"#{a.id}")
+    analysis = _analyse(title, a.spec, columns, settings, f"#{a.id}")
+    analysis.caption = f"{figure_caption(b, runs_b)} against {figure_caption(a, runs_a)}"
+    return analysis
 
 
 def analyse_columns(

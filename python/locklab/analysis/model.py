@@ -114,6 +114,7 @@ class Analysis:
     unit: str  # the measure's unit, scaled to this table's numbers (ops/s, kops/s, Mops/s)
     unit_divisor: float = 1.0  # the measure's own unit per `unit`
     footer: list[str] = field(default_factory=list)  # lines under the verdicts
+    caption: str = ""  # what each figure of it says it shows (titles.figure_caption)
 
     @property
     def has_reads(self) -> bool:

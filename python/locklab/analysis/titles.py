@@ -124,6 +124,21 @@ def experiment_line(experiment: Experiment) -> str:
     )
 
 
+def figure_caption(experiment: Experiment, runs: list[Run]) -> str:
+    """The line a figure carries, so that a copy of it pasted into a mail still says what it
+    shows: the experiment, and the machine; a simulated one says so, and that it is a model."""
+    machine = next((run.machine for run in runs if run.machine), None) or {}
+    where = "machine unknown (no finished run)"
+    if machine.get("simulated"):
+        where = (f"simulated: {machine.get('hostname')} (model, not hardware), "
+                 f"{machine.get('cpus_online')} virtual CPUs")  # fmt: skip
+    elif machine:
+        facts = [machine.get("hostname"), machine.get("cpu_model"),
+                 machine.get("cpus_online") and f"{machine.get('cpus_online')} CPUs"]  # fmt: skip
+        where = "measured on " + ", ".join(str(fact) for fact in facts if fact)
+    return f'#{experiment.id} "{experiment.name}", {where}'
+
+
 def _first_word(text: object) -> str:
     words = str(text or "?").split()
     return words[0] if words else "?"

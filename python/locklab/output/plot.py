@@ -1,6 +1,8 @@
 """Static figures for mails and papers: `locklab plot EXP -o DIR` writes, for each section of
 the experiment, the throughput figure (every run as a dot, mean and 95% CI as a line) and the
-relative one (rel % against the baseline, open markers where not significant), as PNG and SVG.
+relative one (rel % against the baseline with its interval, open markers where not
+significant), as PNG and SVG. Each names its experiment and machine, "simulated" where it is,
+and draws each lock as every figure does (output/styles.py).
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, never a display
 import matplotlib.pyplot as plt
+import matplotlib.ticker
 
 from locklab.analysis import series
 from locklab.analysis.cells import Analysis, Section
 from locklab.analysis.stats import HIGHER, LOWER
+from locklab.output.styles import count_axis, figure_styles
 from locklab.run.history import HistoryRow
 from locklab.run.tune import TuneResult
 
@@ -30,34 +34,54 @@ def _slug(text: str) -> str:
 
 
 def _throughput(analysis: Analysis, section: Section, axes: plt.Axes) -> None:
+    styles = figure_styles(column.header for column in analysis.columns)
     for index, column in enumerate(analysis.columns):
-        color = COLORS[index % len(COLORS)]
+        style = styles[column.header]
         cells = series.cell_series(section, index)
         for row in cells.rows:
             values = [v for r, v in zip(cells.run_rows, cells.run_values, strict=True) if r == row]
-            axes.scatter([row] * len(values), values, color=color, alpha=0.4, s=14)
-        axes.errorbar(cells.rows, cells.means, yerr=cells.errors, color=color, marker="o",
-                      capsize=3, label=column.header)  # fmt: skip
+            axes.scatter([row] * len(values), values, color=style.color, marker=style.marker,
+                         alpha=0.35, s=14)  # fmt: skip
+        axes.errorbar(cells.rows, cells.means, yerr=cells.errors, color=style.color,
+                      marker=style.marker, linestyle=style.dash, capsize=3,
+                      label=column.header)  # fmt: skip
     axes.set_ylabel(analysis.unit)
     axes.set_title(f"{analysis.settings.measure.name}: runs, mean and 95% CI")
 
 
 def _relative(analysis: Analysis, section: Section, axes: plt.Axes) -> None:
+    styles = figure_styles(column.header for column in analysis.columns)
     for index, column in enumerate(analysis.columns):
         if column.compared_to is None:
             continue
-        color = COLORS[index % len(COLORS)]
+        style = styles[column.header]
         points = series.relative_points(section, index)
         if not points:
             continue
-        axes.plot([p.row for p in points], [p.rel_pct for p in points], color=color,
+        rows = [p.row for p in points]
+        axes.plot(rows, [p.rel_pct for p in points], color=style.color, linestyle=style.dash,
                   label=column.header)  # fmt: skip
+        bounded = [(p.row, p.rel_pct, p.ci_pct) for p in points if p.ci_pct is not None]
+        axes.errorbar([row for row, _, _ in bounded], [rel for _, rel, _ in bounded],
+                      yerr=[[rel - low for _, rel, (low, _) in bounded],
+                            [high - rel for _, rel, (_, high) in bounded]],
+                      fmt="none", ecolor=style.color, capsize=3, alpha=0.7)  # fmt: skip
         for p in points:
-            axes.scatter([p.row], [p.rel_pct], s=40, color=color if p.significant else "white",
-                         edgecolors=color, zorder=3)  # fmt: skip
+            axes.scatter([p.row], [p.rel_pct], s=40, marker=style.marker,
+                         color=style.color if p.significant else "white",
+                         edgecolors=style.color, zorder=3)  # fmt: skip
     axes.axhline(0, color="#888", linestyle=":")
     axes.set_ylabel("rel %")
-    axes.set_title(f"rel % against {analysis.baseline_name} (open: not significant)")
+    axes.set_title(f"rel % against {analysis.baseline_name}, 95% interval "
+                   "(open: not significant)")  # fmt: skip
+
+
+def _count_axis(axes: plt.Axes, rows: list[int]) -> None:
+    axis = count_axis(rows)
+    if axis.log2:
+        axes.set_xscale("log", base=2)
+    axes.set_xticks(axis.ticks, [str(tick) for tick in axis.ticks])
+    axes.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
 
 
 def write_figures(analysis: Analysis, name: str, directory: Path) -> list[Path]:
@@ -69,12 +93,15 @@ def write_figures(analysis: Analysis, name: str, directory: Path) -> list[Path]:
             figure, axes = plt.subplots(figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI)
             draw(analysis, section, axes)
             axes.set_xlabel(analysis.row_axis)
+            _count_axis(axes, section.rows)
             axes.grid(alpha=0.3)
             if axes.get_legend_handles_labels()[0]:
                 axes.legend(fontsize=8)
             if section.label:
                 figure.suptitle(section.label, fontsize=9)
-            figure.tight_layout()
+            # On the figure itself, so a copy pasted alone still says what and where.
+            figure.text(0.01, 0.01, analysis.caption, fontsize=7, color="#444")
+            figure.tight_layout(rect=(0, 0.03, 1, 1))
             for suffix in ("png", "svg"):
                 path = directory / f"{stem}-{kind}.{suffix}"
                 figure.savefig(path, dpi=DPI)

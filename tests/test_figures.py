@@ -1,0 +1,86 @@
+"""What a figure says it shows, wherever it is pasted: its experiment and machine, "simulated"
+on a simulated one; each lock drawn the same way in every figure of every report; the swept
+counts as integers, on a log2 axis once there are more than three."""
+
+from pathlib import Path
+
+import pytest
+from locklab import cli
+from locklab.analysis.cells import analyse_experiment
+from locklab.analysis.model import Settings
+from locklab.output import charts
+from locklab.output.styles import (
+    FIXED,
+    OKABE_ITO,
+    STYLES,
+    count_axis,
+    figure_styles,
+    style_number,
+)
+from locklab.store import Store
+
+SIM_RUN = ["--nwriters", "1,2,4,8", "--repeat", "2", "--duration", "0.001", "--warmup", "0",
+           "--plain"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    """Two simulated experiments that share mcs, in another order and company."""
+    store = tmp_path_factory.mktemp("figures") / "store"
+    for name, locks in (("first", "ticket,mcs"), ("second", "qspinlock,cna,mcs")):
+        args = ["run", "--sim", "mach1", "--lock", locks, "--name", name, "--store", str(store)]
+        assert cli.main([*args, *SIM_RUN]) == 0
+    return store
+
+
+def trace_colors(store: Path, name: str) -> dict[str, str]:
+    """Each lock's line colour in the report's throughput chart of experiment `name`."""
+    opened = Store(store, create=False, read_only=True)
+    experiment = opened.experiment(name)
+    analysis = analyse_experiment(experiment, opened.runs(experiment), Settings())
+    figure = charts.throughput_figure(analysis, analysis.sections[0])
+    return {trace.name: trace.line.color for trace in figure.data if trace.mode != "markers"}
+
+
+def test_a_lock_keeps_its_colour_across_reports(store):
+    first, second = trace_colors(store, "first"), trace_colors(store, "second")
+    assert first["mcs"] == second["mcs"]
+    assert len(set(second.values())) == 3  # three locks, three colours
+
+
+def test_styles_are_fixed_for_built_in_locks_and_hashed_for_the_rest():
+    alone = figure_styles(["mcs"])["mcs"]
+    assert figure_styles(["ticket", "cna", "mcs"])["mcs"] == alone
+    assert {figure_styles([name])[name].color for name in FIXED[:8]} == set(OKABE_ITO)
+    assert style_number("my_plugin_lock") == style_number("my_plugin_lock")
+    # Two names whose own styles are one: the second of a figure takes the next free one.
+    owner: dict[int, str] = {}
+    for number, name in ((style_number(f"plugin{i}"), f"plugin{i}") for i in range(STYLES + 1)):
+        if number in owner:
+            pair = [owner[number], name]
+            break
+        owner[number] = name
+    styles = figure_styles(pair)
+    assert styles[pair[0]] != styles[pair[1]]
+    assert styles[pair[0]] == figure_styles([pair[0]])[pair[0]]
+
+
+def test_counts_are_integer_ticks_on_log2_past_three():
+    assert count_axis([1, 2, 4]) == charts.count_axis([4, 2, 1])
+    assert not count_axis([1, 2, 4]).log2 and count_axis([1, 2, 4]).ticks == [1, 2, 4]
+    assert count_axis([1, 4, 16, 48, 96]).log2
+
+
+def test_a_simulated_figure_says_so_on_itself(store, tmp_path):
+    out = tmp_path / "figures"
+    assert cli.main(["plot", "first", "--store", str(store), "-o", str(out)]) == 0
+    for svg in out.glob("*.svg"):
+        text = svg.read_text()
+        assert '"first", simulated: mach1 (model, not hardware), 16 virtual CPUs' in text.replace(
+            "&quot;", '"'
+        ), svg
+    page = tmp_path / "report.html"
+    assert cli.main(["report", "first", "--store", str(store), "-o", str(page)]) == 0
+    html = page.read_text()
+    assert "simulated: mach1 (model, not hardware)" in html
+    assert '"tickvals":[1,2,4,8],"ticktext":["1","2","4","8"]' in html and '"type":"log"' in html
