@@ -366,13 +366,13 @@ ONE_CORE = {  # every CPU a thread of one core, as a range or as a comma list
 def test_cores_are_told_apart_by_their_threads_not_their_core_id(tmp_path):
     n = len(CPUS)
     summary, ranks = topology_of(fake_sysfs(tmp_path / "own", CPUS, same_id, str))
-    assert f"allowed; {n} cores, 1 packages" in summary and "1 threads per core" in summary
+    assert f"allowed; {n} cores, 1 package" in summary and "1 thread per core" in summary
     assert ranks == [0] * n
     for name, siblings in ONE_CORE.items():
         if name == "range" and list(range(CPUS[0], CPUS[-1] + 1)) != CPUS:
             continue
         summary, ranks = topology_of(fake_sysfs(tmp_path / name, CPUS, own_id, siblings))
-        assert "allowed; 1 cores, 1 packages" in summary, name
+        assert "allowed; 1 core, 1 package" in summary, name
         assert f"{n} threads per core" in summary and ranks == list(range(n)), name
     # Run on the core's second thread only: that thread is the first the process has.
     root = fake_sysfs(tmp_path / "cpuset", CPUS, own_id, ONE_CORE["commas"])

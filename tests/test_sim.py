@@ -441,7 +441,7 @@ def test_topology_is_the_simulated_machine(machine):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "machine:  tiny-2s" in proc.stdout
-    assert "4 online, 4 allowed; 4 cores, 2 packages, 2 NUMA nodes" in proc.stdout
+    assert "4 online, 4 allowed; 4 cores, 2 packages, 2 NUMA nodes, 1 thread per" in proc.stdout
 
 
 # tiny-2s with two threads a core, numbered as many machines number them: a core's two threads

@@ -274,17 +274,25 @@ int node_of_cpu(const struct machine_facts *facts, int cpu)
 	return -1;
 }
 
+/* "1 core", "2 cores": the count's noun as a person writes it. */
+static const char *plural(int count)
+{
+	return count == 1 ? "" : "s";
+}
+
 void topology_print(const struct machine_facts *facts)
 {
 	printf("machine:  %s (%s)\n", facts->hostname, facts->arch);
 	printf("cpu:      %s\n", facts->cpu_model);
 	printf("kernel:   %s\n", facts->kernel);
 	printf("governor: %s\n", facts->governor);
-	printf("cpus:     %d online, %d allowed; %d cores, %d packages, %d NUMA nodes%s, "
-	       "%d threads per core\n",
-	       facts->cpus_online, facts->cpus_allowed, facts->cores, facts->packages,
-	       facts->numa_nodes, facts->numa_nodes != facts->numa_nodes_real ? " (virtual)" : "",
-	       facts->threads_per_core);
+	printf("cpus:     %d online, %d allowed; %d core%s, %d package%s, %d NUMA node%s%s, "
+	       "%d thread%s per core\n",
+	       facts->cpus_online, facts->cpus_allowed, facts->cores, plural(facts->cores),
+	       facts->packages, plural(facts->packages), facts->numa_nodes,
+	       plural(facts->numa_nodes),
+	       facts->numa_nodes != facts->numa_nodes_real ? " (virtual)" : "",
+	       facts->threads_per_core, plural(facts->threads_per_core));
 	printf("%5s %8s %5s %5s %4s\n", "cpu", "package", "core", "node", "smt");
 	for (int i = 0; i < facts->cpus_allowed; i++) {
 		const struct cpu_info *c = &facts->allowed[i];

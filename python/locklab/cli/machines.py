@@ -47,9 +47,12 @@ def cmd_machines(args: argparse.Namespace) -> int:
         return 0
     profiles = [find_profile(name) for name in profile_names()]
     width = max(len(p.name) for p in profiles)
+    shape_width = max(len(p.shape()) for p in profiles)
     for p in profiles:
         seeds = f"seed {', '.join(p.seeds)}" if p.seeds else ""
-        print(f"{p.name:<{width}}  {p.cpus:>3} CPUs  {p.shape():<44} {p.ghz:g} GHz  {seeds}")
+        line = (f"{p.name:<{width}}  {p.cpus:>3} CPUs  {p.shape():<{shape_width}}  "
+                f"{p.ghz:>5g} GHz  {seeds}")  # fmt: skip
+        print(line.rstrip())
     print("\n'locklab machines NAME' shows a profile's costs and their sources; --sim also takes "
           "the path of a profile file of your own (docs/simulator.md)")  # fmt: skip
     return 0

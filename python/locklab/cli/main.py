@@ -123,7 +123,11 @@ def _main(argv: Sequence[str] | None) -> int:
         argv = list(sys.argv[1:] if argv is None else argv)
         if argv[:2] == ["kernel", "build"]:  # `locklab kernel build` is `kernel-build`
             argv = ["kernel-build", *argv[2:]]
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        if not argv:  # bare `locklab`: what it can do, not an error about a missing argument
+            parser.print_help()
+            return 2
+        args = parser.parse_args(argv)
         args.argv = argv  # what --hosts runs again on each host
         return args.handler(args)
     except LocklabError as error:

@@ -62,6 +62,11 @@ LIST_WIDTH = 100  # `locklab list` fits a 100-column terminal or mail
 def locks(catalogue: Catalogue) -> Table:
     """One line (folded within LIST_WIDTH) per lock; `locklab list LOCK` has the details."""
     found = listing("lock", "family", "summary", "tunables")
+    # Names whole; the summary gets the room, so that a long token of it is not cut mid-word.
+    for column in found.columns[:2]:
+        column.no_wrap = True
+    found.columns[2].ratio, found.columns[3].ratio = 3, 2
+    found.expand = True
     for lock in catalogue.values():
         tunables = ", ".join(t.name for t in lock.tunables)
         found.add_row(lock.name, lock.family, lock.summary, tunables or "-")

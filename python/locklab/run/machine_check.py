@@ -159,11 +159,23 @@ def isolated_cpus(root: Path) -> str | None:
     return isolated
 
 
+def _isolation_fix(root: Path) -> str:
+    """Isolate every CPU but the first, which keeps the housekeeping: on this machine's CPUs,
+    not an example's (isolcpus=2-7 on a 2-CPU machine)."""
+    online = _read(root, "/sys/devices/system/cpu/online") or ""
+    last = re.split(r"[-,]", online.strip())[-1]
+    if not last.isdigit() or int(last) < 1:
+        return "boot with isolcpus and nohz_full on the CPUs to measure, and pin the runs there"
+    cpus = "1" if last == "1" else f"1-{last}"
+    return (f"boot with isolcpus={cpus} nohz_full={cpus} (CPU 0 keeps the housekeeping) and "
+            f"pin the runs there (--pin {cpus})")  # fmt: skip
+
+
 def check_isolation(root: Path) -> Check:
     isolated = isolated_cpus(root)
     nohz = _read(root, "/sys/devices/system/cpu/nohz_full") or _cmdline_value(root, "nohz_full")
     means = "the scheduler may put any task on the measuring CPUs, and the tick interrupts them"
-    fix = "boot with isolcpus=2-7 nohz_full=2-7 (say) and pin the runs there (--pin 2-7)"
+    fix = _isolation_fix(root)
     if isolated is None:
         return Check("isolation", UNKNOWN, "no /sys/devices/system/cpu/isolated", means, fix)
     seen = f"isolcpus {isolated or 'none'}, nohz_full {nohz or 'none'}"

@@ -73,6 +73,12 @@ def connect(path: Path, read_only: bool) -> sqlite3.Connection:
     # mode=ro writes nothing; a WAL store whose folder is read-only may still need its -shm
     # file, which only immutable=1 does without (it is then read as the file stands).
     uri = path.resolve().as_uri()
+    if not Path(f"{path}-wal").exists():
+        # No writer has it open (a WAL writer keeps its -wal until it closes): read the file as
+        # it stands, without the -wal and -shm that mode=ro would create and leave behind. A
+        # writer that starts meanwhile appends to a -wal of its own and leaves this file as it
+        # is until its first checkpoint.
+        return sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
     try:
         db = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None)
         db.execute("SELECT count(*) FROM sqlite_master").fetchone()
