@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from locklab.errors import LocklabError
 from locklab.model.catalogue import Catalogue, lock_info
+from locklab.model.spec import Configuration
 from locklab.run.guest_program import run_in_guest
 from locklab.run.lifetime import die_with_locklab, holding_stops, raise_if_stopped
 from locklab.run.outcome import EngineOutcome
@@ -25,7 +26,7 @@ from locklab.run.program import run_program
 from locklab.run.simulator import engine_invocation
 
 if TYPE_CHECKING:
-    from locklab.model.spec import Configuration, ExperimentSpec
+    from locklab.model.spec import ExperimentSpec
 
 ENGINE_NAME = "locklab-bench"
 
@@ -109,15 +110,19 @@ class Engine:
                 )
 
     def _check_simulated(self, spec: ExperimentSpec) -> None:
-        """Each lock once in the simulator, a few acquisitions: a lock it cannot run (glibc's,
-        a PI futex, inline assembly) is one line now, not a column of failed runs."""
+        """Each lock once in the simulator at the sweep's first point (its writers, readers and
+        the variant's params: a lock for a fixed number of threads refuses any other), a few
+        acquisitions: a lock it cannot run (glibc's, a PI futex, inline assembly) is one line
+        now, not a column of failed runs."""
+        point = spec.points()[0]
         for variant in spec.variants:
-            args = ["--lock", variant.lock, "--nwriters", "1", "--ops", "10", "--warmup", "0"]
-            if variant.plugin:
-                args = ["--plugin", variant.plugin, *args]
+            args = [*spec.engine_args(Configuration(variant, point), 0), "--warmup", "0"]
+            if dict(point)["nwriters"]:  # --ops counts writes; readers alone run the duration
+                args += ["--ops", "10"]
             outcome = self.run(args, timeout_s=60.0, sim_machine=spec.sim_machine)
             if outcome.exit_code != 0:
-                raise LocklabError(f"--sim: {outcome.error_line()}")
+                at = " ".join(f"{axis}={value}" for axis, value in point if value)
+                raise LocklabError(f"--sim: {variant.label} at {at}: {outcome.error_line()}")
 
     def topology(self, numa_nodes: int | None = None) -> str:
         """What the engine detects (and, with numa_nodes, how it would split the CPUs)."""
