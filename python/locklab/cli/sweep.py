@@ -41,6 +41,8 @@ from locklab.model.spec import (
 from locklab.model.targeting import spec_for_locks
 from locklab.model.values import AXES, PIN_MODES
 from locklab.run.engine import Engine
+from locklab.run.replay import say_if_another_build
+from locklab.run.simulator import engine_invocation
 from locklab.run.source_plugin import built_plugins
 from locklab.run.ssh import check_aliases
 from locklab.store import Store
@@ -152,8 +154,19 @@ def register(commands: Commands) -> None:
         "--seed",
         type=int,
         default=_spec("seed"),
-        help=f"seed of the run order (default {_spec('seed')})",
+        help=f"seed of the run order and of each run's engine seed, SEED*1000+repeat+1 "
+        f"(default {_spec('seed')})",
     )
+    how.add_argument(
+        "--engine-seed", type=int, metavar="N",
+        help="every run's engine seed (with --repeat 1): a failed simulated run's own, which "
+        "replays its interleaving exactly, as the command it prints does",
+    )  # fmt: skip
+    how.add_argument(
+        "--same-build", metavar="ENGINE[,PLUGIN]",
+        help="sha256 prefixes of the build a replayed run ran with: a replay on another "
+        "engine or plugin says so",
+    )  # fmt: skip
     how.add_argument(
         "--resume", metavar="EXP",
         help="finish an interrupted experiment: run only what is missing (a host's experiment: "
@@ -183,11 +196,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         repeat_auto=args.repeat == "auto", min_repeat=args.min_repeat,
         precision=args.precision, seed=args.seed, numa_nodes=args.numa_nodes,
         torture_delays=args.torture_delays, numa_remote_ns=args.numa_remote_ns,
-        checks=not args.no_checks, **run_settings(args, machine),
+        checks=not args.no_checks, engine_seed=args.engine_seed, **run_settings(args, machine),
     )  # fmt: skip
     if machine:
         fit_to_simulated(spec)
     engine.check(spec)
+    if args.same_build is not None:
+        binary, _ = engine_invocation(engine.path, spec.sim_machine, {})
+        say_if_another_build(args.same_build, binary, spec)
     store = Store(Path(args.store))
     experiment = store.create_experiment(spec, host(), provenance.version(), provenance.commit())
     return execute(args, chosen, engine, store, experiment)[0]
@@ -198,6 +214,8 @@ def _resume(args: argparse.Namespace, chosen: Settings) -> int:
     given = [f"--{axis}" for axis in AXES if getattr(args, axis) is not None]
     given += ["--lock"] if args.lock else []
     given += [f"--{name}" for name in ("sim", "duration", "warmup", "pin") if getattr(args, name)]
+    given += [f"--{name.replace('_', '-')}" for name in ("engine_seed", "same_build")
+              if getattr(args, name) is not None]  # fmt: skip
     if given:
         raise LocklabError(f"--resume runs the stored plan: drop {', '.join(given)}")
     store = Store(Path(args.store), create=False)

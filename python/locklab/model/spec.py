@@ -202,6 +202,9 @@ class ExperimentSpec:
     # whole so that a stored experiment replays on the machine it ran on.
     sim: str = ""
     sim_machine: str = ""
+    # --engine-seed: the engine seed of every run, in place of one per repeat (run_seed): what
+    # replays a failed simulated run alone (run/replay.py).
+    engine_seed: int | None = None
 
     def __post_init__(self) -> None:
         for axis in AXES:
@@ -306,11 +309,17 @@ class ExperimentSpec:
             args += ["--numa-remote-ns", str(self.numa_remote_ns)]
         if not self.checks:
             args += ["--no-checks"]
-        # A different engine seed per repeat: random choices (backoff, long holds) must not be
-        # the same sequence in every repeat, or the repeats are not independent.
-        args += ["--seed", str(self.seed * 1000 + repeat + 1)]
+        args += ["--seed", str(self.run_seed(repeat))]
         args += ["--watchdog", _num(SIM_WATCHDOG_S if self.sim else RUN_WATCHDOG_S)]
         return args
+
+    def run_seed(self, repeat: int) -> int:
+        """The engine's seed for a configuration's `repeat`: one per repeat, since random choices
+        (backoff, long holds) must not be the same sequence in every repeat, or the repeats are
+        not independent; the simulator's interleaving follows it too. --engine-seed sets it."""
+        if self.engine_seed is not None:
+            return self.engine_seed
+        return self.seed * 1000 + repeat + 1
 
     def series_interval_s(self) -> float:
         """The throughput series' period: a simulated run lasts milliseconds, so at most half

@@ -12,6 +12,7 @@ from locklab.kernel.params import TORTURE_TYPES_6_1
 from locklab.model.catalogue import LockInfo
 from locklab.model.values import (
     AXES,
+    MAX_ENGINE_SEED,
     MAX_SEED,
     validate_axis,
     validate_label,
@@ -80,6 +81,7 @@ def check_spec(spec: ExperimentSpec, catalogue: Mapping[str, LockInfo]) -> None:
     validate_pin(spec.pin)
     if isinstance(spec.seed, bool) or not 0 <= spec.seed <= MAX_SEED:
         raise LocklabError(f"seed must be an integer from 0 to {MAX_SEED} (got {spec.seed})")
+    _check_engine_seed(spec)
     if isinstance(spec.numa_nodes, bool) or not 0 <= spec.numa_nodes <= 1024:
         raise LocklabError(f"numa_nodes must be from 0 to 1024 (got {spec.numa_nodes})")
     _check_workload_emulation(spec)
@@ -124,3 +126,15 @@ def _check_workload_emulation(spec: ExperimentSpec) -> None:
         raise LocklabError(f"numa_remote_ns must be from 0 to 1000000 (got {spec.numa_remote_ns})")
     if spec.numa_remote_ns and spec.pin == "none":
         raise LocklabError("numa_remote_ns needs pinned threads (pin = compact, cores, ...)")
+
+
+def _check_engine_seed(spec: ExperimentSpec) -> None:
+    """--engine-seed gives every run one seed: repeats of it would be the same run again."""
+    if spec.engine_seed is None:
+        return
+    if isinstance(spec.engine_seed, bool) or not 0 <= spec.engine_seed <= MAX_ENGINE_SEED:
+        raise LocklabError(
+            f"engine seed must be an integer from 0 to {MAX_ENGINE_SEED} (got {spec.engine_seed})"
+        )
+    if spec.repeat != 1 or spec.repeat_auto:
+        raise LocklabError("--engine-seed runs each cell once, with that seed: give --repeat 1")
