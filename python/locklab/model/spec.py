@@ -286,6 +286,20 @@ class ExperimentSpec:
         return self.warmup_s + self.duration_s + 0.1
 
     def engine_args(self, config: Configuration, repeat: int) -> list[str]:
+        args = self.lock_options(config)
+        args += ["--duration", _num(self.duration_s), "--warmup", _num(self.warmup_s)]
+        args += ["--pin", self.pin, "--interval", _num(self.series_interval_s())]
+        if self.long_hold_ms:
+            args += ["--long-hold", str(self.long_hold_ms)]
+        if self.stutter_s:
+            args += ["--stutter", _num(self.stutter_s)]
+        args += self.workload_options()
+        args += ["--seed", str(self.run_seed(repeat))]
+        args += ["--watchdog", _num(SIM_WATCHDOG_S if self.sim else RUN_WATCHDOG_S)]
+        return args
+
+    def lock_options(self, config: Configuration) -> list[str]:
+        """The configuration's lock and point, as the engine and `locklab run` both take them."""
         variant = config.variant
         args: list[str] = []
         if variant.plugin:
@@ -295,12 +309,11 @@ class ExperimentSpec:
             args += ["--param", f"{name}={value}"]
         for axis, value in config.axes:
             args += [f"--{axis.replace('_', '-')}", str(value)]
-        args += ["--duration", _num(self.duration_s), "--warmup", _num(self.warmup_s)]
-        args += ["--pin", self.pin, "--interval", _num(self.series_interval_s())]
-        if self.long_hold_ms:
-            args += ["--long-hold", str(self.long_hold_ms)]
-        if self.stutter_s:
-            args += ["--stutter", _num(self.stutter_s)]
+        return args
+
+    def workload_options(self) -> list[str]:
+        """The options of every run that the engine and `locklab run` both take, where set."""
+        args: list[str] = []
         if self.numa_nodes:
             args += ["--numa-nodes", str(self.numa_nodes)]
         if self.torture_delays:
@@ -309,8 +322,6 @@ class ExperimentSpec:
             args += ["--numa-remote-ns", str(self.numa_remote_ns)]
         if not self.checks:
             args += ["--no-checks"]
-        args += ["--seed", str(self.run_seed(repeat))]
-        args += ["--watchdog", _num(SIM_WATCHDOG_S if self.sim else RUN_WATCHDOG_S)]
         return args
 
     def run_seed(self, repeat: int) -> int:

@@ -12,6 +12,7 @@ import hashlib
 import re
 import shlex
 import sys
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -38,27 +39,18 @@ def build_identity(command: list[str]) -> dict[str, object]:
 def replay_command(spec: ExperimentSpec, config: Configuration, repeat: int,
                    identity: dict[str, object], store: Path) -> str:  # fmt: skip
     """The `locklab run` command that runs this simulated run alone, as it ran, into `store`."""
-    variant = config.variant
     sim = Path(spec.sim)
     args = ["locklab", "run", "--sim", str(sim.resolve()) if sim.is_file() else spec.sim]
-    if variant.plugin:
-        args += ["--plugin", str(Path(variant.plugin).resolve())]
-    args += ["--lock", variant.lock]
-    for name, value in variant.params:
-        args += ["--param", f"{name}={value}"]
-    for axis, value in config.axes:
-        args += [f"--{axis.replace('_', '-')}", str(value)]
+    plugin = config.variant.plugin
+    if plugin:  # wherever the replay runs from
+        config = replace(
+            config, variant=replace(config.variant, plugin=str(Path(plugin).resolve()))
+        )
+    args += spec.lock_options(config)
     # repr(): the very float the spec holds, which the engine is given as engine_args gives it.
     args += ["--duration", repr(spec.duration_s), "--warmup", repr(spec.warmup_s),
              "--pin", spec.pin, "--interval", repr(spec.interval_s)]  # fmt: skip
-    if spec.numa_nodes:
-        args += ["--numa-nodes", str(spec.numa_nodes)]
-    if spec.torture_delays:
-        args += ["--torture-delays", spec.torture_delays]
-    if spec.numa_remote_ns:
-        args += ["--numa-remote-ns", str(spec.numa_remote_ns)]
-    if not spec.checks:
-        args += ["--no-checks"]
+    args += spec.workload_options()
     build = [str(identity[key])[:SHOWN_HASH_DIGITS]
              for key in ("engine_sha256", "plugin_sha256") if key in identity]  # fmt: skip
     args += ["--repeat", "1", "--engine-seed", str(spec.run_seed(repeat)),
