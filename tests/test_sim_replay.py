@@ -110,3 +110,25 @@ def test_a_replay_option_given_wrongly_is_one_line(tmp_path: Path):
                       *store)  # fmt: skip
     assert garbled.returncode == 2 and garbled.stderr.count("\n") == 1, garbled.stderr
     assert garbled.stderr.startswith("locklab: error: --same-build: give the engine's sha256")
+
+
+def test_a_kernel_lock_replays_from_its_built_plugin(tmp_path: Path):
+    """The deliberately broken rtmutex patch crashes its simulated run; the replay command
+    names the kernel: lock's built plugin, which the replay runs as it is (not the tree's
+    stock lock compiled again), and crashes the same way on the same build."""
+    broken = ROOT / "campaigns" / "patches" / "broken" / (
+        "0001-rtmutex-take-an-owned-lock-now-and-then.patch")  # fmt: skip
+    store = tmp_path / "store"
+    first = locklab("run", *TINY, "--lock", "kernel:rtmutex", "--patch", f"broken={broken}",
+                    "--nwriters", "4", "--repeat", "1", "--store", str(store),
+                    timeout=600)  # fmt: skip
+    assert first.returncode == 1, first.stderr[-2000:]
+    again = subprocess.run(replay_line(first.stderr), capture_output=True, text=True,
+                           timeout=120, check=False)  # fmt: skip
+    assert again.returncode == 1, again.stderr[-2000:]
+    assert "another build" not in again.stderr
+    assert "with 0001-rtmutex-take-an-owned-lock-now-and-then.patch (sim)" in again.stdout
+    with sqlite3.connect(store / "locklab.db") as db:
+        rows = db.execute("SELECT status, error, result_json FROM runs ORDER BY id").fetchall()
+    assert len(rows) == 2 and rows[0][:2] == rows[1][:2] and "SIGSEGV" in rows[0][1]
+    assert json.loads(rows[0][2])["replay"] == json.loads(rows[1][2])["replay"]

@@ -188,9 +188,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     build = SIM_BUILD if machine else args.build or engine.build()
     plugins = built_plugins(args.plugin, build, engine.path)
     flat = machine.flat_text() if machine else ""
+    sources = source_plugins(args, engine, machine, tuple(plugins))
     spec = spec_for_locks(
         partial(engine.catalogue, sim_machine=flat), args.lock, args.param, plugins,
-        {axis: getattr(args, axis) for axis in AXES}, source_plugins(args, engine, machine),
+        {axis: getattr(args, axis) for axis in AXES}, sources,
         name=args.name, baseline=args.baseline,
         repeat=args.max_repeat if args.repeat == "auto" else args.repeat,
         repeat_auto=args.repeat == "auto", min_repeat=args.min_repeat,
