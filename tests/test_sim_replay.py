@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 from conftest import ROOT, plugin_path
+from locklab.run.replay import build_identity
 
 LOCKLAB = ROOT / ".venv" / "bin" / "locklab"
 # A small machine (16 CPUs) and a tiny virtual window: a run takes well under a second.
@@ -132,3 +133,11 @@ def test_a_kernel_lock_replays_from_its_built_plugin(tmp_path: Path):
         rows = db.execute("SELECT status, error, result_json FROM runs ORDER BY id").fetchall()
     assert len(rows) == 2 and rows[0][:2] == rows[1][:2] and "SIGSEGV" in rows[0][1]
     assert json.loads(rows[0][2])["replay"] == json.loads(rows[1][2])["replay"]
+
+
+def test_a_build_gone_since_its_run_leaves_the_run_kept(tmp_path: Path):
+    """A binary or plugin removed while its run went on (a rebuild) is no reason to lose the
+    run: its identity says None, and its replay command then names no build."""
+    gone = tmp_path / "gone"
+    command = [str(gone / "locklab-sim"), "--plugin", str(gone / "x.so"), "--seed", "5"]
+    assert build_identity(command) == {"engine_sha256": None, "seed": 5, "plugin_sha256": None}

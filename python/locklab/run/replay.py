@@ -27,7 +27,8 @@ _SAME_BUILD = re.compile(r"^[0-9a-f]{8,64}(,[0-9a-f]{8,64})?$")
 
 def build_identity(command: list[str]) -> dict[str, object]:
     """What an engine run's command ran: its engine seed, and the sha256 of its binary and of
-    the plugin it loaded (absent when it loaded none)."""
+    the plugin it loaded (absent when it loaded none; None where the file is gone since: the
+    run is kept all the same)."""
     identity: dict[str, object] = {"engine_sha256": _sha256(Path(command[0]))}
     if "--seed" in command:
         identity["seed"] = int(command[command.index("--seed") + 1])
@@ -51,11 +52,11 @@ def replay_command(spec: ExperimentSpec, config: Configuration, repeat: int,
     args += ["--duration", repr(spec.duration_s), "--warmup", repr(spec.warmup_s),
              "--pin", spec.pin, "--interval", repr(spec.interval_s)]  # fmt: skip
     args += spec.workload_options()
-    build = [str(identity[key])[:SHOWN_HASH_DIGITS]
-             for key in ("engine_sha256", "plugin_sha256") if key in identity]  # fmt: skip
-    args += ["--repeat", "1", "--engine-seed", str(spec.run_seed(repeat)),
-             "--same-build", ",".join(build), "--store", str(store)]  # fmt: skip
-    return shlex.join(args)
+    args += ["--repeat", "1", "--engine-seed", str(spec.run_seed(repeat))]
+    build = [identity[key] for key in ("engine_sha256", "plugin_sha256") if key in identity]
+    if all(isinstance(digest, str) for digest in build):
+        args += ["--same-build", ",".join(str(digest)[:SHOWN_HASH_DIGITS] for digest in build)]
+    return shlex.join([*args, "--store", str(store)])
 
 
 def replayable(spec: ExperimentSpec) -> bool:
@@ -77,32 +78,30 @@ def say_if_another_build(same_build: str, binary: Path, spec: ExperimentSpec) ->
     if len(expected) == 2 and len(plugins) != 1:
         raise LocklabError(f"--same-build names one plugin; this run loads {len(plugins)}")
     now = [("engine", binary)] + ([("plugin", Path(plugins[0]))] if len(expected) == 2 else [])
-    changed = [f"the {what} {path} is {_sha256(path)[: len(want)]}, the run's was {want}"
-               for (what, path), want in zip(now, expected, strict=True)
-               if not _sha256(path).startswith(want)]  # fmt: skip
+    changed = [f"the {what} {path} is {(_sha256(path) or 'unreadable')[: len(want)]}, the "
+               f"run's was {want}" for (what, path), want in zip(now, expected, strict=True)
+               if not (_sha256(path) or "").startswith(want)]  # fmt: skip
     if changed:
         print(f"locklab: note: replayed with another build than the run's ({'; '.join(changed)}):"
               " it may not repeat its figures", file=sys.stderr)  # fmt: skip
 
 
-def _sha256(path: Path) -> str:
+def _sha256(path: Path) -> str | None:
+    """A file's sha256; None where it cannot be read."""
     try:
         stat = path.stat()
-    except OSError as error:
-        raise LocklabError(f"{path}: cannot read: {error.strerror}") from None
-    return _sha256_of(path, stat.st_size, stat.st_mtime_ns)
+        return _sha256_of(path, stat.st_size, stat.st_mtime_ns)
+    except OSError:
+        return None
 
 
 @cache
 def _sha256_of(path: Path, size: int, mtime_ns: int) -> str:
-    """A file's sha256, once per content (its size and time stand for it: a rebuild changes
-    them)."""
+    """A file's sha256, read once per content (its size and time stand for it: a rebuild
+    changes them)."""
     del size, mtime_ns  # the cache's key only
     digest = hashlib.sha256()
-    try:
-        with path.open("rb") as file:
-            for block in iter(lambda: file.read(1 << 20), b""):
-                digest.update(block)
-    except OSError as error:
-        raise LocklabError(f"{path}: cannot read: {error.strerror}") from None
+    with path.open("rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
     return digest.hexdigest()
