@@ -31,6 +31,9 @@ def test_a_two_thread_lock_runs_at_its_own_point_and_only_there(tmp_path: Path):
     two = locklab("run", *TINY, *plugin, "--nwriters", "2", "--repeat", "1", *store)
     assert two.returncode == 0, two.stderr
     assert "peterson2" in two.stdout and "failed" not in two.stderr
+    bare = locklab("run", *TINY, *plugin, "--nwriters", "2", "--repeat", "1", "--no-checks",
+                   *store)  # fmt: skip
+    assert bare.returncode == 0, bare.stderr  # the bare loop's point, as the sweep runs it
     three = locklab("run", *TINY, *plugin, "--nwriters", "3", "--repeat", "1", *store)
     assert three.returncode == 2, three.stderr
     assert three.stderr.strip().splitlines() == [

@@ -117,7 +117,8 @@ class Engine:
         point = spec.points()[0]
         for variant in spec.variants:
             args = [*spec.engine_args(Configuration(variant, point), 0), "--warmup", "0"]
-            if dict(point)["nwriters"]:  # --ops counts writes; readers alone run the duration
+            # --ops counts checked writes: readers alone, or the bare loop, run the duration.
+            if dict(point)["nwriters"] and spec.checks:
                 args += ["--ops", "10"]
             outcome = self.run(args, timeout_s=60.0, sim_machine=spec.sim_machine)
             if outcome.exit_code != 0:
