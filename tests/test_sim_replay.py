@@ -110,6 +110,11 @@ def test_a_replay_option_given_wrongly_is_one_line(tmp_path: Path):
     assert twice.stderr.strip() == (
         "locklab: error: --engine-seed runs each cell once, with that seed: give --repeat 1"
     )
+    negative = locklab("run", *TINY, "--lock", "ticket", "--repeat", "1", "--engine-seed", "-3",
+                       *store)  # fmt: skip
+    assert negative.returncode == 2 and negative.stderr.strip() == (
+        "locklab: error: engine seed must be an integer from 0 to 18446744073709551615 (got -3)"
+    )  # the spec's own check, before the simulator is tried
     garbled = locklab("run", *TINY, "--lock", "ticket", "--repeat", "1", "--same-build", "xyz",
                       *store)  # fmt: skip
     assert garbled.returncode == 2 and garbled.stderr.count("\n") == 1, garbled.stderr

@@ -93,8 +93,6 @@ class Engine:
         if spec.source == "guest":  # kernels, not locks: their images are checked
             spec.validate(Catalogue([]))
             return
-        if spec.sim:
-            self._check_simulated(spec)
         machine = spec.sim_machine
         locks = {name: info for name, info in self.catalogue().items()}
         for plugin in spec.plugins():
@@ -108,6 +106,8 @@ class Engine:
                     f"variant '{variant.label}': lock '{variant.lock}' is built in, not from "
                     f"{Path(variant.plugin).name} (which adds: {', '.join(provided) or 'nothing'})"
                 )
+        if spec.sim:  # the spec is sound: what fails now is the simulator's
+            self._check_simulated(spec)
 
     def _check_simulated(self, spec: ExperimentSpec) -> None:
         """Each lock once in the simulator at the sweep's first point (its writers, readers and
