@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, bench_path
 from locklab import cli
-from locklab.cli import sweep
+from locklab.cli import campaign
 from locklab.cli.main import build_parser
 from locklab.run import lifetime
 from locklab.run.engine import Engine
@@ -178,7 +178,7 @@ def test_a_campaign_runs_where_pin_says(capsys):
     args = build_parser().parse_args(
         ["campaign", str(EXAMPLE), "--pin", "cores", "--repeat", "2", "--full", "--fresh"]
     )
-    assert sweep.campaign_rerun(args) == (
+    assert campaign.campaign_rerun(args) == (
         f"locklab campaign {EXAMPLE} --store {args.store} --repeat=2 --pin=cores --full"
     )
 

@@ -319,11 +319,18 @@ def source_options(parser: argparse._ActionsContainer) -> None:
 
 
 def source_plugins(
-    args: argparse.Namespace, engine: Engine, machine: MachineProfile | None = None
+    args: argparse.Namespace,
+    engine: Engine,
+    machine: MachineProfile | None = None,
+    plugins: tuple[str, ...] = (),
 ) -> dict[str, list[SourceVariant]]:
     """The kernel: locks of --lock, compiled from the tree (cached) in the engine's build, or
-    the simulator's with --sim."""
-    names = [name.strip() for name in (args.lock or "").split(",") if is_source_lock(name.strip())]
+    the simulator's with --sim; not one that a --plugin among `plugins` (built .so files)
+    brings already built, as a replay command gives it."""
+    flat = machine.flat_text() if machine else ""
+    built = {name for plugin in plugins for name in engine.catalogue((plugin,), flat)}
+    names = [name.strip() for name in (args.lock or "").split(",")
+             if is_source_lock(name.strip()) and name.strip() not in built]  # fmt: skip
     revisions = list(getattr(args, "rev", []))
     revision_range = getattr(args, "revs", None)
     if not names:
@@ -336,11 +343,10 @@ def source_plugins(
         commits = range_revisions(git_tree(args.source), revision_range, TREE_PARTS)
         revisions += [f"{label}={commit}" for label, commit in commits]
     build = SIM_BUILD if machine else args.build or engine.build()
-    flat = machine.flat_text() if machine else ""
-    built = build_source_locks(names, args.patch, build, engine.path, args.source, flat,
-                               tuple(revisions))  # fmt: skip
+    compiled = build_source_locks(names, args.patch, build, engine.path, args.source, flat,
+                                  tuple(revisions))  # fmt: skip
     return {
         name: [SourceVariant(lock.label, str(lock.plugin), lock.patches, lock.revision)
                for lock in locks]
-        for name, locks in built.items()
+        for name, locks in compiled.items()
     }  # fmt: skip

@@ -126,6 +126,8 @@ def execute(
         errors.print(adaptive.summary(spec, runs, outcome.settled))
     for line in outcome.failures:
         print(f"locklab: error: {printable(line)}", file=sys.stderr)
+    for command in outcome.replays:  # a simulated failure, deterministic: one command each
+        print(f"locklab: replay it alone: {printable(command)}", file=sys.stderr)
     return (EXIT_RUN_FAILED if outcome.failures else 0), (runs, analysis)
 
 

@@ -9,31 +9,23 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
-from pathlib import Path
 from typing import Any
 
 from locklab.errors import LocklabError
-from locklab.kernel.params import TORTURE_TYPES_6_1
 from locklab.model.catalogue import LockInfo
+from locklab.model.spec_checks import check_spec
 from locklab.model.values import (
     AXES,
     AXIS_DEFAULTS,
-    MAX_SEED,
     ParamValue,
     is_cpu_list,
     parse_int_list,
-    validate_axis,
-    validate_label,
-    validate_pin,
-    validate_seconds,
 )
 
 Point = tuple[tuple[str, int], ...]  # a value of every axis, in AXES order
 
 # The engine's deadlock watchdog for every run: no acquisition for this long ends the run.
 RUN_WATCHDOG_S = 10.0
-# The torture types whose delays the engine draws (--torture-delays), Linux 6.1's.
-TORTURE_DELAY_TYPES = TORTURE_TYPES_6_1
 # Beyond warm-up + duration + watchdog: thread start, calibration and the JSON, with room to spare
 # on a loaded machine. Past it the run is killed and recorded as a timeout.
 RUN_TIMEOUT_MARGIN_S = 60.0
@@ -98,21 +90,6 @@ class Variant:
     def describe(self) -> str:
         params = ",".join(f"{name}={value}" for name, value in self.params)
         return f"{self.lock}[{params}]" if params else self.lock
-
-
-def validate_variant(variant: Variant, catalogue: Mapping[str, LockInfo]) -> None:
-    """The variant's lock exists and its params are its tunables, within their ranges."""
-    info = catalogue.get(variant.lock)
-    if info is None:
-        raise LocklabError(f"unknown lock '{variant.lock}' (see 'locklab list')")
-    for name, value in variant.params:
-        tunable = info.tunable(name)
-        if tunable is None:
-            known = ", ".join(t.name for t in info.tunables) or "none"
-            raise LocklabError(
-                f"param '{name}' is not a tunable of lock '{variant.lock}' (its params: {known})"
-            )
-        tunable.check(variant.lock, value)
 
 
 @dataclass(frozen=True, order=True)
@@ -225,6 +202,9 @@ class ExperimentSpec:
     # whole so that a stored experiment replays on the machine it ran on.
     sim: str = ""
     sim_machine: str = ""
+    # --engine-seed: the engine seed of every run, in place of one per repeat (run_seed): what
+    # replays a failed simulated run alone (run/replay.py).
+    engine_seed: int | None = None
 
     def __post_init__(self) -> None:
         for axis in AXES:
@@ -306,6 +286,20 @@ class ExperimentSpec:
         return self.warmup_s + self.duration_s + 0.1
 
     def engine_args(self, config: Configuration, repeat: int) -> list[str]:
+        args = self.lock_options(config)
+        args += ["--duration", _num(self.duration_s), "--warmup", _num(self.warmup_s)]
+        args += ["--pin", self.pin, "--interval", _num(self.series_interval_s())]
+        if self.long_hold_ms:
+            args += ["--long-hold", str(self.long_hold_ms)]
+        if self.stutter_s:
+            args += ["--stutter", _num(self.stutter_s)]
+        args += self.workload_options()
+        args += ["--seed", str(self.run_seed(repeat))]
+        args += ["--watchdog", _num(SIM_WATCHDOG_S if self.sim else RUN_WATCHDOG_S)]
+        return args
+
+    def lock_options(self, config: Configuration) -> list[str]:
+        """The configuration's lock and point, as the engine and `locklab run` both take them."""
         variant = config.variant
         args: list[str] = []
         if variant.plugin:
@@ -315,12 +309,11 @@ class ExperimentSpec:
             args += ["--param", f"{name}={value}"]
         for axis, value in config.axes:
             args += [f"--{axis.replace('_', '-')}", str(value)]
-        args += ["--duration", _num(self.duration_s), "--warmup", _num(self.warmup_s)]
-        args += ["--pin", self.pin, "--interval", _num(self.series_interval_s())]
-        if self.long_hold_ms:
-            args += ["--long-hold", str(self.long_hold_ms)]
-        if self.stutter_s:
-            args += ["--stutter", _num(self.stutter_s)]
+        return args
+
+    def workload_options(self) -> list[str]:
+        """The options of every run that the engine and `locklab run` both take, where set."""
+        args: list[str] = []
         if self.numa_nodes:
             args += ["--numa-nodes", str(self.numa_nodes)]
         if self.torture_delays:
@@ -329,11 +322,15 @@ class ExperimentSpec:
             args += ["--numa-remote-ns", str(self.numa_remote_ns)]
         if not self.checks:
             args += ["--no-checks"]
-        # A different engine seed per repeat: random choices (backoff, long holds) must not be
-        # the same sequence in every repeat, or the repeats are not independent.
-        args += ["--seed", str(self.seed * 1000 + repeat + 1)]
-        args += ["--watchdog", _num(SIM_WATCHDOG_S if self.sim else RUN_WATCHDOG_S)]
         return args
+
+    def run_seed(self, repeat: int) -> int:
+        """The engine's seed for a configuration's `repeat`: one per repeat, since random choices
+        (backoff, long holds) must not be the same sequence in every repeat, or the repeats are
+        not independent; the simulator's interleaving follows it too. --engine-seed sets it."""
+        if self.engine_seed is not None:
+            return self.engine_seed
+        return self.seed * 1000 + repeat + 1
 
     def series_interval_s(self) -> float:
         """The throughput series' period: a simulated run lasts milliseconds, so at most half
@@ -390,88 +387,7 @@ class ExperimentSpec:
     # -- validation ----------------------------------------------------------------------------
     def validate(self, catalogue: Mapping[str, LockInfo]) -> None:
         """Raise LocklabError with one line for the first thing wrong with this spec."""
-        if not self.name.strip():
-            raise LocklabError("the experiment needs a name")
-        if not self.variants:
-            raise LocklabError("no locks to run: give --lock or at least one [[variant]]")
-        labels = [v.label for v in self.variants]
-        duplicates = sorted({label for label in labels if labels.count(label) > 1})
-        if duplicates:
-            raise LocklabError(f"variant label '{duplicates[0]}' is used twice")
-        for variant in self.variants:
-            validate_label(variant.label)
-            if self.source == "guest":
-                if not variant.plugin or not Path(variant.plugin).is_file():
-                    raise LocklabError(f"kernel {variant.label}: no image at {variant.plugin}")
-            else:
-                validate_variant(variant, catalogue)
-        if self.baseline not in labels:
-            raise LocklabError(
-                f"baseline '{self.baseline}' is not one of the locks: {', '.join(labels)}"
-            )
-        for axis in AXES:
-            validate_axis(axis, self.sweep[axis])
-        if not isinstance(self.repeat, int) or not 1 <= self.repeat <= 1000:
-            raise LocklabError(f"repeat must be an integer from 1 to 1000 (got {self.repeat})")
-        if self.repeat_auto and not 2 <= self.min_repeat <= self.repeat:
-            raise LocklabError(
-                f"--repeat auto: need 2 <= min-repeat ({self.min_repeat}) <= max-repeat "
-                f"({self.repeat})"
-            )
-        if not 0 < self.precision < 1:
-            raise LocklabError(f"precision must be between 0 and 1 (got {self.precision})")
-        validate_seconds("duration", self.duration_s, minimum=0.001)
-        validate_seconds("warmup", self.warmup_s, minimum=0.0)
-        validate_seconds("interval", self.interval_s, minimum=0.001)
-        validate_seconds("stutter", self.stutter_s, minimum=0.0)
-        validate_pin(self.pin)
-        if isinstance(self.seed, bool) or not 0 <= self.seed <= MAX_SEED:
-            raise LocklabError(f"seed must be an integer from 0 to {MAX_SEED} (got {self.seed})")
-        if isinstance(self.numa_nodes, bool) or not 0 <= self.numa_nodes <= 1024:
-            raise LocklabError(f"numa_nodes must be from 0 to 1024 (got {self.numa_nodes})")
-        self._validate_workload_emulation()
-        if not self.checks and not self.program:
-            busy = [axis for point in self.points() for axis, value in point
-                    if axis != "nwriters" and value]  # fmt: skip
-            if busy or self.torture_delays or self.long_hold_ms or self.numa_remote_ns:
-                raise LocklabError(
-                    "--no-checks measures the bare loop: writers only, without "
-                    f"{(busy or ['--torture-delays, --long-hold or --numa-remote-ns'])[0]}"
-                )
-        names = [w.name for w in self.workloads]
-        for workload in self.workloads:
-            if not workload.name or names.count(workload.name) > 1:
-                raise LocklabError(f"workload names must be unique and not empty: {names}")
-            if not workload.axes:
-                raise LocklabError(f"workload '{workload.name}' sets no axis")
-            for axis, value in workload.axes:
-                validate_axis(axis, [value])
-        readers = [n for n in self.sweep["nreaders"] if n > 0]
-        for variant in self.variants:
-            if readers and not catalogue[variant.lock].reader_writer:
-                raise LocklabError(f"nreaders: lock '{variant.lock}' is not a reader-writer lock")
-        if min(self.sweep["nwriters"]) + min(self.sweep["nreaders"]) == 0:
-            raise LocklabError("a run with no threads: nwriters + nreaders must be at least 1")
-
-    def _validate_workload_emulation(self) -> None:
-        """locktorture's delays replace the fixed hold; the remote cost needs pinned threads,
-        or a thread's node is unknown. The engine refuses both too, but mid-sweep."""
-        if self.torture_delays:
-            if self.torture_delays not in TORTURE_DELAY_TYPES:
-                raise LocklabError(
-                    f"torture_delays: unknown type '{self.torture_delays}' "
-                    f"(known: {', '.join(TORTURE_DELAY_TYPES)})"
-                )
-            if any(self.sweep["hold_ns"]) or self.long_hold_ms:
-                raise LocklabError(
-                    "torture_delays draws every hold time: drop hold_ns and long_hold_ms"
-                )
-        if isinstance(self.numa_remote_ns, bool) or not 0 <= self.numa_remote_ns <= 10**6:
-            raise LocklabError(
-                f"numa_remote_ns must be from 0 to 1000000 (got {self.numa_remote_ns})"
-            )
-        if self.numa_remote_ns and self.pin == "none":
-            raise LocklabError("numa_remote_ns needs pinned threads (pin = compact, cores, ...)")
+        check_spec(self, catalogue)
 
 
 def _num(value: float) -> str:

@@ -28,8 +28,10 @@ AXIS_LIMITS: dict[str, int] = {
 }
 PIN_MODES = ("none", "compact", "cores", "scatter")
 MAX_DURATION_S = 86400.0
-# Each run's engine seed is seed * 1000 + repeat + 1 (engine_args), an unsigned 64-bit number.
-MAX_SEED = (2**64 - 1 - 1000) // 1000
+# The engine's --seed is an unsigned 64-bit number; each run's is seed * 1000 + repeat + 1
+# (ExperimentSpec.run_seed) unless --engine-seed gives it.
+MAX_ENGINE_SEED = 2**64 - 1
+MAX_SEED = (MAX_ENGINE_SEED - 1000) // 1000
 
 
 def validate_label(label: str) -> None:

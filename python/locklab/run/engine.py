@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from locklab.errors import LocklabError
 from locklab.model.catalogue import Catalogue, lock_info
+from locklab.model.spec import Configuration
 from locklab.run.guest_program import run_in_guest
 from locklab.run.lifetime import die_with_locklab, holding_stops, raise_if_stopped
 from locklab.run.outcome import EngineOutcome
@@ -25,7 +26,7 @@ from locklab.run.program import run_program
 from locklab.run.simulator import engine_invocation
 
 if TYPE_CHECKING:
-    from locklab.model.spec import Configuration, ExperimentSpec
+    from locklab.model.spec import ExperimentSpec
 
 ENGINE_NAME = "locklab-bench"
 
@@ -92,8 +93,6 @@ class Engine:
         if spec.source == "guest":  # kernels, not locks: their images are checked
             spec.validate(Catalogue([]))
             return
-        if spec.sim:
-            self._check_simulated(spec)
         machine = spec.sim_machine
         locks = {name: info for name, info in self.catalogue().items()}
         for plugin in spec.plugins():
@@ -107,17 +106,24 @@ class Engine:
                     f"variant '{variant.label}': lock '{variant.lock}' is built in, not from "
                     f"{Path(variant.plugin).name} (which adds: {', '.join(provided) or 'nothing'})"
                 )
+        if spec.sim:  # the spec is sound: what fails now is the simulator's
+            self._check_simulated(spec)
 
     def _check_simulated(self, spec: ExperimentSpec) -> None:
-        """Each lock once in the simulator, a few acquisitions: a lock it cannot run (glibc's,
-        a PI futex, inline assembly) is one line now, not a column of failed runs."""
+        """Each lock once in the simulator at the sweep's first point (its writers, readers and
+        the variant's params: a lock for a fixed number of threads refuses any other), a few
+        acquisitions: a lock it cannot run (glibc's, a PI futex, inline assembly) is one line
+        now, not a column of failed runs."""
+        point = spec.points()[0]
         for variant in spec.variants:
-            args = ["--lock", variant.lock, "--nwriters", "1", "--ops", "10", "--warmup", "0"]
-            if variant.plugin:
-                args = ["--plugin", variant.plugin, *args]
+            args = [*spec.engine_args(Configuration(variant, point), 0), "--warmup", "0"]
+            # --ops counts checked writes: readers alone, or the bare loop, run the duration.
+            if dict(point)["nwriters"] and spec.checks:
+                args += ["--ops", "10"]
             outcome = self.run(args, timeout_s=60.0, sim_machine=spec.sim_machine)
             if outcome.exit_code != 0:
-                raise LocklabError(f"--sim: {outcome.error_line()}")
+                at = " ".join(f"{axis}={value}" for axis, value in point if value)
+                raise LocklabError(f"--sim: {variant.label} at {at}: {outcome.error_line()}")
 
     def topology(self, numa_nodes: int | None = None) -> str:
         """What the engine detects (and, with numa_nodes, how it would split the CPUs)."""

@@ -21,8 +21,9 @@ from locklab.run import adaptive, machine_check
 from locklab.run.engine import Engine, RunningEngine, wait_for_one
 from locklab.run.lifetime import STOP_SIGNALS, holding_stops, raise_if_stopped
 from locklab.run.outcome import EXIT_USAGE, EngineOutcome
+from locklab.run.replay import build_identity, replay_command, replayable
 from locklab.run.simulator import simulated_runs_at_once
-from locklab.store import Experiment, Run, Store
+from locklab.store import DB_NAME, Experiment, Run, Store
 
 STATUS_WORDS = {
     "violation": "correctness violation",
@@ -42,6 +43,7 @@ class SweepOutcome:
     settled: int = 0  # runs not needed: --repeat auto had settled their configuration
     taken: int = 0  # runs another process (a second resume) had claimed or finished
     failures: list[str] = field(default_factory=list)  # one line per failed variant
+    replays: list[str] = field(default_factory=list)  # the command that replays each, simulated
 
 
 def describe(config: Configuration, swept: set[str]) -> str:
@@ -219,6 +221,8 @@ class _Sweep:
         self.progress.update(self.task, advance=self.per_run_s, refresh=True)
 
     def _keep(self, config: Configuration, repeat: int, result: EngineOutcome) -> None:
+        if self.spec.source == "locklab-bench" and not self.spec.program:  # the engine's run
+            result.result = {**(result.result or {}), "replay": build_identity(result.command)}
         self.store.add_run(self.experiment, stored_run(config, repeat, result, self.check),
                            result.command, self.version, self.commit)  # fmt: skip
         self.outcome.ran += 1
@@ -240,6 +244,13 @@ class _Sweep:
                 f"{describe(config, self.swept)} (repeat {repeat + 1}): {result.error_line()}; "
                 "its remaining runs were skipped"
             )
+            replay = (result.result or {}).get("replay")  # kept by _keep for engine runs
+            if replay is not None and replayable(self.spec):
+                store = self.store.path.resolve()
+                folder = store.parent if store.name == DB_NAME else store
+                self.outcome.replays.append(
+                    replay_command(self.spec, config, repeat, replay, folder)
+                )
 
 
 def stored_run(
