@@ -194,7 +194,7 @@ def test_a_significant_change_from_a_baseline_of_zero_keeps_its_direction():
     more = stats.compare([0.0, 0.0, 0.0], [300.0, 310.0, 320.0])
     assert math.isnan(more.rel_pct) and more.judgement(5.0) == stats.HIGHER
     assert stats.compare([0.0, 0.0, 0.0], [-3.0, -3.1, -3.2]).judgement(5.0) == stats.LOWER
-    assert _figures([more]) == "(from a baseline of 0, p < 0.001)"
+    assert _figures([more], 5.0) == "(from a baseline of 0, p < 0.001)"
     assert stats.judge_change([0.0], [300.0], 5.0, exact=True)[1] == stats.HIGHER
     assert stats.judge_change([0.0, 0.0, 0.0], [300.0, 310.0, 320.0], 5.0, exact=False)[1] == (
         stats.HIGHER
@@ -211,3 +211,14 @@ def test_runs_to_settle_shrink_the_interval_as_one_over_root_n():
     assert comparison.runs_to_settle(5.0) == 20
     wide = stats.Comparison(1.0, 0.5, False, None, (-300.0, 300.0), 5)
     assert wide.runs_to_settle(5.0) is None  # beyond MOST_RUNS
+
+
+def test_a_shown_rel_never_contradicts_its_verdict():
+    """Rounded for display after judging, to as many digits as keep it on its side of the
+    minimum effect; a lower bound past -100% (no figure falls by more than all of itself) is
+    said in words."""
+    assert stats.shown_pct(4.97) == "+4.97"  # significant but below 5%: never "+5.0"
+    assert stats.shown_pct(5.04) == "+5.0" and stats.shown_pct(-12.34) == "-12.3"
+    assert stats.shown_pct(-4.9996) == "-4.9996"
+    assert stats.shown_interval((-4.96, 4.97)) == "[-4.96, +4.97]"  # "equal within 5%" holds
+    assert stats.shown_interval((-215.2, 529.9)) == "[no lower bound, +529.9]"

@@ -207,6 +207,28 @@ def compare(
                       difference=difference)  # fmt: skip
 
 
+def shown_pct(value: float, min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT) -> str:
+    """A rel % as a verdict reads it: signed, to one decimal, or more where one would put it
+    on the other side of +-min_effect_pct than it was judged on (4.97, significant but below
+    5%, is +4.97, never +5.0)."""
+    below = abs(value) < min_effect_pct
+    for digits in range(1, 7):
+        text = f"{value:+.{digits}f}"
+        if (abs(float(text)) < min_effect_pct) == below:
+            return text
+    return f"{value:+}"
+
+
+def shown_interval(
+    ci_pct: tuple[float, float], min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT
+) -> str:
+    """A rel % interval, each bound as shown_pct rounds it. No figure falls by more than all of
+    itself: a lower bound below -100% (the ratio's interval reaching zero) is said in words."""
+    low, high = ci_pct
+    shown_low = "no lower bound" if low <= -100.0 else shown_pct(low, min_effect_pct)
+    return f"[{shown_low}, {shown_pct(high, min_effect_pct)}]"
+
+
 def judge_change(before: Sequence[float], after: Sequence[float], min_effect_pct: float,
                  exact: bool) -> tuple[float, str]:  # fmt: skip
     """`after`'s change against `before`, in percent of the means, and its judgement: EQUAL,

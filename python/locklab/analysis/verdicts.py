@@ -57,7 +57,7 @@ def verdict(section: Section, column: int, axis: str, settings: Settings) -> str
         else:
             where = f"at {(w := _where(rows, tested))} {_unit(axis, w)}"
         if judgement in (stats.HIGHER, stats.LOWER, stats.BELOW_MIN):
-            parts.append(f"{word} {where} {_figures([c for _, c in found])}")
+            parts.append(f"{word} {where} {_figures([c for _, c in found], settings.min_effect)}")
         elif judgement == stats.INCONCLUSIVE:
             parts.append(f"{word} {where}{_settle([c for _, c in found], settings.min_effect)}")
         else:
@@ -152,7 +152,7 @@ def _where(rows: list[int], all_rows: list[int]) -> str:
     return ", ".join(str(row) for row in rows)
 
 
-def _figures(comparisons: list[stats.Comparison]) -> str:
+def _figures(comparisons: list[stats.Comparison], min_effect: float) -> str:
     p_max = max(
         (c.p_adjusted if c.p_adjusted is not None else c.p_value) or 0.0 for c in comparisons
     )
@@ -161,12 +161,13 @@ def _figures(comparisons: list[stats.Comparison]) -> str:
     if not rels:  # no per cent of a baseline of 0
         return f"(from a baseline of 0, {_p(relation, p_max)})"
     rest = ", and from a baseline of 0 at the rest" if len(rels) < len(comparisons) else ""
+    least, most = (stats.shown_pct(rel, min_effect) for rel in (rels[0], rels[-1]))
     if len(comparisons) == 1 and comparisons[0].ci_pct is not None:
-        low, high = comparisons[0].ci_pct
-        return f"({rels[0]:+.1f}% [{low:+.1f}, {high:+.1f}], {_p('=', p_max)})"
-    if len(rels) == 1 or f"{rels[0]:+.1f}" == f"{rels[-1]:+.1f}":
-        return f"({rels[0]:+.1f}%{rest}, {_p(relation, p_max)})"
-    return f"({rels[0]:+.1f}% to {rels[-1]:+.1f}%{rest}, {_p(' <= ', p_max)})"
+        interval = stats.shown_interval(comparisons[0].ci_pct, min_effect)
+        return f"({least}% {interval}, {_p('=', p_max)})"
+    if len(rels) == 1 or least == most:
+        return f"({least}%{rest}, {_p(relation, p_max)})"
+    return f"({least}% to {most}%{rest}, {_p(' <= ', p_max)})"
 
 
 def _p(relation: str, p_value: float) -> str:

@@ -166,7 +166,7 @@ def to_markdown(analysis: Analysis) -> str:
                 cells += [f"{cell.summary.mean:.2f}", f"{cell.summary.std:.2f}"]
                 if with_rel:
                     assert cell.comparison is not None
-                    rel = table.rel_text(cell.comparison)
+                    rel = table.rel_text(cell.comparison, analysis.settings.min_effect)
                     cells.append(f"**{rel}**" if cell.comparison.significant else rel)
                 if flags:  # a bare ~ may start GitHub strikethrough
                     cells[-1] += " " + flags.replace("~", "\\~")

@@ -28,14 +28,14 @@ def _number(value: float) -> str:
     return "-" if math.isnan(value) else f"{value:.2f}"
 
 
-def rel_text(comparison: Comparison) -> str:
-    """rel % with its 95% interval: '+16.0% [+9.1, +23.4]'."""
+def rel_text(comparison: Comparison, min_effect: float) -> str:
+    """rel % with its 95% interval: '+16.0% [+9.1, +23.4]', rounded as judged against
+    +-min_effect (stats.shown_pct)."""
     if math.isnan(comparison.rel_pct):
         return "-"
-    text = f"{comparison.rel_pct:+.1f}%"
+    text = f"{stats.shown_pct(comparison.rel_pct, min_effect)}%"
     if comparison.ci_pct is not None:
-        low, high = comparison.ci_pct
-        text += f" [{low:+.1f}, {high:+.1f}]"
+        text += f" {stats.shown_interval(comparison.ci_pct, min_effect)}"
     elif comparison.p_value is not None:
         text += " [unbounded]"
     return text
@@ -62,7 +62,7 @@ def _cells_text(
         if judged in (stats.HIGHER, stats.LOWER):
             better = (judged == stats.HIGHER) == higher_is_better
             style = "bold green" if better else "bold red"
-        segments.append((rel_text(comparison), style))
+        segments.append((rel_text(comparison, min_effect), style))
     flags = cell.flags(min_effect)
     warned = any(mark in flags for mark in ("!", "^", "x", disturbance.MARKER))
     segments.append((flags, "yellow" if warned else "dim"))
