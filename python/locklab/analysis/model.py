@@ -21,7 +21,13 @@ def legend_lines(settings: Settings) -> list[str]:
         + f", p < {settings.alpha:g}) and at least {effect}",
         f"< significant, below {effect}",
         f"= equal within \u00b1{effect} (the whole interval inside)",
-        "~ inconclusive: neither (more runs would settle it)",
+        "~ inconclusive: neither (more runs would settle it)"
+        + (
+            "; each interval is one cell's own 95%, the test Holm-adjusted over the lock's "
+            "cells, so an interval clear of 0 can still be ~"
+            if settings.correction == "holm"
+            else ""
+        ),
         "? too few runs to test",
         f"! noisy: CV > {settings.noise_cv:.0%}",
         "^ a run still drifting after warm-up",
