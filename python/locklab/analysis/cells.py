@@ -79,8 +79,15 @@ def analyse_comparison(
     for label in common:
         columns.append(Column(f"{label} #{a.id}", None, grouped_a.get(label, {})))
         columns.append(Column(f"{label} #{b.id}", len(columns) - 1, grouped_b.get(label, {})))
+    kinds = [_kind_of(runs) for runs in (runs_a, runs_b)]
     title = [
-        f"#{b.id} compared with #{a.id}",
+        f"#{b.id} compared with #{a.id}"
+        + (
+            f": {kinds[1]} against {kinds[0]}, so each difference is the machines' as much as the "
+            "locks'"
+            if len(set(kinds)) > 1
+            else ""
+        ),  # fmt: skip
         f"A: {experiment_line(a)}",
         *(f"   {line}" for line in machine_lines(runs_a)),
         f"   {disturbance.summary_line(runs_a)}",
@@ -116,8 +123,7 @@ def _analyse(
         {tuple((axis, dict(point)[axis]) for axis in fixed_axes) for point in points}
     ) or [tuple((axis, spec.sweep[axis][0]) for axis in fixed_axes)]
     measure = settings.measure
-    machine_cpus = runs_cpus(columns)
-    cpus = None if machine_cpus is None else spec.usable_cpus(machine_cpus)
+    cpus, other_machines = _oversubscription_cpus(spec, columns)
     unit, divisor = measure.unit_for(
         [
             stats.summarize(values).mean
@@ -143,8 +149,12 @@ def _analyse(
         if workload:
             label = f"{workload.name} ({label})" if label else workload.name
         section = Section(shown, rows, label)
+
+        def point_of(row: int, fixed: tuple = fixed) -> tuple:
+            return tuple((axis, row if axis == row_axis else dict(fixed)[axis]) for axis in AXES)
+
         for row in rows:
-            point = tuple((axis, row if axis == row_axis else dict(fixed)[axis]) for axis in AXES)
+            point = point_of(row)
             if cpus is not None and threads_at(point) > cpus:
                 section.oversubscribed.add(row)
             for index, column in enumerate(columns):
@@ -161,6 +171,13 @@ def _analyse(
                 section.disturbed[index] = text
         if cpus is not None and section.oversubscribed:
             section.notes.append(oversubscribed_note(section, columns, row_axis, cpus, settings))
+        for fewer, headers in sorted(other_machines.items()):
+            crowded = [row for row in rows if threads_at(point_of(row, fixed)) > fewer]
+            if crowded:
+                section.notes.append(
+                    f"{', '.join(headers)}: more threads than their {fewer} CPUs from "
+                    f"{row_axis}={crowded[0]} on (the other machine's CPUs are more)"
+                )
         sections.append(section)
     analysis = Analysis(title, row_axis, columns, sections, settings, baseline_name, unit, divisor)
     if settings.metric == "throughput" and analysis.has_reads:
@@ -168,6 +185,33 @@ def _analyse(
             "throughput: writes + reads per second (each apart in 'locklab export')"
         )
     return analysis
+
+
+def _kind_of(runs: list[Run]) -> str:
+    """'simulated' or 'measured': which an experiment's finished runs are."""
+    simulated = any((run.machine or {}).get("simulated") for run in runs)
+    return "simulated" if simulated else "measured"
+
+
+def _oversubscription_cpus(
+    spec: ExperimentSpec, columns: list[Column]
+) -> tuple[int | None, dict[int, list[str]]]:
+    """The CPUs past which a row is labelled oversubscribed, and, where the columns ran on
+    machines of different sizes (a comparison of two machines, a simulated one among them),
+    the columns of each smaller machine by its CPUs: a row is then labelled only where every
+    machine is crowded, and each smaller one is named in a note of its own, so that no side is
+    labelled by the other's machine."""
+    sizes: dict[int, list[str]] = {}
+    for column in columns:
+        cpus = runs_cpus([column])
+        if cpus is not None:
+            sizes.setdefault(spec.usable_cpus(cpus), []).append(column.header)
+    if not sizes:
+        return None, {}
+    largest = max(sizes)
+    return largest if len(sizes) > 1 else min(sizes), {
+        cpus: headers for cpus, headers in sizes.items() if cpus < largest
+    }
 
 
 def runs_cpus(columns: list[Column]) -> int | None:

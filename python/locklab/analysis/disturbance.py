@@ -117,7 +117,9 @@ def summary_line(runs: list[Run]) -> str:
     'quiet machine: ...' when nothing there can disturb a measurement."""
     machines = [run.machine for run in runs if run.machine]  # a failed run may have none
     if machines and all(machine.get("simulated") for machine in machines):
-        return "simulated machine: virtual time, which nothing on this host disturbs"
+        return ("simulated machine: virtual time, which nothing on this host disturbs; its "
+                "p-values and intervals are the spread across seeds of the model (tie order, "
+                "latency draws), not measurement noise")  # fmt: skip
     checks = [c for run in runs if (c := (run.machine or {}).get("check"))]
     measured = [(run, d) for run in runs if (d := of_run(run)) is not None]
     if not checks and not measured:

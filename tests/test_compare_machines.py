@@ -1,0 +1,26 @@
+"""A simulated experiment is never mistaken for a measured one: compared with one, the table
+says so first, and each side's crowded rows are named by its own machine's CPUs."""
+
+import os
+
+from conftest import ROOT
+from locklab import cli
+
+COMMON = ["--lock", "tas,ticket", "--nwriters", f"1,{2 * len(os.sched_getaffinity(0))}",
+          "--repeat", "2", "--warmup", "0", "--plain"]  # fmt: skip
+
+
+def test_measured_against_simulated_says_so_and_labels_each_side(tmp_path, capsys):
+    store = str(tmp_path / "store")
+    engine = str(ROOT / "build" / "opt" / "locklab-bench")
+    measured = ["run", *COMMON, "--duration", "0.05", "--name", "here", "--engine", engine]
+    assert cli.main([*measured, "--store", store]) == 0
+    simulated = ["run", *COMMON, "--duration", "0.001", "--sim", "mach1", "--name", "model"]
+    assert cli.main([*simulated, "--store", store]) == 0
+    capsys.readouterr()
+    assert cli.main(["compare", "here", "model", "--store", store, "--plain"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("#2 compared with #1: simulated against measured")
+    assert "(oversubscribed)" not in out  # 16 simulated CPUs are not crowded by the host's
+    assert "tas #1, ticket #1: more threads than their" in out
+    assert "spread across seeds of the model" in out
