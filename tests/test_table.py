@@ -186,7 +186,7 @@ def test_exports(store):
     assert document["verdicts"][0]["verdict"].startswith("faster at 2 writers")
     markdown = export.to_markdown(analysis)
     assert "| nwriters | k0-stock mean | k0-stock std | k1-rmacq mean |" in markdown
-    assert "| 2 | 360.00 | 0.79 | 417.00 | 0.79 | **+15.8% [+15.5, +16.2]** |" in markdown
+    assert "| 2 | 360.00 | 0.79 | 417.00 | 0.79 | +15.8% [+15.5, +16.2] |" in markdown
 
 
 def test_compare_two_experiments(store):

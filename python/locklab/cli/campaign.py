@@ -210,7 +210,7 @@ def _kernel_campaign(args: argparse.Namespace, chosen: Settings, campaign: Kerne
         experiment, logs = plan.run(store)
         runs = store.runs(experiment)
         analysis = analyse_experiment(experiment, runs, chosen)
-        listing.print_analysis(analysis, args.plain)
+        listing.print_analysis(analysis, args.plain, args.wide)
         print(f"console logs: {logs}")
         shown.append((experiment, runs, analysis))
         status = plan.failures()

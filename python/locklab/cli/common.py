@@ -149,6 +149,12 @@ def statistics_options(parser: argparse.ArgumentParser) -> None:
         help="what the table shows (default throughput, kops/s)",
     )
     group.add_argument("--plain", action="store_true", help="print the table without color")
+    group.add_argument(
+        "--wide",
+        action="store_true",
+        help="each row of the table on one line, however wide (default: blocks of locks "
+        "within the terminal's width, or $COLUMNS)",
+    )
     group.add_argument("--ci", action="store_true",
                        help="add each mean's 95%% confidence interval (ci95)")  # fmt: skip
 

@@ -170,7 +170,7 @@ class GuestPlan:
         if shown is None:
             return status, None
         tables = guest_tables(experiment, shown[0], chosen)
-        listing.print_analysis(tables.combined, args.plain)
+        listing.print_analysis(tables.combined, args.plain, args.wide)
         print(f"console logs: {spec.guest_logs}")
         return status, tables
 

@@ -245,12 +245,12 @@ def _conclude(
                 continue
             analysis = analyse_experiment(experiment, runs, chosen)
             print(f"\nhost {printable(alias)}: {host_line(state.facts)}")
-            listing.print_analysis(analysis, args.plain)
+            listing.print_analysis(analysis, args.plain, args.wide)
             shown.append((alias, experiment, runs, analysis))
     combined = side_by_side([(alias, analysis) for alias, _, _, analysis in shown])
     if combined is not None:
         print("\nhosts side by side:")
-        listing.print_analysis(combined, args.plain)
+        listing.print_analysis(combined, args.plain, args.wide)
     if report_page is not None and shown and not interrupted:
         from locklab.cli import figures
 

@@ -163,7 +163,7 @@ def cmd_import_locktorture(args: argparse.Namespace) -> int:
     for line in problems:
         print(f"locklab: warning: {printable(line)}", file=sys.stderr)
     runs = store.runs(experiment)
-    listing.print_analysis(analyse_experiment(experiment, runs, chosen), args.plain)
+    listing.print_analysis(analyse_experiment(experiment, runs, chosen), args.plain, args.wide)
     print(f'imported {len(runs)} runs as #{experiment.id} "{printable(experiment.name)}"')
     return 0
 
@@ -214,7 +214,7 @@ def cmd_kernel(args: argparse.Namespace) -> int:
     for line in problems:
         print(f"locklab: warning: {printable(line)}", file=sys.stderr)
     listing.print_analysis(analyse_experiment(experiment, store.runs(experiment), chosen),
-                           args.plain)  # fmt: skip
+                           args.plain, args.wide)  # fmt: skip
     print(f"console logs: {logs}")
     for log, outcome in sweep.failed_runs.items():
         print(f"locklab: failed run: {printable(Path(log).stem)}: {printable(outcome)}",

@@ -121,7 +121,7 @@ def execute(
     runs = store.runs(experiment)
     analysis = analyse_experiment(experiment, runs, chosen)
     if print_table:
-        listing.print_analysis(analysis, args.plain)
+        listing.print_analysis(analysis, args.plain, args.wide)
     if spec.repeat_auto:
         errors.print(adaptive.summary(spec, runs, outcome.settled))
     for line in outcome.failures:

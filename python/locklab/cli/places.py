@@ -109,7 +109,7 @@ def run_places(args: argparse.Namespace, chosen: Settings) -> int:
     shown = [(place, measured[place]) for place in places.PLACES if place in measured]
     emulated = frozenset({"kernel"} if kernels and kernels.emulated() else set())
     combined = combine([(place, analysis) for place, (_, _, analysis) in shown], emulated)
-    listing.print_analysis(combined, args.plain)
+    listing.print_analysis(combined, args.plain, args.wide)
     page = args.report or store.path.parent / f"{file_stem(campaign.name)}.html"
     figures.write_report([m for _, m in shown], chosen, page, combined)
     return status

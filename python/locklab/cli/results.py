@@ -73,7 +73,7 @@ def cmd_table(args: argparse.Namespace) -> int:
     store = _reader(args)
     experiment = store.experiment(args.experiment)
     analysis = analyse_experiment(experiment, store.runs(experiment), settings(args))
-    listing.print_analysis(analysis, args.plain)
+    listing.print_analysis(analysis, args.plain, args.wide)
     return 0
 
 
@@ -85,7 +85,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise LocklabError("compare: more than two experiments only with --side-by-side")
     a, b = store.experiment(args.a), store.experiment(args.b)
     analysis = analyse_comparison(a, store.runs(a), b, store.runs(b), settings(args))
-    listing.print_analysis(analysis, args.plain)
+    listing.print_analysis(analysis, args.plain, args.wide)
     return 0
 
 
@@ -102,14 +102,14 @@ def _side_by_side(args: argparse.Namespace, store: Store) -> int:
         name = facts[0] if facts else experiment.name
         hosts = hosts and facts is not None
         analysis = analyse_experiment(experiment, store.runs(experiment), chosen)
-        listing.print_analysis(analysis, args.plain)
+        listing.print_analysis(analysis, args.plain, args.wide)
         analysed.append((name.replace(" ", "_"), analysis))
     combined = side_by_side(analysed, "hosts" if hosts else "experiments")
     if combined is None:
         raise LocklabError("compare --side-by-side: give experiments from distinct hosts or "
                            "of distinct names, each sweeping one axis")  # fmt: skip
     print("\nside by side:")
-    listing.print_analysis(combined, args.plain)
+    listing.print_analysis(combined, args.plain, args.wide)
     return 0
 
 

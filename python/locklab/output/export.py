@@ -9,13 +9,15 @@ import json
 import math
 
 from locklab import provenance
+from locklab.analysis import disturbance
 from locklab.analysis.cells import Analysis
 from locklab.model.values import AXES
 from locklab.output import table
 from locklab.printable import printable
 from locklab.store import Experiment, Run
 
-FORMATS = ("csv", "json", "markdown")
+# text: the table as a plain-text mail carries it (table.plain at table.MAIL_WIDTH).
+FORMATS = ("csv", "json", "markdown", "text")
 EXPORT_SCHEMA = 1
 
 
@@ -142,12 +144,13 @@ def to_json(analysis: Analysis, experiment: Experiment, runs: list[Run]) -> str:
 
 
 def to_markdown(analysis: Analysis) -> str:
-    out = [f"**{analysis.title[0]}**", ""]
-    out += [f"_{line}_  " for line in analysis.title[1:]]
+    """Markdown tables, and nothing a plain-text mail would show as markup: no bold or italics,
+    no escaped ~ (a cell holds one, which no strikethrough pairs)."""
+    out = [f"{line}  " for line in analysis.title]
     for section in analysis.sections:
         out.append("")
         if section.label:
-            out += [f"**{section.label}**", ""]
+            out += [f"{section.label}:", ""]
         header = [analysis.row_axis]
         for column in analysis.columns:
             stats = ["mean", "std"] + (["rel"] if column.compared_to is not None else [])
@@ -167,18 +170,22 @@ def to_markdown(analysis: Analysis) -> str:
                 if with_rel:
                     assert cell.comparison is not None
                     rel = table.rel_text(cell.comparison, analysis.settings.min_effect)
-                    cells.append(f"**{rel}**" if cell.comparison.significant else rel)
-                if flags:  # a bare ~ may start GitHub strikethrough
-                    cells[-1] += " " + flags.replace("~", "\\~")
+                    cells.append(rel)
+                if flags:
+                    cells[-1] += " " + flags
             out.append("| " + " | ".join(cells) + " |")
         if section.verdicts:
             unit = analysis.unit
             out += ["", f"Verdict against {analysis.baseline_name} ({unit}):", ""]
             out += [
-                f"- **{analysis.columns[index].header}**: {text}"
+                f"- {analysis.columns[index].header}: {text}"
                 for index, text in section.verdicts.items()
             ]
-    out += ["", "; ".join(analysis.legend()).replace("~", "\\~"), ""]
+        if section.disturbed:
+            out += ["", f"Disturbed runs ({disturbance.rule_text()}):", ""]
+            out += [f"- {analysis.columns[index].header}: {text}"
+                    for index, text in section.disturbed.items()]  # fmt: skip
+    out += ["", "; ".join(analysis.legend()), ""]
     return "\n".join(printable(line) for line in out)
 
 
@@ -192,4 +199,6 @@ def render(kind: str, analysis: Analysis, experiment: Experiment, runs: list[Run
         return to_csv(analysis)
     if kind == "json":
         return to_json(analysis, experiment, runs)
+    if kind == "text":
+        return table.plain(analysis, table.MAIL_WIDTH)
     return to_markdown(analysis)

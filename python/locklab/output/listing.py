@@ -3,6 +3,7 @@ analysis on stdout, and the tuner's choice. Every name in them is escaped for th
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -48,12 +49,22 @@ def stderr_console() -> Console:
     return Console(stderr=True, highlight=False, markup=False, soft_wrap=True)
 
 
-def print_analysis(analysis: Analysis, plain: bool) -> None:
+def print_analysis(analysis: Analysis, plain: bool, wide: bool = False) -> None:
     console = Console(highlight=False, markup=False, soft_wrap=True)
+    width = None if wide else table_width(console)
     if plain or not console.is_terminal:
-        sys.stdout.write(table.plain(analysis))
+        sys.stdout.write(table.plain(analysis, width))
     else:
-        console.print(table.colored(analysis), end="")
+        console.print(table.colored(analysis, width), end="")
+
+
+def table_width(console: Console) -> int | None:
+    """The terminal's width; outside a terminal $COLUMNS where it is set, else None: a pipe
+    to grep or a script gets each row on one line (export --format text is the mail's)."""
+    if console.is_terminal:
+        return console.width
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) > 0 else None
 
 
 LIST_WIDTH = 100  # `locklab list` fits a 100-column terminal or mail

@@ -80,7 +80,7 @@ def experiment_html(experiment: Experiment, runs: list[Run], analysis: Analysis,
         f"<h2>#{experiment.id} {html.escape(experiment.name)}</h2>",
         f"<p>{'<br>'.join(html.escape(line) for line in analysis.title)}</p>",
         "<h3>Table</h3>",
-        f"<pre>{html.escape(table.plain(analysis))}</pre>",
+        f"<pre>{html.escape(table.plain(analysis, table.MAIL_WIDTH))}</pre>",
     ]
     for section in analysis.sections:
         if section.label:
@@ -121,7 +121,7 @@ def combined_html(analysis: Analysis, first_plot: list[bool]) -> str:
     return (
         "<h2>All places, one table</h2>"
         f"<p>{'<br>'.join(html.escape(line) for line in analysis.title)}</p>"
-        f"<pre>{html.escape(table.plain(analysis))}</pre>"
+        f"<pre>{html.escape(table.plain(analysis, table.MAIL_WIDTH))}</pre>"
         f"{chart}"
         "<h2>Each place</h2>"
     )

@@ -9,6 +9,7 @@ explained in the legend under the table.
 from __future__ import annotations
 
 import math
+import textwrap
 
 from rich.text import Text
 
@@ -21,6 +22,8 @@ Segment = tuple[str, str]  # (text, rich style; "" for none)
 Line = list[Segment]
 
 GAP = 2  # spaces between column groups
+# What a mail's lines hold: the plain-text export's width, and the report's.
+MAIL_WIDTH = 100
 FLAG_WIDTH = 3
 
 
@@ -69,7 +72,23 @@ def _cells_text(
     return segments
 
 
-def _section_lines(analysis: Analysis, section: Section) -> list[Line]:
+def _blocks(first: int, group_widths: list[int], width: int | None) -> list[list[int]]:
+    """The columns of each block of the table: as many as fit `width` beside the row labels
+    (at least one a block); all of them in one when width is None."""
+    if width is None:
+        return [list(range(len(group_widths)))]
+    blocks: list[list[int]] = [[]]
+    used = first
+    for index, group_width in enumerate(group_widths):
+        if blocks[-1] and used + GAP + group_width > width:
+            blocks.append([])
+            used = first
+        blocks[-1].append(index)
+        used += GAP + group_width
+    return blocks
+
+
+def _section_lines(analysis: Analysis, section: Section, width: int | None) -> list[Line]:
     columns = analysis.columns
     # A table of several places has no one unit: each column group names its own.
     row_header = f"Statistic ({analysis.unit}):" if analysis.unit else "Statistic:"
@@ -119,22 +138,27 @@ def _section_lines(analysis: Analysis, section: Section) -> list[Line]:
     lines: list[Line] = []
     if section.label:
         lines.append([(section.label + ":", "bold")])
-    header: Line = [("Lock:".ljust(first), "bold")]
-    for index, column in enumerate(columns):
-        group_width = sum(widths[index]) + len(widths[index]) - 1
-        style = "bold cyan" if column.compared_to is None else "bold"
-        header += [(" " * GAP, ""), (headers[index].ljust(group_width), style)]
-    lines.append(header)
-    statistic: Line = [(row_header.ljust(first), "bold")]
-    for index in range(len(columns)):
-        statistic += group_segments(index, [(text, "bold") for text in header_stats[index]])
-    lines.append(statistic)
-    lines.append([(f"{analysis.row_axis}:", "bold")])
-    for label, groups in body:
-        line: Line = [(label.ljust(first), "")]
-        for index, cells in enumerate(groups):
-            line += group_segments(index, cells)
-        lines.append(line)
+    group_widths = [sum(w) + len(w) - 1 for w in widths]
+    # Too wide for the page: blocks of locks, one under the other, each with the row labels,
+    # as a person splits a table by hand.
+    for number, block in enumerate(_blocks(first, group_widths, width)):
+        if number:
+            lines.append([])
+        header: Line = [("Lock:".ljust(first), "bold")]
+        for index in block:
+            style = "bold cyan" if columns[index].compared_to is None else "bold"
+            header += [(" " * GAP, ""), (headers[index].ljust(group_widths[index]), style)]
+        lines.append(header)
+        statistic: Line = [(row_header.ljust(first), "bold")]
+        for index in block:
+            statistic += group_segments(index, [(text, "bold") for text in header_stats[index]])
+        lines.append(statistic)
+        lines.append([(f"{analysis.row_axis}:", "bold")])
+        for label, groups in body:
+            line: Line = [(label.ljust(first), "")]
+            for index in block:
+                line += group_segments(index, groups[index])
+            lines.append(line)
     return [_rstrip(line) for line in lines]
 
 
@@ -148,16 +172,32 @@ def _rstrip(line: Line) -> Line:
     return line
 
 
-def lines(analysis: Analysis) -> list[Line]:
-    """The table, every label and name in it escaped for the terminal."""
-    return [[(printable(text), style) for text, style in line] for line in _lines(analysis)]
+def lines(analysis: Analysis, width: int | None = None) -> list[Line]:
+    """The table, every label and name in it escaped for the terminal; within `width`
+    columns where one is given (None: each row on one line, however long)."""
+    return [[(printable(text), style) for text, style in line]
+            for line in _lines(analysis, width)]  # fmt: skip
 
 
-def _lines(analysis: Analysis) -> list[Line]:
-    out: list[Line] = [[(title, "bold")] for title in analysis.title]
+def _wrapped(segments: Line, width: int | None) -> list[Line]:
+    """A line of prose (a title, a verdict, a note) folded at spaces within `width`, its
+    continuation indented; in the style of its last segment."""
+    text = "".join(part for part, _ in segments)
+    if width is None or len(text) <= width:
+        return [segments]
+    indent = " " * (len(text) - len(text.lstrip()) + 4)
+    folded = textwrap.wrap(text, width, subsequent_indent=indent, break_long_words=False,
+                           break_on_hyphens=False)  # fmt: skip
+    return [[(line, segments[-1][1])] for line in folded]
+
+
+def _lines(analysis: Analysis, width: int | None) -> list[Line]:
+    out: list[Line] = []
+    for title in analysis.title:
+        out += _wrapped([(title, "bold")], width)
     for section in analysis.sections:
         out.append([])
-        out += _section_lines(analysis, section)
+        out += _section_lines(analysis, section, width)
         if section.verdicts:
             out.append([])
             out.append([(f"Verdict against {analysis.baseline_name}:", "bold")])
@@ -168,32 +208,36 @@ def _lines(analysis: Analysis) -> list[Line]:
                 ]
                 style = "green" if good in text and bad not in text else ""
                 style = "red" if bad in text and good not in text else style
-                out.append([(f"  {analysis.columns[index].header}: ", "bold"), (text, style)])
+                out += _wrapped([(f"  {analysis.columns[index].header}: ", "bold"),
+                                 (text, style)], width)  # fmt: skip
         for note in section.notes:
             out.append([])
-            out.append([(note, "yellow")])
+            out += _wrapped([(note, "yellow")], width)
         if section.disturbed:
             out.append([])
-            out.append([(f"Disturbed runs ({disturbance.rule_text()}):", "bold")])
+            out += _wrapped([(f"Disturbed runs ({disturbance.rule_text()}):", "bold")], width)
             for index, text in section.disturbed.items():
-                out.append([(f"  {analysis.columns[index].header}: ", "bold"), (text, "yellow")])
+                out += _wrapped([(f"  {analysis.columns[index].header}: ", "bold"),
+                                 (text, "yellow")], width)  # fmt: skip
     if analysis.footer:
         out.append([])
-        out += [[(text, "bold" if n == 0 else "")] for n, text in enumerate(analysis.footer)]
+        for n, text in enumerate(analysis.footer):
+            out += _wrapped([(text, "bold" if n == 0 else "")], width)
     out.append([])
     legend = analysis.legend()
-    for first in range(0, len(legend), 3):
-        out.append([("   ".join(legend[first : first + 3]), "dim")])
+    per_line = 3 if width is None else 1
+    for first in range(0, len(legend), per_line):
+        out += _wrapped([("   ".join(legend[first : first + per_line]), "dim")], width)
     return out
 
 
-def plain(analysis: Analysis) -> str:
-    return "\n".join("".join(text for text, _ in line) for line in lines(analysis)) + "\n"
+def plain(analysis: Analysis, width: int | None = None) -> str:
+    return "\n".join("".join(text for text, _ in line) for line in lines(analysis, width)) + "\n"
 
 
-def colored(analysis: Analysis) -> Text:
+def colored(analysis: Analysis, width: int | None = None) -> Text:
     text = Text()
-    for line in lines(analysis):
+    for line in lines(analysis, width):
         for segment, style in line:
             text.append(segment, style=style or None)
         text.append("\n")
