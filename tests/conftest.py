@@ -23,6 +23,9 @@ VARIANTS = ("opt", "tsan", "asan")
 CORES = len(os.sched_getaffinity(0))
 OVERSUBSCRIBED = 3 * CORES  # threads >= 3 x cores, as the torture tests require
 RUN_TIMEOUT_S = 120
+# Tables outside a terminal fold at $COLUMNS where it is set (output/listing.py): the tests
+# read each row on one line, as a pipe without it gets them, whatever the shell exported.
+os.environ.pop("COLUMNS", None)
 
 
 @dataclass
