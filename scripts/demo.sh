@@ -20,7 +20,6 @@ if ((cpus > 1 && (cpus & (cpus - 1)) != 0)); then writers+=",$cpus"; fi
 "$locklab" export demo --format markdown --output locklab-results/demo-report.md
 echo
 echo "stored in locklab-results/ ('.venv/bin/locklab results'); table: locklab-results/demo-report.md"
-"$locklab" report demo --output locklab-results/demo-report.html
 
 # What these CPUs cannot show: the same locks (glibc's mutex aside, whose code locklab does
 # not compile) on 96 simulated CPUs of seed 000's 2-socket EPYC, in virtual time
@@ -31,3 +30,5 @@ echo "The same locks on a simulated 96-CPU machine (locklab run --sim gigabyte-9
 "$locklab" run --name demo-sim --sim gigabyte-96c --lock futex_mutex,tas,ticket,mcs \
     --nwriters 1,4,16,48,96 --hold-ns 100 --gap-ns 100 --repeat auto --min-repeat 3 \
     --max-repeat 6
+# One page with both, side by side: the curve two CPUs cannot give is the one to look at.
+"$locklab" report demo demo-sim --output locklab-results/demo-report.html

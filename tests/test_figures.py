@@ -84,3 +84,19 @@ def test_a_simulated_figure_says_so_on_itself(store, tmp_path):
     html = page.read_text()
     assert "simulated: mach1 (model, not hardware)" in html
     assert '"tickvals":[1,2,4,8],"ticktext":["1","2","4","8"]' in html and '"type":"log"' in html
+
+
+def test_a_small_page_loads_plotly_from_beside_it_and_leads_with_the_table(store, tmp_path):
+    page = tmp_path / "page" / "report.html"
+    page.parent.mkdir()
+    assert cli.main(["report", "first", "--store", str(store), "-o", str(page), "--small"]) == 0
+    text = page.read_text()
+    assert (page.parent / "plotly.min.js").stat().st_size > 1_000_000
+    assert page.stat().st_size < 500_000 and text.count('src="plotly.min.js"') == 1
+    assert text.index("<pre>") < text.index("<div class='figure'>")  # the table first
+    assert text.count("? too few runs to test") == 1  # the legend once
+    # The machine as a person writes it: for a simulated one, its profile, not the host's
+    # record ('smt_off': True, cpu_relax_ns 26.666660000000014).
+    machine = text[text.index("<h3>Machine</h3>") :]
+    assert "locklab machines mach1" in machine and "a model, not hardware" in machine
+    assert "cpu_relax_ns" not in machine and "True" not in machine

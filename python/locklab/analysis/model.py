@@ -16,9 +16,10 @@ def legend_lines(settings: Settings) -> list[str]:
     """What the table's markers mean, and which test decided them."""
     effect = f"{settings.min_effect:g}%"
     return [
-        f"rel % [95% interval, Fieller's]; coloured: significant ({stats.TEST_NAMES[settings.test]}"
+        f"rel % [95% interval, Fieller's]; no mark: significant "
+        f"({stats.TEST_NAMES[settings.test]}"
         + (", Holm-adjusted per lock" if settings.correction == "holm" else "")
-        + f", p < {settings.alpha:g}) and at least {effect}",
+        + f", p < {settings.alpha:g}) and at least {effect} (green or red in a terminal)",
         f"< significant, below {effect}",
         f"= equal within \u00b1{effect} (the whole interval inside)",
         "~ inconclusive: neither (more runs would settle it)"

@@ -17,6 +17,10 @@ def register(commands: Commands) -> None:
     report.add_argument("experiments", metavar="EXP", nargs="*", help="experiments, side by side")
     report.add_argument("--latest", action="store_true", help="the newest experiment")
     report.add_argument("--output", "-o", type=Path, default=Path("report.html"))
+    report.add_argument("--small", action="store_true",
+                        help="a small page that loads plotly's library from a file beside it "
+                             "(written there once) instead of one self-contained page of about "
+                             "5 MB, the one to attach")  # fmt: skip
     statistics_options(report)
     report.set_defaults(handler=cmd_report)
 
@@ -42,7 +46,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     for experiment in [store.experiment(ref) for ref in refs]:
         runs = store.runs(experiment)
         analysed.append((experiment, runs, analyse_experiment(experiment, runs, chosen)))
-    write_report(analysed, chosen, args.output)
+    write_report(analysed, chosen, args.output, small=args.small)
     return 0
 
 
@@ -51,14 +55,20 @@ def write_report(
     chosen: Settings,
     path: Path,
     combined: Analysis | None = None,
+    small: bool = False,
 ) -> None:
     """The page of these experiments, from their one analysis each (and `combined`, the one
-    table of several places, first)."""
+    table of several places, first); `small`: with plotly's library in a file beside it."""
     from locklab.output import report  # plotly is slow to import: only here
 
-    page = report.render(analysed, chosen, combined)
+    page = report.render(analysed, chosen, combined, small)
     try:
         path.write_text(page)
+        library = path.parent / report.PLOTLY_JS
+        if small and not library.exists():
+            from plotly.offline import get_plotlyjs
+
+            library.write_text(get_plotlyjs())
     except OSError as error:
         raise LocklabError(f"{path}: cannot write: {error.strerror}") from None
     print(f"report: {printable(str(path.resolve()))}")

@@ -17,8 +17,8 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from locklab import provenance
+from locklab.analysis import disturbance
 from locklab.analysis.cells import Analysis, Settings
-from locklab.analysis.model import legend_lines
 from locklab.analysis.over_commits import CommitStep, commit_series
 from locklab.output import table
 from locklab.output.charts import (
@@ -65,21 +65,56 @@ table.facts td { padding: 0.1em 0.8em 0.1em 0; font-size: 13px; vertical-align: 
 """
 
 
+def _plural(count: object, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def machine_facts(machine: dict) -> list[tuple[str, str]]:
+    """The machine as a person writes it down: labelled facts in words and units, not the
+    stored record; a simulated machine is its profile alone, since the host's facts say
+    nothing of it."""
+    if machine.get("simulated"):
+        name = str(machine.get("hostname"))
+        return [
+            ("simulated", f"{name} (a model, not hardware: docs/simulator.md)"),
+            ("profile", str(machine.get("cpu_model"))),
+            ("CPUs", f"{machine.get('cpus_online')} virtual, "
+                     f"{_plural(machine.get('packages'), 'socket')}, "
+                     f"{_plural(machine.get('numa_nodes'), 'NUMA node')}, "
+                     f"{_plural(machine.get('threads_per_core'), 'thread')} per core"),
+            ("costs", f"each with its source: locklab machines {name}"),
+        ]  # fmt: skip
+    facts = [
+        ("host", f"{machine.get('hostname')} ({machine.get('arch')})"),
+        ("CPU", str(machine.get("cpu_model"))),
+        ("CPUs", f"{machine.get('cpus_online')} online, {machine.get('cpus_allowed')} allowed; "
+                 f"{_plural(machine.get('cores'), 'core')}, "
+                 f"{_plural(machine.get('packages'), 'package')}, "
+                 f"{_plural(machine.get('numa_nodes'), 'NUMA node')}, "
+                 f"SMT {'on' if machine.get('smt') else 'off'}"),
+        ("kernel", str(machine.get("kernel", "?")).split()[0]),
+        ("governor", str(machine.get("governor"))),
+    ]  # fmt: skip
+    if isinstance(machine.get("cpu_relax_ns"), int | float):
+        facts.append(("pause", f"{machine['cpu_relax_ns']:.1f} ns per cpu_relax()"))
+    return facts
+
+
 def _facts(runs: list[Run]) -> str:
     machine = next((run.machine for run in runs if run.machine), None) or {}
-    rows = "".join(
-        f"<tr><td>{html.escape(str(key))}</td><td>{html.escape(str(value))}</td></tr>"
-        for key, value in machine.items()
-    )
-    return f"<table class='facts'>{rows}</table>" if rows else "<p>no finished run</p>"
+    facts = machine_facts(machine)
+    if not machine.get("simulated"):  # how fit it was to measure, as the table's header says
+        facts.append(("condition", disturbance.summary_line(runs)))
+    rows = "".join(f"<tr><td>{html.escape(label)}</td><td>{html.escape(value)}</td></tr>"
+                   for label, value in facts)  # fmt: skip
+    return f"<table class='facts'>{rows}</table>" if machine else "<p>no finished run</p>"
 
 
 def experiment_html(experiment: Experiment, runs: list[Run], analysis: Analysis,
-                    first_plot: list[bool]) -> str:  # fmt: skip
+                    first_plot: list[bool | str]) -> str:  # fmt: skip
     parts = [
         f"<h2>#{experiment.id} {html.escape(experiment.name)}</h2>",
-        f"<p>{'<br>'.join(html.escape(line) for line in analysis.title)}</p>",
-        "<h3>Table</h3>",
+        # The table first, its title lines and legend with it, once.
         f"<pre>{html.escape(table.plain(analysis, table.MAIL_WIDTH))}</pre>",
     ]
     for section in analysis.sections:
@@ -95,16 +130,21 @@ def experiment_html(experiment: Experiment, runs: list[Run], analysis: Analysis,
     parts += [
         "<h3>Machine</h3>",
         _facts(runs),
-        "<h3>Configuration</h3>",
-        f"<pre>{html.escape(json.dumps(experiment.spec.to_dict(), indent=2))}</pre>",
+        "<details><summary>Configuration (the stored plan)</summary>",
+        f"<pre>{html.escape(json.dumps(experiment.spec.to_dict(), indent=2))}</pre></details>",
         f"<p>{len(runs)} runs stored; locklab {html.escape(experiment.locklab_version)} "
         f"{html.escape(experiment.locklab_commit or '')}</p>",
     ]
     return "<div class='experiment'>" + "\n".join(parts) + "</div>"
 
 
-def _figure_html(figure: go.Figure, first_plot: list[bool]) -> str:
-    """A chart's HTML; the page's first carries plotly's JavaScript."""
+# The library a small page loads from its own folder (plotly's name for it).
+PLOTLY_JS = "plotly.min.js"
+
+
+def _figure_html(figure: go.Figure, first_plot: list[bool | str]) -> str:
+    """A chart's HTML; the page's first carries plotly's JavaScript, or with "directory" a
+    <script> that loads PLOTLY_JS from beside the page."""
     include = first_plot[0]
     first_plot[0] = False
     chart = pio.to_html(figure, include_plotlyjs=include, full_html=False,
@@ -112,7 +152,7 @@ def _figure_html(figure: go.Figure, first_plot: list[bool]) -> str:
     return f"<div class='figure'>{chart}</div>"
 
 
-def combined_html(analysis: Analysis, first_plot: list[bool]) -> str:
+def combined_html(analysis: Analysis, first_plot: list[bool | str]) -> str:
     """The table of several places (analysis/places.py) and its rel % chart: each place's
     columns against that place's baseline (the places' units differ, so no throughput chart)."""
     section = analysis.sections[0]
@@ -131,10 +171,12 @@ def render(
     experiments: list[tuple[Experiment, list[Run], Analysis]],
     settings: Settings,
     combined: Analysis | None = None,
+    small: bool = False,
 ) -> str:
     """The page, from each experiment's runs and the one analysis of them that the table came
-    from: nothing is analysed again here. `combined`: one table of all of them, first."""
-    first_plot = [True]
+    from: nothing is analysed again here. `combined`: one table of all of them, first.
+    `small`: plotly's library is not embedded but loaded from PLOTLY_JS beside the page."""
+    first_plot: list[bool | str] = ["directory" if small else True]
     preface = combined_html(combined, first_plot) if combined is not None else ""
     columns = "\n".join(
         experiment_html(experiment, runs, analysis, first_plot)
@@ -143,8 +185,7 @@ def render(
     names = ", ".join(f"#{e.id} {e.name}" for e, _, _ in experiments)
     return _page(
         f"locklab report: {names}",
-        f"""<p>Generated by locklab {_version()}.
-{html.escape("; ".join(legend_lines(settings)))}</p>
+        f"""<p>Generated by locklab {_version()}.</p>
 {preface}
 <div class="experiments" style="--columns: {len(experiments)}">
 {columns}
