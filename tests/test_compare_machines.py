@@ -24,3 +24,14 @@ def test_measured_against_simulated_says_so_and_labels_each_side(tmp_path, capsy
     assert "(oversubscribed)" not in out  # 16 simulated CPUs are not crowded by the host's
     assert "tas #1, ticket #1: more threads than their" in out
     assert "spread across seeds of the model" in out
+
+
+def test_a_campaign_on_another_profile_is_another_experiment():
+    """seed-000-sim on its own machine and with --sim gigabyte-96c: two names, two pages."""
+    from locklab.model.campaign import load_campaign
+
+    campaign = ROOT / "campaigns" / "seed-000-sim.toml"
+    own = load_campaign(campaign)
+    other = load_campaign(campaign, sim="gigabyte-96c")
+    assert other.name == f"{own.name}-on-gigabyte-96c" and other.sim == "gigabyte-96c"
+    assert load_campaign(campaign, sim=own.sim).name == own.name

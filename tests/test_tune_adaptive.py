@@ -94,7 +94,7 @@ def test_adaptive_stops_early_when_quiet_and_runs_to_the_max_when_noisy(tmp_path
     err = capsys.readouterr().err
     assert "adaptive repetition: 38 runs of at most 48" in err
     listing = cli.main(["results", "--store", str(store)])
-    assert listing == 0 and "complete (auto: 38 of at most 48 runs)" in capsys.readouterr().out
+    assert listing == 0 and "settled after 38 of at most 48 runs" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("path", CAMPAIGNS, ids=lambda p: p.stem)

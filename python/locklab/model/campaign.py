@@ -80,6 +80,11 @@ def load_campaign(path: Path, full: bool = False, sim: str | None = None) -> Exp
                 if isinstance(table, dict):
                     table.pop("duration", None)
                     table.pop("warmup", None)
+        if data.get("sim") != sim:
+            # The machine is part of what was run: another one's experiment is another name
+            # (seed-000-sim and seed-000-sim-on-gigabyte-96c), and another report page.
+            own = data.get("name") if isinstance(data.get("name"), str) else path.stem
+            data["name"] = f"{own}-on-{Path(sim).stem}"
         data["sim"] = sim
     return _CampaignReader(path, text).spec(data, full)
 

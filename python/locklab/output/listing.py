@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -125,7 +126,8 @@ def locks_json(catalogue: Catalogue) -> dict:
 
 def experiments(found: list[tuple[Experiment, Completion]]) -> Table:
     """One line per stored experiment, with how far it is."""
-    rows = listing("id", "name", "created", "host", "locks", "sweep", "runs", "state", "origin")
+    rows = listing("id", "name", "created", "machine", "locks", "sweep", "runs", "state",
+                   "origin")  # fmt: skip
     for experiment, progress in found:
         spec = experiment.spec
         sweep = " ".join(
@@ -137,7 +139,8 @@ def experiments(found: list[tuple[Experiment, Completion]]) -> Table:
             str(experiment.id),
             experiment.name,
             experiment.created.replace("T", " "),
-            experiment.host or "-",
+            # A simulated experiment ran on its profile, not on the host that computed it.
+            f"{Path(spec.sim).stem} (simulated)" if spec.sim else experiment.host or "-",
             ",".join(v.label for v in spec.variants),
             sweep,
             f"{progress.finished}/{progress.planned}",

@@ -87,7 +87,11 @@ def completion(spec: ExperimentSpec, runs: list[Run]) -> Completion:
             len(rounds) >= spec.min_repeat
         ):
             complete = True
-            state = f"complete (auto: {ok} of at most {planned} runs)"
+            state = f"settled after {ok} of at most {planned} runs"
+        else:  # its plan is the most it may need, not what it lacks
+            cells = {key for key in still_open if per_config[key] < spec.repeat}
+            state = (f"incomplete: {ok} of at most {planned} runs, "
+                     f"{len(cells)} cell{'s' if len(cells) != 1 else ''} still open")  # fmt: skip
     if failed:
         state += f", {failed} failed"
     return Completion(ok, planned, failed, complete, state)
