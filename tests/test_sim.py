@@ -515,6 +515,27 @@ def test_a_simulated_seed_campaign_and_its_other_machine(tmp_path):
     )
 
 
+def test_sim_errors_name_the_command_line_and_come_before_the_store(tmp_path):
+    """--sim on a campaign's command line is blamed as --sim, not as a line of the file; a
+    pinned CPU the profile lacks (CPU 99 of mach1's 16) is one line naming the profile, given
+    before an experiment is stored or a run started."""
+    campaign = ROOT / "campaigns" / "seed-004-sim.toml"
+    store = tmp_path / "store"
+    unknown = locklab("campaign", str(campaign), "--sim", "nosuch", "--store", str(store),
+                      timeout=60)  # fmt: skip
+    last = unknown.stderr.strip().splitlines()[-1]
+    assert unknown.returncode == 2 and last.startswith("locklab: error: --sim: unknown machine "
+                                                       "'nosuch'"), unknown.stderr  # fmt: skip
+    for command in (("run", "--sim", "mach1", "--lock", "ticket", "--nwriters", "2"),
+                    ("campaign", str(campaign), "--sim", "mach1")):  # fmt: skip
+        pinned = locklab(*command, "--pin", "0,99", "--store", str(store), timeout=120)
+        assert pinned.returncode == 2 and "Traceback" not in pinned.stderr, pinned.stderr
+        assert pinned.stderr.strip().splitlines() == [
+            "locklab: error: pin 0,99: CPU 99 is not on the simulated mach1, whose CPUs are 0-15"
+        ], pinned.stderr
+    assert not store.exists()  # nothing stored
+
+
 def test_a_measured_campaign_simulated_takes_the_simulators_times():
     """Seed 001's file measures 0.5 s (10 s with --full): as virtual seconds, each run would
     take minutes. With --sim it gets the simulator's times; a simulated file keeps its own."""
