@@ -89,7 +89,8 @@ def test_measured_bisect_names_the_slow_commit(kernel_repo, tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--good", "v9.9", "--bad", "regress"], "--rev v9.9: no such revision"),
+        (["--good", "v9.9", "--bad", "regress"], "--good v9.9: no such revision in"),
+        (["--good", "master", "--bad", "nosuch~3"], "--bad nosuch~3: no such revision in"),
         (["--good", "regress", "--bad", "master"], "--good is not an ancestor of --bad"),
         (["--good", "master", "--bad", "master"], "the same commit"),
         (["--good", "v6.1", "--bad", "docs", "--sim", "lent-xeon-16"], "nothing to bisect"),
@@ -144,6 +145,9 @@ def test_history_judges_each_commit_against_the_one_before(kernel_repo, tmp_path
     assert "0 runs to take (5 kept)" in again.stderr and again.stdout == proc.stdout
     bad = history(kernel_repo, tmp_path, "--range", "v6.1", "--nwriters", "1")
     assert bad.returncode == 2 and "give A..B" in bad.stderr
+    bad = history(kernel_repo, tmp_path, "--range", "v6.1..nosuch", "--nwriters", "1")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr[-2000:]
+    assert "--range v6.1..nosuch: no such revision nosuch in" in bad.stderr.splitlines()[-1]
     bad = history(kernel_repo, tmp_path, "--range", "v6.1..regress", "--report", "x.pdf")
     assert bad.returncode == 2 and "name a .html file" in bad.stderr
 

@@ -275,3 +275,33 @@ def test_runs_from_before_the_check_say_it_was_not_recorded(store):
     experiment = fill(store, spec_two_locks(), KOPS)
     text = table.plain(analyse_experiment(experiment, store.runs(experiment), Settings()))
     assert text.splitlines()[2].startswith("machine check: not recorded")
+
+
+def test_a_run_that_lost_its_window_to_the_host_is_left_out_of_the_mean(store):
+    """k1 at 1 writer: one run measured 0.0 kops/s, its thread off its CPU for the whole
+    window (as a k5 run did here): a disturbed run, listed, and not a sample, so the mean and
+    the test take the other four. A run that lost half its window stays in (disturbed, marked)."""
+    kops = {**KOPS, ("k1-rmacq", 1): [0.0, 902.0, 898.0, 899.0, 901.0]}
+
+    def extra(label, nwriters, repeat):
+        if (label, repeat) == ("k1-rmacq", 0) and nwriters in (1, 2):
+            on_cpu = 0.0 if nwriters == 1 else 0.5
+            return measured(0.0, involuntary=130, threads=nwriters, on_cpu=on_cpu)
+        return measured(0.0)
+
+    experiment = fill(store, spec_two_locks(), kops, extra=extra)
+    analysis = analyse_experiment(experiment, store.runs(experiment), Settings())
+    section = analysis.sections[0]
+    lost, half = section.cells[1, 1], section.cells[1, 2]
+    assert lost is not None and half is not None
+    assert lost.summary.n == 4 and lost.summary.mean == pytest.approx(900.0)
+    assert len(lost.disturbed) == 1 and lost.flags().endswith(disturbance.MARKER)
+    assert lost.comparison is not None and lost.comparison.judgement() == "equal"
+    assert half.summary.n == 5 and len(half.disturbed) == 1
+    text = table.plain(analysis)
+    assert (
+        "  k1-rmacq: 1 of 5 runs at 1 writer, 1 of 5 at 2 writers (up to 100% of the window "
+        "lost to other tasks, 130 preemptions/s per thread, 1 left out of the mean, having "
+        f"lost >= {disturbance.WINDOW_LOST_UNMEASURED:.0%} of the window)"
+    ) in text.splitlines(), text
+    assert f"a run that lost >= {disturbance.WINDOW_LOST_UNMEASURED:.0%} of it is left out" in text

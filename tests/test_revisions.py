@@ -112,7 +112,7 @@ def test_a_mailed_series_applies_patch_by_patch_on_a_revision(kernel_repo, tmp_p
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--rev", "a=v9.9"], "--rev v9.9: no such revision in"),
+        (["--rev", "a=v9.9"], "--rev a=v9.9: no such revision v9.9 in"),
         (["--rev", "a"], "give LABEL=REV"),
         (["--rev", "a=v6.1", "--rev", "a=docs"], "label 'a' given twice"),
     ],

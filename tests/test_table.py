@@ -5,6 +5,7 @@ import io
 import json
 
 import pytest
+from locklab.analysis import window_events
 from locklab.analysis.cells import Settings, analyse_comparison, analyse_experiment
 from locklab.model.spec import ExperimentSpec, Variant
 from locklab.output import export, table
@@ -272,3 +273,36 @@ def test_one_machine_line_whatever_each_run_measured_its_pause(store):
     machines = [line for line in text.splitlines() if line.startswith("machine:")]
     assert len(machines) == 1
     assert machines[0].endswith("cpu_relax 24.4 ns (24.3-27.3 over 30 runs)")
+
+
+def test_a_window_inside_a_long_hold_stays_in_the_mean_and_is_flagged(store):
+    """Seed 000 simulated: a 4 ms window fell inside one of locktorture's 100 ms holds
+    (0.0 kops/s, the hold counted). That is the workload: the run stays in the mean, and the
+    cell is flagged too short for that hold, in its flags, its verdict and the legend. A
+    100 ms hold counted in a 60 s window is not flagged (0.2% of it)."""
+    kops = {**KOPS, ("k1-rmacq", 1): [0.0, 1419.0, 420.0, 1400.0, 1410.0]}
+
+    def extra(label, nwriters, repeat):
+        held = {"long": int(repeat == 0 and label == "k1-rmacq"), "long_ns": 100_000_000}
+        window = 0.004 if nwriters == 1 else 60.0
+        if nwriters == 2:  # a hold in every run of every cell at 2 writers, but a long window
+            held["long"] = 1
+        return {"window_s": window, "torture_delays": {"writer": held, "reader": None}}
+
+    experiment = fill(store, spec_two_locks(), kops, extra=extra)
+    analysis = analyse_experiment(experiment, store.runs(experiment), Settings())
+    cell = analysis.sections[0].cells[1, 1]
+    assert cell is not None and cell.summary.n == 5
+    assert cell.summary.mean == pytest.approx(sum(kops["k1-rmacq", 1]) / 5)
+    assert cell.short_window_runs == 1 and cell.flags().endswith(window_events.TOO_SHORT_MARK)
+    others = [c for (_, row), c in analysis.sections[0].cells.items() if c is not cell]
+    assert not any(c and c.short_window_runs for c in others)
+    text = table.plain(analysis)
+    row1 = next(line for line in text.splitlines() if line.startswith("1 "))
+    assert row1.rstrip().endswith(window_events.TOO_SHORT_MARK), row1
+    verdict = next(line for line in text.splitlines() if line.startswith("  k1-rmacq: "))
+    assert verdict.endswith(
+        "; window too short for its 100 ms long holds at 1 writer (1 of 5 runs met one; "
+        "longer runs settle it, not more)"
+    ), verdict
+    assert "# window too short for a long hold a run met (one hold > 5% of the window)" in text

@@ -45,6 +45,9 @@ def unit_against_mutant(tmp_path, old: str, new: str) -> subprocess.CompletedPro
         ("{ 500 * MS, 200000, 20 * MS, 0, 20000 }", "{ 500 * MS, 100000, 20 * MS, 0, 20000 }",
          "mutex_lock's long delay twice as often"),
         ("(low << 16) | (low >> 16)", "low", "no swahw32(): the LCG's weak low bits"),
+        ("\t\tw->torture_long++;\n\t\tw->torture_long_before_window++;", "",
+         "a long hold begun in the warm-up and held into the window left uncounted"),
+        ("(after & CONTROL_MEASURE)", "true", "a long hold over the warm-up only counted"),
     ],
 )  # fmt: skip
 def test_torture_delays_unit_catches(tmp_path, old, new, mistake):

@@ -143,6 +143,9 @@ int torture_draw_boost(struct torture_random_state *trs, unsigned int nwriters, 
 double torture_long_probability(const struct torture_delay_spec *spec, unsigned int nthreads);
 double torture_short_probability(const struct torture_delay_spec *spec, unsigned int nthreads);
 double torture_preempt_probability(const struct torture_delay_spec *spec, unsigned int nthreads);
+/* A hold into the window's counts; a long one begun before the window and held into it too. */
+void torture_count_hold(struct worker *w, const struct torture_draw *d, bool measuring,
+			uint32_t before, uint32_t after);
 
 /* ---- configuration (options.c) ------------------------------------------------------------- */
 /* --latency-every auto: the period is chosen when the window opens (sample_every_auto()). */
@@ -280,6 +283,7 @@ struct worker {
 	/* --torture-delays, counted in the window. */
 	uint64_t torture_draws;
 	uint64_t torture_long;
+	uint64_t torture_long_before_window; /* of torture_long: begun in the warm-up */
 	uint64_t torture_short;
 	uint64_t torture_preempt;
 	uint64_t torture_sleeps;

@@ -13,19 +13,20 @@
 
 /* Privately counted by the workers: read only after they have exited (private_ok). */
 struct torture_totals {
-	uint64_t draws, long_delays, short_delays, preempts, sleeps;
+	uint64_t draws, long_delays, long_before_window, short_delays, preempts, sleeps;
 	uint64_t boosts, unboosts, boosts_denied;
 };
 
 static struct torture_totals torture_totals_of(const struct run_state *run, bool readers)
 {
-	struct torture_totals t = { 0, 0, 0, 0, 0, 0, 0, 0 };
+	struct torture_totals t = { 0, 0, 0, 0, 0, 0, 0, 0, 0 };
 	for (unsigned int i = 0; i < run->nthreads; i++) {
 		const struct worker *w = run->workers[i];
 		if (w->is_reader != readers)
 			continue;
 		t.draws += w->torture_draws;
 		t.long_delays += w->torture_long;
+		t.long_before_window += w->torture_long_before_window;
 		t.short_delays += w->torture_short;
 		t.preempts += w->torture_preempt;
 		t.sleeps += w->torture_sleeps;
@@ -56,6 +57,7 @@ static void json_torture_role(struct json_writer *j, const char *key,
 	json_uint(j, "threads", nthreads);
 	json_uint(j, "acquisitions", t->draws);
 	json_uint(j, "long", t->long_delays);
+	json_uint(j, "long_before_window", t->long_before_window);
 	json_uint(j, "short", t->short_delays);
 	json_uint(j, "preempt", t->preempts);
 	json_uint(j, "jiffy_sleeps", t->sleeps);
@@ -171,8 +173,12 @@ void print_workload_summary(FILE *out, const struct run_state *run, bool private
 			private_ok ? (unsigned long long)remote_cost_paid_of(run) : 0ull);
 	if (c->torture && private_ok) {
 		struct torture_totals t = torture_totals_of(run, false);
-		fprintf(out, "  torture      %s delays: %llu long, %llu short, %llu preempt in %llu "
-			"write acquisitions", c->torture->name, (unsigned long long)t.long_delays,
+		fprintf(out, "  torture      %s delays: %llu long", c->torture->name,
+			(unsigned long long)t.long_delays);
+		if (t.long_before_window)
+			fprintf(out, " (%llu begun in the warm-up, held into the window)",
+				(unsigned long long)t.long_before_window);
+		fprintf(out, ", %llu short, %llu preempt in %llu write acquisitions",
 			(unsigned long long)t.short_delays, (unsigned long long)t.preempts,
 			(unsigned long long)t.draws);
 		if (c->torture->rt_boost)

@@ -182,3 +182,25 @@ double torture_preempt_probability(const struct torture_delay_spec *spec, unsign
 {
 	return spec->preempt_one_in ? 1.0 / ((double)nthreads * spec->preempt_one_in) : 0;
 }
+
+/*
+ * Count one hold in the window's figures. A long hold drawn in the warm-up that is still held
+ * when the window opens is counted too, once, in long and long_before_window: the window
+ * measured it (a 100 ms hold can cover a whole 4 ms window, whose throughput is then 0), so a
+ * count of 0 would hide why. Its acquisition is not counted: it was made before the window.
+ * `before` and `after`: the control word as the hold began and as it ended.
+ */
+void torture_count_hold(struct worker *w, const struct torture_draw *d, bool measuring,
+			uint32_t before, uint32_t after)
+{
+	if (measuring) {
+		w->torture_draws++;
+		w->torture_long += d->long_delay;
+		w->torture_short += d->short_delay;
+		w->torture_preempt += d->preempt;
+	} else if (d->long_delay && !(before & (CONTROL_MEASURE | CONTROL_STOP)) &&
+		   (after & CONTROL_MEASURE)) {
+		w->torture_long++;
+		w->torture_long_before_window++;
+	}
+}

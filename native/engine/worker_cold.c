@@ -173,17 +173,13 @@ void worker_torture_before_lock(struct worker *w, unsigned int nwriters, bool me
 void worker_torture_hold(struct worker *w, const struct torture_delay_spec *spec,
 			 unsigned int nthreads, bool measuring)
 {
+	uint32_t before = READ_ONCE(w->run->control);
 	struct torture_draw d = torture_draw_delay(spec, &w->torture_rng, nthreads);
 	if (d.delay_ns)
 		spin_delay_ns(w->run->calibration, d.delay_ns);
 	if (unlikely(d.preempt))
 		sched_yield();
-	if (measuring) {
-		w->torture_draws++;
-		w->torture_long += d.long_delay;
-		w->torture_short += d.short_delay;
-		w->torture_preempt += d.preempt;
-	}
+	torture_count_hold(w, &d, measuring, before, READ_ONCE(w->run->control));
 }
 
 /*

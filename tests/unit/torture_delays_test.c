@@ -164,8 +164,35 @@ static void test_boost(void)
 	check_count("jiffy sleeps", "writer loop", 1, sleeps, draws, 1.0 / 1048576.0);
 }
 
+/* torture_count_hold(): the window's holds, and a long one begun in the warm-up and still
+ * held when the window opened (once, not its acquisition); none begun after the stop. */
+static void test_a_long_hold_into_the_window_counts(void)
+{
+	const struct torture_draw held = { 100 * MS, true, false, false };
+	struct worker w;
+	memset(&w, 0, sizeof(w));
+	torture_count_hold(&w, &held, false, 0, CONTROL_MEASURE);
+	CHECK(w.torture_long == 1 && w.torture_long_before_window == 1 && w.torture_draws == 0,
+	      "a hold from the warm-up into the window: %llu long (%llu before), %llu draws, "
+	      "expected 1 (1), 0", (unsigned long long)w.torture_long,
+	      (unsigned long long)w.torture_long_before_window, (unsigned long long)w.torture_draws);
+	memset(&w, 0, sizeof(w));
+	torture_count_hold(&w, &held, false, 0, CONTROL_MEASURE | CONTROL_STOP);
+	CHECK(w.torture_long == 1, "a hold over the whole window must count, once");
+	memset(&w, 0, sizeof(w));
+	torture_count_hold(&w, &held, false, 0, 0);
+	torture_count_hold(&w, &held, false, CONTROL_MEASURE | CONTROL_STOP,
+			   CONTROL_MEASURE | CONTROL_STOP);
+	CHECK(w.torture_long == 0, "a hold that ends in the warm-up or begins after the stop "
+	      "must not count (%llu long)", (unsigned long long)w.torture_long);
+	torture_count_hold(&w, &held, true, CONTROL_MEASURE, CONTROL_MEASURE);
+	CHECK(w.torture_long == 1 && w.torture_draws == 1 && w.torture_long_before_window == 0,
+	      "a hold begun in the window counts as before");
+}
+
 int main(void)
 {
+	test_a_long_hold_into_the_window_counts();
 	test_torture_random_is_the_kernels();
 	test_refresh_period();
 	test_probabilities_are_locktortures();

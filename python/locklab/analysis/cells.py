@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import replace
 
-from locklab.analysis import disturbance, stats
+from locklab.analysis import disturbance, stats, window_events
 from locklab.analysis.model import Analysis, Cell, Column, Section, Settings
 from locklab.analysis.titles import (
     experiment_line,
@@ -236,14 +236,11 @@ def _cell(
     if not runs:
         return None
     good = [run for run in runs if run.status == "ok"]
-    values = [v for v in map(value, good) if v is not None]
+    values = _samples(good, value)
     summary = stats.summarize(values)
     comparison = None
     if base is not None:
-        base_values = [
-            v for v in (value(run) for run in base if run.status == "ok") if v is not None
-        ]
-        comparison = stats.compare(base_values, values, settings.test, settings.alpha)
+        comparison = stats.compare(_samples(base, value), values, settings.test, settings.alpha)
     cv = summary.cv
     drifting = 0
     for run in good:
@@ -252,6 +249,7 @@ def _cell(
             [i["t_s"] for i in intervals], [i["ops_per_s"] for i in intervals], settings.drift
         )
         drifting += bool(drift and drift.drifting)
+    holds = [ns for run in good if (ns := window_events.long_hold_ns(run, settings.min_effect))]
     return Cell(
         values,
         summary,
@@ -261,7 +259,15 @@ def _cell(
         len(runs) - len(good),
         good,
         [d for _, d in disturbance.disturbed_runs(good)],
+        len(holds),
+        max(holds, default=0),
     )
+
+
+def _samples(runs: list[Run], value: Callable[[Run], float | None]) -> list[float]:
+    """The figures a cell's mean and test take: of its successful runs, less those whose
+    window the host took (disturbance.is_sample)."""
+    return [v for run in runs if disturbance.is_sample(run) and (v := value(run)) is not None]
 
 
 def _adjust(section: Section, column: int, alpha: float) -> None:

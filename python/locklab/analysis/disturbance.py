@@ -9,8 +9,10 @@ project's 2-vCPU VM, one spinning thread keeps 0.99 of its CPU on a quiet machin
 a busy loop on the same CPU; two threads on two CPUs keep 0.95, the rest going to the engine's
 own control thread and the kernel's housekeeping (about 100 preemptions/s per thread, which is
 why a count of preemptions alone cannot tell a disturbed run). With more threads than CPUs, or
-a lock whose waiters sleep, time off the CPU is the workload, not a disturbance. The rule lives
-here only.
+a lock whose waiters sleep, time off the CPU is the workload, not a disturbance. A disturbed
+run that lost at least ``WINDOW_LOST_UNMEASURED`` of its window (to steal or to other tasks)
+measured next to nothing of the lock (a run at 0.0 kops/s, "100% of the window lost"): it is
+listed with the others but left out of its cell's mean and test. The rule lives here only.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ STEAL_DISTURBED = 0.02  # share of the window's CPU time the hypervisor took
 CPU_LOST_DISTURBED = 0.10  # share of each thread's window spent off its CPU, not sleeping
 # A thread that sleeps (voluntary switches) more often than this is off its CPU by design.
 VOLUNTARY_SLEEPS_PER_S = 10.0
+# A run that lost this share of its window to the host is not a sample of the lock.
+WINDOW_LOST_UNMEASURED = 0.9
 MARKER = "*"
 
 
@@ -45,11 +49,18 @@ class RunDisturbance:
     def disturbed(self) -> bool:
         return self.stolen or self.preempted
 
+    @property
+    def unmeasured(self) -> bool:
+        """It lost (nearly) all of its window to the host: left out of the mean."""
+        lost = max(self.steal or 0.0, self.cpu_lost or 0.0)
+        return self.disturbed and lost >= WINDOW_LOST_UNMEASURED
+
 
 def rule_text() -> str:
     return (
         f"steal >= {STEAL_DISTURBED:.0%}, or threads that neither sleep nor outnumber the CPUs "
-        f"losing > {CPU_LOST_DISTURBED:.0%} of the window to other tasks"
+        f"losing > {CPU_LOST_DISTURBED:.0%} of the window to other tasks; a run that lost "
+        f">= {WINDOW_LOST_UNMEASURED:.0%} of it is left out of the mean"
     )
 
 
@@ -89,6 +100,15 @@ def disturbed_runs(runs: list[Run]) -> list[tuple[Run, RunDisturbance]]:
     return [(run, d) for run in runs if (d := of_run(run)) is not None and d.disturbed]
 
 
+def is_sample(run: Run) -> bool:
+    """A successful run whose figure enters its cell's mean: not one whose window the host
+    took (WINDOW_LOST_UNMEASURED)."""
+    if run.status != "ok":
+        return False
+    found = of_run(run)
+    return found is None or not found.unmeasured
+
+
 def describe_disturbed(found: list[RunDisturbance]) -> str:
     """What disturbed these runs: '(steal up to 4.1%, up to 48% of the window lost to other
     tasks, 130 preemptions/s per thread)'."""
@@ -103,6 +123,10 @@ def describe_disturbed(found: list[RunDisturbance]) -> str:
         if worst.preemptions_per_s is not None:
             lost += f", {worst.preemptions_per_s:.0f} preemptions/s per thread"
         parts.append(lost)
+    unmeasured = sum(d.unmeasured for d in found)
+    if unmeasured:
+        parts.append(f"{unmeasured} left out of the mean, having lost >= "
+                     f"{WINDOW_LOST_UNMEASURED:.0%} of the window")  # fmt: skip
     return f"({', '.join(parts)})" if parts else ""
 
 

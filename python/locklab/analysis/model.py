@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from locklab.analysis import disturbance, stats
+from locklab.analysis import disturbance, stats, window_events
 from locklab.analysis.metrics import METRICS, Metric
 from locklab.model.spec import Point
 from locklab.store import Run
@@ -34,6 +34,7 @@ def legend_lines(settings: Settings) -> list[str]:
         "^ a run still drifting after warm-up",
         "x failed runs",
         f"{disturbance.MARKER} runs disturbed by the machine (listed under the verdicts)",
+        window_events.rule_text(settings.min_effect),
     ]
 
 
@@ -73,6 +74,9 @@ class Cell:
     failed_runs: int
     runs: list[Run]  # the successful runs, for figures of other per-run measures
     disturbed: list[disturbance.RunDisturbance] = field(default_factory=list)
+    # Runs that met a long hold too long for their window (window_events), and the longest.
+    short_window_runs: int = 0
+    short_window_hold_ns: int = 0
 
     def flags(self, min_effect: float = stats.DEFAULT_MIN_EFFECT_PCT) -> str:
         marks = ""
@@ -86,6 +90,8 @@ class Cell:
             marks += "x"
         if self.disturbed:
             marks += disturbance.MARKER
+        if self.short_window_runs:
+            marks += window_events.TOO_SHORT_MARK
         return marks
 
 

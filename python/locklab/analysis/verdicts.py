@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from locklab.analysis import disturbance, stats
+from locklab.analysis import disturbance, stats, window_events
 from locklab.analysis.model import Section, Settings
 
 # How each axis reads in a verdict: (unit after a value, name of the whole axis).
@@ -77,7 +77,22 @@ def verdict(section: Section, column: int, axis: str, settings: Settings) -> str
         if disturbed:
             runs = sum(len(c.runs) for c in cells)
             line += f" ({disturbed} of {runs} runs disturbed)"
-    return line
+    return line + _short_window(section, column, axis)
+
+
+def _short_window(section: Section, column: int, axis: str) -> str:
+    """'; window too short for its 100 ms long holds at 1 writer (1 of 3 runs met one)'."""
+    cells = {row: cell for row in section.rows
+             if (cell := section.cells.get((column, row))) is not None
+             and cell.short_window_runs}  # fmt: skip
+    if not cells:
+        return ""
+    where = _where(list(cells), section.rows)
+    hold = window_events.hold_text(max(c.short_window_hold_ns for c in cells.values()))
+    met = sum(c.short_window_runs for c in cells.values())
+    runs = sum(len(c.runs) for c in cells.values())
+    return (f"; window too short for its {hold} long holds at {where} {_unit(axis, where)} "
+            f"({met} of {runs} runs met one; longer runs settle it, not more)")  # fmt: skip
 
 
 def _settle(comparisons: list[stats.Comparison], min_effect: float) -> str:

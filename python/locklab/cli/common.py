@@ -27,6 +27,7 @@ from locklab.kernel.revisions import git_tree, range_revisions
 from locklab.model.machine_profile import MachineProfile, find_profile, flat_cpus
 from locklab.model.spec import ExperimentSpec, default, run_times, threads_at
 from locklab.model.targeting import SourceVariant
+from locklab.model.values import is_cpu_list, parse_int_list
 from locklab.run.engine import Engine, find_engine
 
 DEFAULT_STORE = "locklab-results"
@@ -247,8 +248,17 @@ def run_settings(args: argparse.Namespace, machine: MachineProfile | None) -> di
 
 
 def fit_to_simulated(spec: ExperimentSpec) -> None:
-    """The simulator runs one thread per virtual CPU: a point with more is one line."""
+    """The simulator runs one thread per virtual CPU: a point with more is one line, and so is
+    a pinned CPU the profile does not have (checked here, before anything is stored, not by
+    the simulator, whose line would describe this host)."""
     cpus = flat_cpus(spec.sim_machine)
+    if is_cpu_list(spec.pin):
+        missing = [cpu for cpu in parse_int_list("pin", spec.pin) if cpu >= cpus]
+        if missing:
+            raise LocklabError(
+                f"pin {spec.pin}: CPU {missing[0]} is not on the simulated {spec.sim}, whose "
+                f"CPUs are 0-{cpus - 1}"
+            )
     crowded = [threads_at(p) for p in spec.points() if threads_at(p) > cpus]
     if crowded:
         raise LocklabError(

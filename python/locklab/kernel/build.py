@@ -506,8 +506,8 @@ def _sources(patches: dict[str, list[Path]], source_dir: Path | None,
     trees: Sources = {}
     if revisions:
         top = git_tree(source_dir)
-        for revision in revisions.values():
-            commit_of(top, revision)
+        for label, revision in revisions.items():
+            commit_of(top, revision, f"--rev {label}={revision}")
         for label, revision in revisions.items():
             _progress(f"reading {revision} of {top} (its whole tree, with git archive)")
             exported = read_revision(top, revision, ())

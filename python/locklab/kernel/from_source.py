@@ -308,8 +308,8 @@ def build_source_locks(
     revisions = parse_rev_options(list(rev_texts))
     if revisions:
         top = git_tree(source_dir)
-        for revision in revisions.values():
-            commit_of(top, revision)
+        for label, revision in revisions.items():
+            commit_of(top, revision, f"--rev {label}={revision}")
     patches = parse_patch_options(patch_texts or ([] if revisions else ["stock"]))
     labels = [*revisions, *(label for label in patches if label not in revisions)]
     return {

@@ -57,13 +57,17 @@ def git_tree(repository: Path | None) -> Path:
     return Path(top.stdout.strip()) if top.returncode == 0 and top.stdout.strip() else repository
 
 
-def commit_of(repository: Path, revision: str) -> str:
-    """The commit a revision names, or one line saying it names none."""
+def commit_of(repository: Path, revision: str, given_as: str = "") -> str:
+    """The commit a revision names, or one line saying it names none. `given_as` is the option
+    as the user typed it (`--bad nosuch~3`, `--range a..nosuch`), so the line names it; by
+    default `--rev REVISION`."""
+    given_as = given_as or f"--rev {revision}"
     if not revision or revision.startswith("-"):
-        raise LocklabError(f"--rev {revision!r}: not a revision")
+        raise LocklabError(f"{given_as}: {revision!r} is not a revision")
     found = _git(repository, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
     if found.returncode != 0 or not found.stdout.strip():
-        raise LocklabError(f"--rev {revision}: no such revision in {repository}")
+        named = "" if given_as.endswith(f" {revision}") else f" {revision}"
+        raise LocklabError(f"{given_as}: no such revision{named} in {repository}")
     return found.stdout.strip()
 
 
@@ -86,7 +90,8 @@ def commits_in(top: Path, range_text: str, paths: tuple[str, ...],
     start, dots, end = range_text.partition("..")
     if not dots or not start or not end:
         raise LocklabError(f"{what} {range_text!r}: give A..B (two revisions)")
-    first, last = commit_of(top, start), commit_of(top, end)
+    given_as = f"{what} {range_text}"
+    first, last = commit_of(top, start, given_as), commit_of(top, end, given_as)
     later = commits(top, f"{first}..{last}", "--", *paths)
     if not later:
         raise LocklabError(f"{what} {range_text}: no commit in it touches "

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from locklab.errors import LocklabError
-from locklab.model.machine_profile import find_profile
+from locklab.model.machine_profile import MachineProfile, find_profile
 from locklab.model.spec import AutoRepeat, ExperimentSpec, Variant, Workload, default, run_times
 from locklab.model.values import AXES
 
@@ -74,7 +74,9 @@ def load_campaign(path: Path, full: bool = False, sim: str | None = None) -> Exp
             "(at end of document)", f"(at end of document, line {last_line})"
         )
         raise LocklabError(f"{path}: malformed TOML: {message}") from None
-    if sim:
+    machine = None
+    if sim:  # the command line's machine: its errors name --sim, its path is the shell's
+        machine = find_profile(sim, "--sim")
         if "sim" not in data:  # a measured campaign's seconds are real ones, not virtual ones
             for table in (data, data.get("full")):
                 if isinstance(table, dict):
@@ -86,7 +88,7 @@ def load_campaign(path: Path, full: bool = False, sim: str | None = None) -> Exp
             own = data.get("name") if isinstance(data.get("name"), str) else path.stem
             data["name"] = f"{own}-on-{Path(sim).stem}"
         data["sim"] = sim
-    return _CampaignReader(path, text).spec(data, full)
+    return _CampaignReader(path, text, machine).spec(data, full)
 
 
 def campaign_kind(path: Path) -> str:
@@ -132,9 +134,10 @@ def locate_error(path: Path, error: LocklabError) -> LocklabError:
 
 
 class _CampaignReader:
-    def __init__(self, path: Path, text: str) -> None:
+    def __init__(self, path: Path, text: str, given_machine: MachineProfile | None = None) -> None:
         self.path = path
         self.lines = text.splitlines()
+        self.given_machine = given_machine  # --sim's, found already; else the file's sim =
 
     def fail(self, message: str, key: str | None = None) -> LocklabError:
         line = self._line_of(key) if key else None
@@ -220,11 +223,13 @@ class _CampaignReader:
         plugins and kernel: locks are compiled for it when the campaign runs (docs/simulator.md)."""
         if spec.program:
             raise self.fail("sim: a program runs on this machine, not in the simulator", "sim")
-        relative = sim.endswith(".toml") or "/" in sim
-        try:
-            machine = find_profile(str(self.path.parent / sim) if relative else sim, "sim")
-        except LocklabError as error:
-            raise self.fail(str(error), "sim") from None
+        machine = self.given_machine
+        if machine is None:
+            relative = sim.endswith(".toml") or "/" in sim
+            try:
+                machine = find_profile(str(self.path.parent / sim) if relative else sim, "sim")
+            except LocklabError as error:
+                raise self.fail(str(error), "sim") from None
         spec.sim, spec.sim_machine = sim, machine.flat_text()
 
     def variants(self, raw: object) -> list[Variant]:

@@ -13,7 +13,7 @@ import textwrap
 
 from rich.text import Text
 
-from locklab.analysis import disturbance, stats
+from locklab.analysis import disturbance, stats, window_events
 from locklab.analysis.cells import Analysis, Cell, Section
 from locklab.analysis.stats import Comparison
 from locklab.printable import printable
@@ -67,7 +67,9 @@ def _cells_text(
             style = "bold green" if better else "bold red"
         segments.append((rel_text(comparison, min_effect), style))
     flags = cell.flags(min_effect)
-    warned = any(mark in flags for mark in ("!", "^", "x", disturbance.MARKER))
+    warned = any(
+        mark in flags for mark in ("!", "^", "x", disturbance.MARKER, window_events.TOO_SHORT_MARK)
+    )
     segments.append((flags, "yellow" if warned else "dim"))
     return segments
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from locklab.analysis import stats
+from locklab.analysis import disturbance, stats
 from locklab.model.spec import ConfigKey, ExperimentSpec, Point
 from locklab.store import Experiment, Run, Store
 
@@ -34,7 +34,7 @@ def open_configurations(spec: ExperimentSpec, runs: list[Run], precision: float)
     values: dict[ConfigKey, list[float]] = defaultdict(list)
     failed: set[str] = set()
     for run in runs:
-        if run.status == "ok" and run.throughput_ops_per_s is not None:
+        if disturbance.is_sample(run) and run.throughput_ops_per_s is not None:
             values[run.config_key].append(run.throughput_ops_per_s)
         elif run.status != "ok":
             failed.add(run.config_key.label)

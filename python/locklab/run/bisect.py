@@ -145,7 +145,8 @@ class Bisector:
 
     def run(self) -> BisectResult:
         plan, top = self.plan, self.top
-        self.good, bad = commit_of(top, plan.good), commit_of(top, plan.bad)
+        self.good = commit_of(top, plan.good, f"--good {plan.good}")
+        bad = commit_of(top, plan.bad, f"--bad {plan.bad}")
         check_ends(top, self.good, bad)
         path = commits(top, "--ancestry-path", f"{self.good}..{bad}")
         if not path or path[-1][0] != bad:
