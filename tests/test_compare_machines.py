@@ -35,3 +35,14 @@ def test_a_campaign_on_another_profile_is_another_experiment():
     other = load_campaign(campaign, sim="gigabyte-96c")
     assert other.name == f"{own.name}-on-gigabyte-96c" and other.sim == "gigabyte-96c"
     assert load_campaign(campaign, sim=own.sim).name == own.name
+
+
+def test_a_simulated_estimate_comes_from_the_stores_earlier_runs(tmp_path, capsys):
+    """Not from its virtual window: a simulated run lasts what its writers and lock cost."""
+    store = str(tmp_path / "store")
+    args = ["run", "--sim", "mach1", "--lock", "ticket", "--nwriters", "1,2", "--repeat", "1",
+            "--duration", "0.001", "--warmup", "0", "--store", store, "--plain"]  # fmt: skip
+    assert cli.main(args) == 0
+    assert "host time unknown" in capsys.readouterr().err
+    assert cli.main(args) == 0
+    assert "in all, from this store's earlier runs on mach1" in capsys.readouterr().err

@@ -22,6 +22,7 @@ from locklab.output import listing
 from locklab.printable import printable
 from locklab.run import adaptive
 from locklab.run.engine import Engine
+from locklab.run.estimate import estimate_text
 from locklab.run.source_plugin import compiled, is_source
 from locklab.run.sweep import run_sweep, runs_at_once
 from locklab.store import Experiment, Run, Store
@@ -76,9 +77,11 @@ def plan_line(spec: ExperimentSpec) -> str:
     """An engine or program experiment's plan in one line, for --dry-run."""
     configs = len(spec.configurations())
     runs = configs * spec.repeat
+    timing = (f"about {runs * spec.expected_run_s() / 60:.1f} min" if not spec.sim else
+              "host time from the store's earlier runs when it starts (simulated)")  # fmt: skip
     return (f'"{printable(spec.name)}": {len(spec.variants)} variants x '
             f"{configs // len(spec.variants)} points x {spec.repeat} repeats = {runs} runs, "
-            f"about {runs * spec.expected_run_s() / 60:.1f} min")  # fmt: skip
+            f"{timing}")  # fmt: skip
 
 
 def execute(
@@ -96,10 +99,9 @@ def execute(
     spec = experiment.spec
     errors = listing.stderr_console()
     runs_planned = len(spec.schedule())
-    minutes = runs_planned * spec.expected_run_s() / runs_at_once(spec) / 60
     errors.print(
         f'experiment #{experiment.id} "{printable(experiment.name)}" in {store.path}: '
-        f"{runs_planned} runs, about {minutes:.1f} min in all"
+        f"{runs_planned} runs, {estimate_text(spec, store, runs_at_once(spec))}"
     )
     store.announce(experiment, runs_planned)
     try:

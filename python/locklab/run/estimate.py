@@ -1,0 +1,52 @@
+"""How long an experiment will take, said before it starts. A measured run lasts its warm-up
+and window. A simulated run lasts what its writers and its lock cost the host, whatever its
+virtual window (a 4 ms window at 142 writers of CNA took minutes where ticket's took seconds):
+its estimate comes from the host times this store holds of runs of the same lock at the same
+writers on the same profile, and says so, or says that it has none to go by.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from locklab.model.spec import ExperimentSpec
+from locklab.store import Store
+
+SimPoint = tuple[str, int]  # (lock, writers)
+
+
+def _simulated_host_s(store: Store, profile: str) -> dict[SimPoint, float]:
+    """The median host time of the store's finished simulated runs on `profile`, by point."""
+    seen: dict[SimPoint, list[float]] = {}
+    for experiment in store.experiments():
+        if experiment.spec.sim != profile:
+            continue
+        locks = {variant.label: variant.lock for variant in experiment.spec.variants}
+        for run in store.runs(experiment, with_results=False):
+            lock = locks.get(run.config_key.label)
+            if run.status == "ok" and lock is not None and run.wall_s > 0:
+                writers = dict(run.config_key.point).get("nwriters", 0)
+                seen.setdefault((lock, writers), []).append(run.wall_s)
+    return {point: statistics.median(times) for point, times in seen.items()}
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
+def estimate_text(spec: ExperimentSpec, store: Store, runs_at_once: int) -> str:
+    """'about 3.2 min in all', and for a simulated experiment where that figure comes from."""
+    schedule = spec.schedule()
+    if not spec.sim:
+        return f"about {_duration(len(schedule) * spec.expected_run_s() / runs_at_once)} in all"
+    known = _simulated_host_s(store, spec.sim)
+    times = [known.get((config.variant.lock, config.axis("nwriters"))) for config, _ in schedule]
+    found = [t for t in times if t is not None]
+    if not found:
+        return (f"host time unknown: a simulated run takes what its writers and lock cost the "
+                f"host, and this store has no earlier run of them on {spec.sim}")  # fmt: skip
+    took = _duration(sum(found) / runs_at_once)
+    if len(found) == len(times):
+        return f"about {took} in all, from this store's earlier runs on {spec.sim}"
+    return (f"more than {took}: this store has run {len(found)} of the "
+            f"{len(times)} runs' points on {spec.sim} before, the rest are unknown")  # fmt: skip
