@@ -59,3 +59,19 @@ def test_the_markdown_export_has_no_markup_a_plain_mail_shows(store):
     text = locklab("export", "1", "--store", str(store), "--format", "markdown", columns=100)
     assert "| nwriters" in text and "**" not in text and "\\~" not in text
     assert "\n_" not in text
+
+
+def test_a_table_that_cannot_answer_says_so(tmp_path):
+    """One run a cell tests nothing: the table says it ranks nothing, under its verdicts."""
+    store = str(tmp_path / "store")
+    args = ["run", "--sim", "mach1", "--lock", "ticket,mcs", "--nwriters", "1,2", "--repeat",
+            "1", "--duration", "0.001", "--warmup", "0", "--store", store, "--plain"]  # fmt: skip
+    assert cli.main(args) == 0
+    text = locklab("table", "1", "--store", store, columns=200)
+    assert "This table cannot answer yet: no comparison in it is settled" in text
+    assert (
+        "cannot answer"
+        not in locklab(
+            "table", "1", "--store", str(Path(store)), "--metric", "throughput", columns=200
+        ).split("Verdict")[0]
+    )

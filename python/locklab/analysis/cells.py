@@ -169,6 +169,13 @@ def _analyse(
                 section.verdicts[index] = verdict(section, index, row_axis, settings)
             if text := disturbed_line(section, index, row_axis):
                 section.disturbed[index] = text
+        judged = [cell.comparison.judgement(settings.min_effect)
+                  for cell in section.cells.values() if cell and cell.comparison]  # fmt: skip
+        if judged and all(j in (stats.INCONCLUSIVE, stats.UNTESTED) for j in judged):
+            section.notes.append(
+                "This table cannot answer yet: no comparison in it is settled, so it ranks "
+                "nothing (the verdicts say how many runs per cell would settle each)"
+            )
         if cpus is not None and section.oversubscribed:
             section.notes.append(oversubscribed_note(section, columns, row_axis, cpus, settings))
         for fewer, headers in sorted(other_machines.items()):
