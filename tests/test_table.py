@@ -102,15 +102,19 @@ def test_plain_table_has_seed_000_layout(store):
         "(kops/s):",
         "mean",
         "std",
+        "n",
         "mean",
         "std",
+        "n",
         "rel",
     ]
     assert lines[header + 2] == "nwriters:"
     rows = [line.split() for line in lines[header + 3 : header + 6]]
-    # rel % with its 95% interval; "=": equal within the minimum effect (5%)
-    assert rows[0] == ["1", "900.00", "0.79", "900.00", "1.58", "+0.0%", "[-0.2,", "+0.2]", "="]
-    assert rows[1] == ["2", "360.00", "0.79", "417.00", "0.79", "+15.8%", "[+15.5,", "+16.2]"]
+    # n, the runs behind each mean; rel % with its 95% interval; "=": equal within 5%
+    assert rows[0] == ["1", "900.00", "0.79", "5", "900.00", "1.58", "5", "+0.0%", "[-0.2,",
+                       "+0.2]", "="]  # fmt: skip
+    assert rows[1] == ["2", "360.00", "0.79", "5", "417.00", "0.79", "5", "+15.8%", "[+15.5,",
+                       "+16.2]"]  # fmt: skip
     assert rows[2][:1] == ["4"] and rows[2][-1] == "~!"
     # Fixed width: every number column ends at the same place on every row.
     mean_end = lines[header + 1].index("mean") + len("mean")
@@ -227,9 +231,11 @@ def test_confidence_interval_column(store):
     lines = table.plain(analyse_experiment(experiment, store.runs(experiment), settings))
     lines = lines.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("Statistic"))
-    assert lines[header].split()[2:] == ["mean", "std", "ci95", "mean", "std", "ci95", "rel"]
-    # std 0.7906 of 5 runs: t(0.975, 4) * 0.7906 / sqrt(5) = 0.98
-    assert lines[header + 2].split()[:4] == ["1", "900.00", "0.79", "0.98"]
+    assert lines[header].split()[2:] == [
+        "mean", "std", "ci95", "n", "mean", "std", "ci95", "n", "rel"
+    ]  # fmt: skip
+    # std 0.7906 of 5 runs: t(0.975, 4) * 0.7906 / sqrt(5) = 0.98; n, the runs behind the mean
+    assert lines[header + 2].split()[:5] == ["1", "900.00", "0.79", "0.98", "5"]
 
 
 def test_other_metrics(store):

@@ -1,5 +1,5 @@
 """The table in seed 000's layout: rows are the swept axis, each lock has mean, std and rel
-columns (the baseline has no rel), in kops/s.
+columns (the baseline has no rel), in kops/s, and n, the runs behind each mean.
 
 One layout, two renderings: fixed-width plain text that pastes into a mailing-list mail, and the
 same text with color for the terminal. A narrow flag column after each lock carries the markers
@@ -47,9 +47,9 @@ def rel_text(comparison: Comparison, min_effect: float) -> str:
 def _cells_text(
     cell: Cell | None, with_rel: bool, with_ci: bool, higher_is_better: bool, min_effect: float
 ) -> list[Segment]:
-    """mean, std, [ci95], [rel], flags of one cell, with styles."""
+    """mean, std, [ci95], n, [rel], flags of one cell, with styles."""
     if cell is None or cell.summary.n == 0:
-        missing = [("-", "dim")] * (2 + with_ci + with_rel)
+        missing = [("-", "dim")] * (3 + with_ci + with_rel)
         return [*missing, ("x" if cell is not None else "", "red")]
     mean = (_number(cell.summary.mean), "")
     std = (_number(cell.summary.std) if cell.summary.n > 1 else "-", "")
@@ -57,6 +57,8 @@ def _cells_text(
     if with_ci:
         ci95 = cell.summary.ci95
         segments.append((f"{ci95:.2f}" if ci95 is not None else "-", "dim"))
+    # The runs behind the mean (3 to 8 a cell under --repeat auto), as benchstat shows them.
+    segments.append((str(cell.summary.n), "dim"))
     if with_rel:
         comparison = cell.comparison
         assert comparison is not None
@@ -99,7 +101,7 @@ def _section_lines(analysis: Analysis, section: Section, width: int | None) -> l
     # Every row as text first, to size the columns.
     with_ci = analysis.settings.show_ci
     ci = ["ci95"] if with_ci else []
-    header_stats = [["mean", "std", *ci, *(["rel"] if rel else []), ""] for rel in has_rel]
+    header_stats = [["mean", "std", *ci, "n", *(["rel"] if rel else []), ""] for rel in has_rel]
     body: list[tuple[str, list[list[Segment]]]] = []
     for row in section.rows:
         groups = [
