@@ -352,6 +352,7 @@ struct run_state {
 	double window_s;
 	bool watchdog_fired;
 	double watchdog_idle_s;
+	const char *watchdog_reason; /* NULL: no acquisition for --watchdog; else which limit */
 	uint64_t progress_seen; /* acquisitions when drive() last saw them change */
 	double progress_seen_s; /* and when */
 	struct interval_sample *intervals;

@@ -122,6 +122,25 @@ static void watchdog_fire(struct run_state *run, double idle_s)
 }
 
 /*
+ * The simulator's own limit on host time without an acquisition (native/sim/progress.c): a run
+ * whose virtual time crawls ends on it as on the watchdog, with the simulator's line as reason.
+ */
+static void check_host_progress(struct run_state *run, uint64_t progress, double idle_s)
+{
+#ifdef LOCKLAB_SIM
+	const char *stalled = locklab_sim_progress(progress);
+	if (stalled != NULL) {
+		run->watchdog_reason = stalled;
+		watchdog_fire(run, idle_s);
+	}
+#else
+	(void)run;
+	(void)progress;
+	(void)idle_s;
+#endif
+}
+
+/*
  * --latency-every auto: the period from the warm-up's acquisitions per thread (none were timed),
  * stored before CONTROL_MEASURE is set, which the threads read it after.
  */
@@ -218,6 +237,7 @@ static void drive(struct run_state *run)
 		} else if (config->watchdog_s > 0 && now - last_progress_time >= config->watchdog_s) {
 			watchdog_fire(run, now - last_progress_time);
 		}
+		check_host_progress(run, progress, now - last_progress_time);
 	}
 	run->steal_read_end = steal_read(run, &run->steal_end); /* within a tick of the end */
 	/* join_workers() goes on counting from here, not from the window's end. */
@@ -257,6 +277,7 @@ static void join_workers(struct run_state *run)
 			} else if (monotonic_s() >= deadline) {
 				watchdog_fire(run, monotonic_s() - (deadline - limit));
 			}
+			check_host_progress(run, progress, monotonic_s() - (deadline - limit));
 		}
 	}
 }

@@ -39,7 +39,9 @@ TORTURE_DELAY_TYPES = TORTURE_TYPES_6_1
 RUN_TIMEOUT_MARGIN_S = 60.0
 # A simulated run (--sim, docs/simulator.md) counts virtual seconds: milliseconds of a many-core
 # machine already hold thousands of acquisitions. Its watchdog is virtual too (a deadlock costs
-# the host little), and its host time is bounded apart, since it has no relation to the virtual.
+# the host little). Where virtual time crawls (waiters that keep a line bouncing), the simulator
+# ends the run on its own limit on host time without an acquisition (native/sim/progress.c,
+# LOCKLAB_SIM_PROGRESS_S); SIM_RUN_TIMEOUT_S is only the overall backstop.
 SIM_DURATION_S = 0.002
 SIM_WARMUP_S = 0.0005
 SIM_WATCHDOG_S = 0.25  # above locktorture's longest hold (100 ms), well below a second
