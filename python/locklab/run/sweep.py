@@ -15,7 +15,8 @@ from rich.progress import (
 
 from locklab import provenance
 from locklab.errors import LocklabError
-from locklab.model.spec import ConfigKey, Configuration, ExperimentSpec
+from locklab.model.cells import ConfigKey
+from locklab.model.spec import Configuration, ExperimentSpec
 from locklab.printable import printable
 from locklab.run import adaptive, machine_check
 from locklab.run.engine import Engine, RunningEngine, wait_for_one
