@@ -539,8 +539,12 @@ static void run_result_compute(struct run_state *run, int status, struct run_res
 	else if (status == EXIT_WATCHDOG)
 		snprintf(r->error_text, sizeof(r->error_text),
 			 "watchdog: no acquisition in " WATCHDOG_IDLE " with lock '%s' and %u threads: "
-			 "deadlock or livelock",
-			 run->watchdog_idle_s, config->lock->name, run->nthreads);
+			 "%s%s%s%s",
+			 run->watchdog_idle_s, config->lock->name, run->nthreads,
+			 run->watchdog_starved ? "starved by other tasks, not called a deadlock"
+					       : "deadlock or livelock",
+			 run->watchdog_host[0] ? " (" : "", run->watchdog_host,
+			 run->watchdog_host[0] ? ")" : "");
 	else if (status == EXIT_VIOLATION)
 		snprintf(r->error_text, sizeof(r->error_text),
 			 "correctness violation with lock '%s': %s", config->lock->name,

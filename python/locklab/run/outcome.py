@@ -38,6 +38,8 @@ class EngineOutcome:
             self.status = "timeout"
         elif self.result is not None and self.result.get("status") and self.exit_code in finished:
             self.status = self.result.get("status", "error")
+        elif self.exit_code == EXIT_WATCHDOG:  # its last resort: the line, no JSON (engine.md)
+            self.status = "watchdog"
         else:
             self.status = "error"
 
