@@ -11,11 +11,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from conftest import CORES, bench_path, plugin_path
 from locklab.model.limits import engine_time_limit_s
 from locklab.run.engine import Engine
+from locklab.run.outcome import EXIT_WATCHDOG, EngineOutcome
 
 WATCHDOG_S = 1.0
+# Where the kernel keeps no scheduler statistics (CONFIG_SCHED_INFO off) the line cannot say.
+needs_schedstat = pytest.mark.skipif(
+    not Path("/proc/self/schedstat").exists(), reason="no /proc/self/schedstat on this kernel"
+)
 
 
 @contextmanager
@@ -41,6 +47,7 @@ def measure(args: list[str], warmup_s: float, duration_s: float):
     )
 
 
+@needs_schedstat
 def test_a_deadlock_on_a_loaded_host_is_the_watchdogs_and_called_a_deadlock():
     """Spinning waiters of a lock that is never released, beside twice as many busy processes
     as CPUs: the watchdog ends the run (not the outer kill), calls it a deadlock, since every
@@ -54,6 +61,7 @@ def test_a_deadlock_on_a_loaded_host_is_the_watchdogs_and_called_a_deadlock():
     assert "deadlock or livelock" in line and "waited for a CPU" in line, line
 
 
+@needs_schedstat
 def test_a_holder_kept_off_the_cpu_is_called_starved():
     """Two writers of a ticket lock that each hold it for 50 ms of work, on one CPU. Once both
     threads run (calibration done), the test renices the engine's threads to 19 and pins three
@@ -80,3 +88,13 @@ def test_a_holder_kept_off_the_cpu_is_called_starved():
         engine.wait()
     assert engine.returncode == 3, stderr
     assert "starved by other tasks, not called a deadlock" in stderr, stderr
+
+
+def test_a_watchdog_whose_report_was_lost_is_still_a_watchdog_run():
+    """The handler's last resort (the control thread got no CPU to write the report) leaves its
+    line and exit status 3 without a JSON: the run is stored as the watchdog's, with that line,
+    not as an error."""
+    line = "locklab-bench: watchdog: no acquisition in 1 s with lock 'x', and the control thread"
+    outcome = EngineOutcome(["locklab-bench"], EXIT_WATCHDOG, None, line + "\n", 2.0)
+    assert outcome.status == "watchdog"
+    assert outcome.error_line() == line
