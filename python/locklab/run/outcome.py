@@ -48,7 +48,7 @@ class EngineOutcome:
         if self.sanitizer is not None:
             return self.sanitizer
         if self.timed_out:
-            return f"killed at its overall time limit, after {self.wall_s:.0f} s without finishing"
+            return f"killed after {self.wall_s:.0f} s, its overall time limit, without finishing"
         if self.result is not None and self.result.get("error"):
             return str(self.result["error"])
         lines = [line for line in self.stderr.splitlines() if line.strip()]
