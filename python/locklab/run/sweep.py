@@ -28,7 +28,7 @@ from locklab.store import Experiment, Run, Store
 STATUS_WORDS = {
     "violation": "correctness violation",
     "sanitizer": "sanitizer report",
-    "watchdog": "no progress (stopped by a watchdog)",
+    "watchdog": "deadlock or no progress (watchdog)",
     "timeout": "hung (killed at its time limit)",
     "error": "failed",
 }
