@@ -259,6 +259,8 @@ struct worker {
 	pthread_t thread;
 	bool is_reader;
 	unsigned int slot; /* index among all threads, for pinning */
+	pid_t tid;	   /* for its schedstat (watchdog.c) */
+	double stall_ran_s, stall_waited_s; /* its schedstat when the count stopped (watchdog.c) */
 
 	/* Written only by the worker, read by the control loop: own cache line. */
 	alignas(LOCKLAB_CACHELINE) uint64_t acquisitions_total;
@@ -336,6 +338,11 @@ struct interval_sample {
 	uint64_t read_acquisitions;
 };
 
+struct progress_watch {
+	uint64_t seen;	  /* acquisitions at the last change */
+	double seen_at_s; /* when that change was seen */
+};
+
 struct run_state {
 	const struct bench_config *config;
 	const struct machine_facts *facts;
@@ -357,8 +364,17 @@ struct run_state {
 	double window_s;
 	bool watchdog_fired;
 	double watchdog_idle_s;
-	uint64_t progress_seen; /* acquisitions when drive() last saw them change */
-	double progress_seen_s; /* and when */
+	const char *watchdog_reason; /* NULL: no acquisition for --watchdog; else which limit */
+	/* The watchdog's rule and alarm (watchdog.c): the handler's, set before the timer runs. */
+	struct progress_watch watch;
+	uint32_t alarm; /* futex word: raised by the handler, the control thread sleeps on it */
+	double alarm_idle_s, alarm_at_s;
+	/* What the host did to the threads since the count stopped (watchdog.c). */
+	uint64_t stall_progress;
+	bool stall_noted;
+	double stall_at_s;
+	bool watchdog_starved;
+	char watchdog_host[256];
 	struct interval_sample *intervals;
 	size_t nintervals;
 	size_t intervals_cap;
@@ -375,6 +391,17 @@ struct run_state {
 };
 
 void *worker_main(void *arg);
+
+/* watchdog.c: no acquisition for a limit; a --stutter pause counts as progress. */
+bool progress_stalled(struct progress_watch *watch, uint64_t progress, bool paused, double now_s,
+		      double limit_s, double *idle_s);
+#ifndef LOCKLAB_SIM
+void watchdog_arm(struct run_state *run); /* after the workers exist: the timer starts */
+void watchdog_disarm(void);
+bool watchdog_alarm(struct run_state *run, double *idle_s); /* raised: how long idle */
+void watchdog_note_tick(struct run_state *run, uint64_t progress); /* each control tick */
+void watchdog_describe_host(struct run_state *run); /* watchdog_host, watchdog_starved */
+#endif
 /* All acquisitions so far, warm-up included; also the watchdog's measure of progress. */
 static inline uint64_t acquisitions_since_start(const struct run_state *run)
 {

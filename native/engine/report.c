@@ -13,6 +13,13 @@
 
 #include "engine.h"
 
+/* The watchdog's idle time: a simulated run's is virtual, and far below a second. */
+#ifdef LOCKLAB_SIM
+#define WATCHDOG_IDLE "%.4f virtual s"
+#else
+#define WATCHDOG_IDLE "%.1f s"
+#endif
+
 #ifndef LOCKLAB_VERSION
 #define LOCKLAB_VERSION "unknown"
 #endif
@@ -526,11 +533,18 @@ static void run_result_compute(struct run_state *run, int status, struct run_res
 	r->throughput = r->window > 0 ? (double)r->total / r->window : NAN;
 	disturbance_of(run, r->private_ok, r->window, r->total, r->handoffs.total, &r->disturbance);
 	describe_violations(&r->violations, violation_text, sizeof(violation_text));
-	if (status == EXIT_WATCHDOG)
+	if (status == EXIT_WATCHDOG && run->watchdog_reason != NULL)
+		snprintf(r->error_text, sizeof(r->error_text), "%s, with lock '%s' and %u threads",
+			 run->watchdog_reason, config->lock->name, run->nthreads);
+	else if (status == EXIT_WATCHDOG)
 		snprintf(r->error_text, sizeof(r->error_text),
-			 "watchdog: no acquisition in %.1f s with lock '%s' and %u threads: "
-			 "deadlock or livelock",
-			 run->watchdog_idle_s, config->lock->name, run->nthreads);
+			 "watchdog: no acquisition in " WATCHDOG_IDLE " with lock '%s' and %u threads: "
+			 "%s%s%s%s",
+			 run->watchdog_idle_s, config->lock->name, run->nthreads,
+			 run->watchdog_starved ? "starved by other tasks, not called a deadlock"
+					       : "deadlock or livelock",
+			 run->watchdog_host[0] ? " (" : "", run->watchdog_host,
+			 run->watchdog_host[0] ? ")" : "");
 	else if (status == EXIT_VIOLATION)
 		snprintf(r->error_text, sizeof(r->error_text),
 			 "correctness violation with lock '%s': %s", config->lock->name,

@@ -44,11 +44,21 @@ static void control_clear(struct run_state *run, uint32_t bits)
 	control_changed(run);
 }
 
-static void sleep_s(double seconds)
+/*
+ * Until the next tick, or at once when the watchdog's timer raises its alarm (watchdog.c). A
+ * simulated run has no timer, and keeps its plain sleep: a futex wait would cost the control
+ * thread another virtual time, and move every simulated figure.
+ */
+static void control_sleep(struct run_state *run)
 {
-	struct timespec ts = { (time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9) };
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+	struct timespec tick = { 0, (long)(TICK_S * 1e9) };
+#ifdef LOCKLAB_SIM
+	(void)run;
+	while (nanosleep(&tick, &tick) != 0 && errno == EINTR)
 		;
+#else
+	syscall(SYS_futex, &run->alarm, FUTEX_WAIT_PRIVATE, 0, &tick, NULL, 0);
+#endif
 }
 
 static void sum_counters(const struct run_state *run, bool readers, uint64_t *total,
@@ -113,12 +123,41 @@ static void watchdog_fire(struct run_state *run, double idle_s)
 	run->watchdog_idle_s = idle_s;
 #ifdef LOCKLAB_SIM
 	locklab_sim_describe_threads();
+#else
+	watchdog_disarm(); /* answered: the report may take its time */
+	watchdog_describe_host(run);
 #endif
 	/* Threads may be stuck inside the lock forever: report and leave without joining. */
 	report_write(run, EXIT_WATCHDOG);
 	fflush(stdout);
 	fflush(stderr);
 	_exit(EXIT_WATCHDOG);
+}
+
+/*
+ * The watchdog, at each look of the control thread. A measured run's is a timer's (watchdog.c):
+ * here it is only answered. A simulated run's counts virtual time; so does the simulator's own
+ * limit on host time without an acquisition (native/sim/progress.c), with which a run whose
+ * virtual time crawls ends as on the watchdog, the simulator's line its reason.
+ */
+static void check_watchdog(struct run_state *run, uint64_t progress, bool paused, double now)
+{
+	double idle;
+#ifdef LOCKLAB_SIM
+	if (progress_stalled(&run->watch, progress, paused, now, run->config->watchdog_s, &idle))
+		watchdog_fire(run, idle);
+	const char *stalled = locklab_sim_progress(progress);
+	if (stalled != NULL) {
+		run->watchdog_reason = stalled;
+		watchdog_fire(run, now - run->watch.seen_at_s);
+	}
+#else
+	(void)paused;
+	(void)now;
+	watchdog_note_tick(run, progress);
+	if (watchdog_alarm(run, &idle))
+		watchdog_fire(run, idle);
+#endif
 }
 
 /*
@@ -155,8 +194,6 @@ static void drive(struct run_state *run)
 	double next_interval = 0, next_stat = start + config->stat_interval_s;
 	double next_stutter = start + config->stutter_s;
 	double next_shuffle = start + config->shuffle_interval_s;
-	double last_progress_time = start;
-	uint64_t last_progress = 0;
 	bool paused = false;
 
 	/*
@@ -166,9 +203,14 @@ static void drive(struct run_state *run)
 	if (config->warmup_s == 0)
 		open_window(run, start, &next_interval); /* CONTROL_MEASURE was set at start */
 	pthread_barrier_wait(&run->start_barrier);
+#ifdef LOCKLAB_SIM
+	run->watch = (struct progress_watch){ 0, start };
+#else
+	watchdog_arm(run);
+#endif
 
 	for (;;) {
-		sleep_s(TICK_S);
+		control_sleep(run);
 		double now = monotonic_s();
 		uint32_t control = __atomic_load_n(&run->control, __ATOMIC_ACQUIRE);
 
@@ -204,39 +246,25 @@ static void drive(struct run_state *run)
 			else
 				control_clear(run, CONTROL_PAUSE);
 			next_stutter += config->stutter_s;
-			last_progress_time = now; /* a pause is not a hang */
 		}
 		if (config->shuffle_interval_s > 0 && now >= next_shuffle) {
 			__atomic_fetch_add(&run->control, CONTROL_SHUFFLE_ONE, __ATOMIC_ACQ_REL);
 			control_changed(run);
 			next_shuffle += config->shuffle_interval_s;
 		}
-		uint64_t progress = acquisitions_since_start(run);
-		if (progress != last_progress || paused) {
-			last_progress = progress;
-			last_progress_time = now;
-		} else if (config->watchdog_s > 0 && now - last_progress_time >= config->watchdog_s) {
-			watchdog_fire(run, now - last_progress_time);
-		}
+		check_watchdog(run, acquisitions_since_start(run), paused, now);
 	}
 	run->steal_read_end = steal_read(run, &run->steal_end); /* within a tick of the end */
-	/* join_workers() goes on counting from here, not from the window's end. */
-	run->progress_seen = last_progress;
-	run->progress_seen_s = last_progress_time;
 }
 
 /*
- * Join every worker, but never wait on a deadlocked one for longer than the watchdog, counted
- * from the last acquisition drive() saw: a lock that deadlocked at once ends --watchdog seconds
- * after its last acquisition, not --watchdog seconds after the window.
+ * Join every worker, the watchdog still on: a lock that deadlocked at once ends --watchdog
+ * seconds after its last acquisition, not --watchdog seconds after the window.
  */
 static void join_workers(struct run_state *run)
 {
-	double limit = run->config->watchdog_s > 0 ? run->config->watchdog_s : 0;
-	double deadline = run->progress_seen_s + limit;
-	uint64_t last_progress = run->progress_seen;
 	for (unsigned int i = 0; i < run->nthreads; i++) {
-		if (limit == 0) {
+		if (run->config->watchdog_s == 0) {
 			pthread_join(run->workers[i]->thread, NULL);
 			continue;
 		}
@@ -250,15 +278,12 @@ static void join_workers(struct run_state *run)
 			}
 			if (pthread_timedjoin_np(run->workers[i]->thread, NULL, &until) == 0)
 				break;
-			uint64_t progress = acquisitions_since_start(run);
-			if (progress != last_progress) {
-				last_progress = progress;
-				deadline = monotonic_s() + limit;
-			} else if (monotonic_s() >= deadline) {
-				watchdog_fire(run, monotonic_s() - (deadline - limit));
-			}
+			check_watchdog(run, acquisitions_since_start(run), false, monotonic_s());
 		}
 	}
+#ifndef LOCKLAB_SIM
+	watchdog_disarm();
+#endif
 }
 
 static void *aligned_zalloc(size_t size)

@@ -168,6 +168,7 @@ void *worker_main(void *arg)
 	struct worker *w = arg;
 	struct run_state *run = w->run;
 
+	w->tid = (pid_t)syscall(SYS_gettid); /* before the barrier, after which it is read */
 	worker_pin_to(w, run->cpu_of_slot[w->slot]);
 	w->random = (run->config->seed + 1) * 0x9e3779b97f4a7c15ull ^ (w->slot + 1);
 	worker_sampling_from(w, run->sample_every);

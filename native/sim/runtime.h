@@ -208,6 +208,11 @@ void sim_spin_iteration_end(void);
 /* A line was taken from its other holders: parked spinners on it run again. */
 void sim_wake_spinners(uintptr_t line, uint64_t when);
 
+/* ---- the limit on host time without progress (progress.c) -------------------------------- */
+void sim_progress_init(void); /* reads LOCKLAB_SIM_PROGRESS_S; one line and exit 2 if bad */
+/* At every hand-over: past the limit, the control thread is woken to end the run. */
+void sim_progress_check(void);
+
 /* ---- the coherence model (coherence.c) ------------------------------------------------------ */
 enum sim_access { SIM_LOAD, SIM_STORE, SIM_RMW };
 /* Charge the calling thread for one access; returns whether it hit in its own cache. */

@@ -160,12 +160,14 @@ void sim_runtime_init(void)
 	else if (spin != NULL && *spin != '\0' && strcmp(spin, "park") != 0)
 		sim_fatal("LOCKLAB_SIM_SPIN is park or exact, not '%s'", spin);
 	sim_coherence_init();
+	sim_progress_init();
 	say_the_seed_on_crashes();
 	/* No access by another CPU takes effect sooner than half the cheapest transfer, at its
 	 * least draw, after it is issued (coherence.c, request_travels): a load hit within that of
 	 * the horizon reads what it would have read in order. */
 	uint64_t cheapest = sim_cheapest_transfer();
 	sim_lookahead = (cheapest - sim_transfer_jitter_span(cheapest)) / 2;
+	/* The first thread: the control thread (progress.c wakes it at a stall). */
 	struct sim_thread *main_thread = sim_thread_new();
 	main_thread->cpu = sim_service_cpu();
 	main_thread->counted = false;
@@ -346,6 +348,7 @@ void sim_thread_wait_for_baton(struct sim_thread *t)
 /* Picks who runs next; a thread whose timeout came runs with the time it had waited for. */
 static struct sim_thread *choose_next(void)
 {
+	sim_progress_check();
 	struct sim_thread *next = first_ready(NULL);
 	if (next == NULL)
 		sim_fatal("every thread waits forever (a deadlock at %.6f virtual seconds)",

@@ -62,6 +62,9 @@ void locklab_sim_set_seed(uint64_t seed); /* the order of ties (scheduler.c) */
 uint64_t locklab_sim_seed(void);
 /* The host seconds the simulation has taken so far. */
 double locklab_sim_host_seconds(void);
+/* The acquisitions the control thread has seen, at each of its ticks; NULL, or the line that says
+ * the run has spent the simulator's limit of host time without one (its watchdog's reason). */
+const char *locklab_sim_progress(uint64_t acquisitions);
 /* Where each thread is (state, virtual CPU, clock, what it waits on): a watchdog's report. */
 void locklab_sim_describe_threads(void);
 /* Locks whose waiting happens in code locklab does not compile (glibc's, the kernel's PI futex). */

@@ -22,7 +22,8 @@ from pathlib import Path
 
 from locklab import provenance
 from locklab.errors import LocklabError
-from locklab.model.spec import ConfigKey, Configuration, ExperimentSpec, Variant
+from locklab.model.cells import ConfigKey
+from locklab.model.spec import Configuration, ExperimentSpec, Variant
 from locklab.model.values import AXES, validate_label
 from locklab.store import Experiment, Run, Store
 

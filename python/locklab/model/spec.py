@@ -13,33 +13,29 @@ from typing import Any
 
 from locklab.errors import LocklabError
 from locklab.model.catalogue import LockInfo
+from locklab.model.cells import (
+    Configuration,
+    Point,
+    Variant,
+    Workload,
+    threads_at,
+)
+from locklab.model.limits import (
+    RUN_WATCHDOG_S,
+    SIM_DURATION_S,
+    SIM_PIN,
+    SIM_RUN_TIMEOUT_S,
+    SIM_WARMUP_S,
+    SIM_WATCHDOG_S,
+    engine_time_limit_s,
+)
 from locklab.model.spec_checks import check_spec
 from locklab.model.values import (
     AXES,
     AXIS_DEFAULTS,
-    ParamValue,
     is_cpu_list,
     parse_int_list,
 )
-
-Point = tuple[tuple[str, int], ...]  # a value of every axis, in AXES order
-
-# The engine's deadlock watchdog for every run: no acquisition for this long ends the run.
-RUN_WATCHDOG_S = 10.0
-# Beyond warm-up + duration + watchdog: thread start, calibration and the JSON, with room to spare
-# on a loaded machine. Past it the run is killed and recorded as a timeout.
-RUN_TIMEOUT_MARGIN_S = 60.0
-# A simulated run (--sim, docs/simulator.md) counts virtual seconds: milliseconds of a many-core
-# machine already hold thousands of acquisitions. Its watchdog is virtual too (a deadlock costs
-# the host little), and its host time is bounded apart, since it has no relation to the virtual.
-SIM_DURATION_S = 0.002
-SIM_WARMUP_S = 0.0005
-SIM_WATCHDOG_S = 0.25  # above locktorture's longest hold (100 ms), well below a second
-SIM_RUN_TIMEOUT_S = 600.0
-# Where a simulated run's threads go unless --pin says otherwise: spread over the NUMA nodes, as
-# Linux's load balancer spreads busy threads over an idle machine in time (where a program's
-# first threads start can differ: --pin cores, docs/simulator.md).
-SIM_PIN = "scatter"
 
 
 def run_times(
@@ -62,80 +58,9 @@ def run_times(
     )
 
 
-def threads_at(point: Point) -> int:
-    """The threads a point runs: its writers and readers."""
-    axes = dict(point)
-    return axes.get("nwriters", 0) + axes.get("nreaders", 0)
-
-
 # One run in a booted kernel (source "guest"), for estimates: a small kernel's boot and
 # power-off under emulation take 2 to 5 s on 2 cores, with checkers built in 10 to 20 s.
 GUEST_RUN_ESTIMATE_S = 10.0
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One column group of the table: a lock, maybe from a plugin, with tunables set."""
-
-    label: str
-    lock: str
-    params: tuple[tuple[str, ParamValue], ...] = ()
-    plugin: str | None = None
-    # A kernel: lock's patch files, applied to the tree it is compiled from (plugin: the build).
-    patches: tuple[str, ...] = ()
-    # A kernel: lock's tree revision (--rev, a campaign's `rev`), as resolved when it was built:
-    # "COMMIT SUBJECT"; "" for a tree that is not a git revision.
-    revision: str = ""
-
-    def describe(self) -> str:
-        params = ",".join(f"{name}={value}" for name, value in self.params)
-        return f"{self.lock}[{params}]" if params else self.lock
-
-
-@dataclass(frozen=True, order=True)
-class ConfigKey:
-    """What identifies a configuration's runs: the variant's label and the point of the axes.
-    Stored as text, ``label|axis=value,...`` (str()), and read back by ``parse`` in the store
-    only; everything else works on this object."""
-
-    label: str
-    point: Point
-
-    def __str__(self) -> str:
-        return self.label + "|" + ",".join(f"{a}={v}" for a, v in self.point)
-
-    @classmethod
-    def parse(cls, text: str) -> ConfigKey:
-        label, _, axes = text.partition("|")
-        pairs = (pair.split("=") for pair in axes.split(","))
-        return cls(label, tuple((name, int(value)) for name, value in pairs))
-
-
-@dataclass(frozen=True)
-class Configuration:
-    """One cell of the sweep: a variant at one point of every axis."""
-
-    variant: Variant
-    axes: Point
-
-    @property
-    def key(self) -> ConfigKey:
-        return ConfigKey(self.variant.label, self.axes)
-
-    def axis(self, name: str) -> int:
-        return dict(self.axes)[name]
-
-
-@dataclass(frozen=True)
-class Workload:
-    """A named point of some axes, like seed 004's "load" (hold 2 us, gap 2 us): the sweep runs
-    at each workload instead of crossing those axes' values with each other."""
-
-    name: str
-    axes: tuple[tuple[str, int], ...]
-
-    def describe(self) -> str:
-        return ", ".join(f"{axis}={value}" for axis, value in self.axes)
 
 
 @dataclass(frozen=True)
@@ -295,7 +220,7 @@ class ExperimentSpec:
             args += ["--stutter", _num(self.stutter_s)]
         args += self.workload_options()
         args += ["--seed", str(self.run_seed(repeat))]
-        args += ["--watchdog", _num(SIM_WATCHDOG_S if self.sim else RUN_WATCHDOG_S)]
+        args += ["--watchdog", _num(self.watchdog_s())]
         return args
 
     def lock_options(self, config: Configuration) -> list[str]:
@@ -332,6 +257,10 @@ class ExperimentSpec:
             return self.engine_seed
         return self.seed * 1000 + repeat + 1
 
+    def watchdog_s(self) -> float:
+        """The engine's --watchdog for this spec's runs: virtual seconds when simulated."""
+        return SIM_WATCHDOG_S if self.sim else RUN_WATCHDOG_S
+
     def series_interval_s(self) -> float:
         """The throughput series' period: a simulated run lasts milliseconds, so at most half
         of it, that the series has points to judge the steady state by."""
@@ -344,7 +273,7 @@ class ExperimentSpec:
             return self.program_timeout_s
         if self.sim:
             return SIM_RUN_TIMEOUT_S
-        return self.warmup_s + self.duration_s + RUN_WATCHDOG_S + RUN_TIMEOUT_MARGIN_S
+        return engine_time_limit_s(self.warmup_s, self.duration_s, self.watchdog_s())
 
     # -- storage -------------------------------------------------------------------------------
     def to_dict(self) -> dict:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from locklab.errors import LocklabError
 from locklab.kernel.params import TORTURE_TYPES_6_1
 from locklab.model.catalogue import LockInfo
+from locklab.model.cells import validate_variant
 from locklab.model.values import (
     AXES,
     MAX_ENGINE_SEED,
@@ -21,25 +22,10 @@ from locklab.model.values import (
 )
 
 if TYPE_CHECKING:
-    from locklab.model.spec import ExperimentSpec, Variant
+    from locklab.model.spec import ExperimentSpec
 
 # The torture types whose delays the engine draws (--torture-delays), Linux 6.1's.
 TORTURE_DELAY_TYPES = TORTURE_TYPES_6_1
-
-
-def validate_variant(variant: Variant, catalogue: Mapping[str, LockInfo]) -> None:
-    """The variant's lock exists and its params are its tunables, within their ranges."""
-    info = catalogue.get(variant.lock)
-    if info is None:
-        raise LocklabError(f"unknown lock '{variant.lock}' (see 'locklab list')")
-    for name, value in variant.params:
-        tunable = info.tunable(name)
-        if tunable is None:
-            known = ", ".join(t.name for t in info.tunables) or "none"
-            raise LocklabError(
-                f"param '{name}' is not a tunable of lock '{variant.lock}' (its params: {known})"
-            )
-        tunable.check(variant.lock, value)
 
 
 def check_spec(spec: ExperimentSpec, catalogue: Mapping[str, LockInfo]) -> None:

@@ -14,7 +14,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from locklab.analysis import disturbance, stats
-from locklab.model.spec import ConfigKey, ExperimentSpec, Point
+from locklab.model.cells import ConfigKey
+from locklab.model.spec import ExperimentSpec, Point
 from locklab.store import Experiment, Run, Store
 
 

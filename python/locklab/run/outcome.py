@@ -38,6 +38,8 @@ class EngineOutcome:
             self.status = "timeout"
         elif self.result is not None and self.result.get("status") and self.exit_code in finished:
             self.status = self.result.get("status", "error")
+        elif self.exit_code == EXIT_WATCHDOG:  # its last resort: the line, no JSON (engine.md)
+            self.status = "watchdog"
         else:
             self.status = "error"
 
@@ -46,7 +48,7 @@ class EngineOutcome:
         if self.sanitizer is not None:
             return self.sanitizer
         if self.timed_out:
-            return f"killed after {self.wall_s:.0f} s without finishing"
+            return f"killed after {self.wall_s:.0f} s, its overall time limit, without finishing"
         if self.result is not None and self.result.get("error"):
             return str(self.result["error"])
         lines = [line for line in self.stderr.splitlines() if line.strip()]

@@ -15,7 +15,8 @@ from rich.progress import (
 
 from locklab import provenance
 from locklab.errors import LocklabError
-from locklab.model.spec import RUN_WATCHDOG_S, ConfigKey, Configuration, ExperimentSpec
+from locklab.model.cells import ConfigKey
+from locklab.model.spec import Configuration, ExperimentSpec
 from locklab.printable import printable
 from locklab.run import adaptive, machine_check
 from locklab.run.engine import Engine, RunningEngine, wait_for_one
@@ -28,7 +29,7 @@ from locklab.store import DB_NAME, Experiment, Run, Store
 STATUS_WORDS = {
     "violation": "correctness violation",
     "sanitizer": "sanitizer report",
-    "watchdog": f"deadlock (watchdog: no acquisition for {RUN_WATCHDOG_S:g} s)",
+    "watchdog": "deadlock or no progress (watchdog)",
     "timeout": "hung (killed at its time limit)",
     "error": "failed",
 }

@@ -19,7 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from locklab.errors import LocklabError
-from locklab.model.spec import ConfigKey, ExperimentSpec
+from locklab.model.cells import ConfigKey
+from locklab.model.spec import ExperimentSpec
 from locklab.store import mirror
 from locklab.store.sqlite import (
     SCHEMA,
