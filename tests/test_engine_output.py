@@ -380,7 +380,7 @@ def test_cores_are_told_apart_by_their_threads_not_their_core_id(tmp_path):
     # No list, or one that is not a CPU list: each core is its package and core id.
     for name, siblings in (("none", None), ("malformed", lambda cpu: f"{cpu}-x")):
         summary, ranks = topology_of(fake_sysfs(tmp_path / name, CPUS, same_id, siblings))
-        assert "allowed; 1 cores, 1 packages" in summary and ranks == list(range(n)), name
+        assert "allowed; 1 core, 1 package" in summary and ranks == list(range(n)), name
 
 
 @pytest.mark.skipif(len(CPUS) < 2, reason="needs two CPUs to tell two cores apart")
