@@ -17,6 +17,7 @@ from locklab.cli.common import (
     chosen_engine,
     engine_option,
     fit_to_machine,
+    fit_to_simulated,
     host,
     number,
     oversubscribe_option,
@@ -122,6 +123,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         spec.duration_s = args.duration
     if args.warmup is not None:
         spec.warmup_s = args.warmup
+    if spec.sim:  # a simulated profile's CPUs first, pinned ones too: the engine's check
+        fit_to_simulated(spec)  # below runs the first point, and would describe this host
     engine = Engine(chosen_engine(args))
     try:
         compile_variants(spec, engine)

@@ -21,7 +21,7 @@ from locklab.model.catalogue import Catalogue, lock_info
 from locklab.model.spec import Configuration
 from locklab.run.guest_program import run_in_guest
 from locklab.run.lifetime import die_with_locklab, holding_stops, raise_if_stopped
-from locklab.run.outcome import EngineOutcome
+from locklab.run.outcome import EXIT_USAGE, EngineOutcome
 from locklab.run.program import run_program
 from locklab.run.simulator import engine_invocation
 
@@ -121,7 +121,9 @@ class Engine:
             if dict(point)["nwriters"] and spec.checks:
                 args += ["--ops", "10"]
             outcome = self.run(args, timeout_s=60.0, sim_machine=spec.sim_machine)
-            if outcome.exit_code != 0:
+            # Only a refusal (the lock's init, a lock the simulator cannot run): a lock that
+            # fails its run (a violation, a deadlock, a crash) is what the sweep is for.
+            if outcome.exit_code == EXIT_USAGE:
                 at = " ".join(f"{axis}={value}" for axis, value in point if value)
                 raise LocklabError(f"--sim: {variant.label} at {at}: {outcome.error_line()}")
 
