@@ -110,12 +110,17 @@ def _facts(runs: list[Run]) -> str:
     return f"<table class='facts'>{rows}</table>" if machine else "<p>no finished run</p>"
 
 
-def experiment_html(experiment: Experiment, runs: list[Run], analysis: Analysis,
-                    first_plot: list[bool | str]) -> str:  # fmt: skip
+def experiment_html(
+    experiment: Experiment,
+    runs: list[Run],
+    analysis: Analysis,
+    first_plot: list[bool | str],
+    width: int = table.MAIL_WIDTH,
+) -> str:
     parts = [
         f"<h2>#{experiment.id} {html.escape(experiment.name)}</h2>",
         # The table first, its title lines and legend with it, once.
-        f"<pre>{html.escape(table.plain(analysis, table.MAIL_WIDTH))}</pre>",
+        f"<pre>{html.escape(table.plain(analysis, width))}</pre>",
     ]
     for section in analysis.sections:
         if section.label:
@@ -138,6 +143,8 @@ def experiment_html(experiment: Experiment, runs: list[Run], analysis: Analysis,
     return "<div class='experiment'>" + "\n".join(parts) + "</div>"
 
 
+# A table's width in a page of several experiments side by side, half of one about 1400 px.
+SIDE_BY_SIDE_WIDTH = 80
 # The library a small page loads from its own folder (plotly's name for it).
 PLOTLY_JS = "plotly.min.js"
 
@@ -179,7 +186,14 @@ def render(
     first_plot: list[bool | str] = ["directory" if small else True]
     preface = combined_html(combined, first_plot) if combined is not None else ""
     columns = "\n".join(
-        experiment_html(experiment, runs, analysis, first_plot)
+        # Side by side, each column holds less of a line: its table is folded narrower.
+        experiment_html(
+            experiment,
+            runs,
+            analysis,
+            first_plot,
+            table.MAIL_WIDTH if len(experiments) == 1 else SIDE_BY_SIDE_WIDTH,
+        )
         for experiment, runs, analysis in experiments
     )
     names = ", ".join(f"#{e.id} {e.name}" for e, _, _ in experiments)

@@ -25,9 +25,10 @@ OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#56B4E9", "#E69F00", "
 MARKERS = (("o", "circle"), ("s", "square"), ("^", "triangle-up"), ("D", "diamond"))
 DASHES = (("-", "solid"), ("--", "dash"))
 STYLES = len(OKABE_ITO) * len(MARKERS) * len(DASHES)
-# The built-in locks with a style of their own, most often drawn first.
-FIXED = ("ticket", "mcs", "qspinlock", "cna", "pthread_mutex", "tas", "ttas", "clh",
-         "futex_mutex", "mutex", "rwsem", "rtmutex", "cna_v1", "anderson", "ttas_backoff",
+# The built-in locks with a style of their own. The first eight, each a colour of its own, are
+# those drawn together most often: make demo's five, and seed 002's qspinlock, CNA v15 and v1.
+FIXED = ("ticket", "mcs", "qspinlock", "cna", "pthread_mutex", "tas", "futex_mutex", "cna_v1",
+         "ttas", "clh", "mutex", "rwsem", "rtmutex", "anderson", "ttas_backoff",
          "ticket_fixed_delay", "ticket_auto_backoff", "ticket_auto_backoff_rfc",
          "qspinlock_nr16k", "mutex_3_10", "rwsem_xadd_3_10", "rtmutex_rt_2_6_24",
          "rtmutex_adaptive", "pthread_mutex_pi", "pi_futex", "pthread_spinlock",
