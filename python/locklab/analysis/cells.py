@@ -149,12 +149,9 @@ def _analyse(
         if workload:
             label = f"{workload.name} ({label})" if label else workload.name
         section = Section(shown, rows, label)
-
-        def point_of(row: int, fixed: tuple = fixed) -> tuple:
-            return tuple((axis, row if axis == row_axis else dict(fixed)[axis]) for axis in AXES)
-
-        for row in rows:
-            point = point_of(row)
+        points = {row: tuple((axis, row if axis == row_axis else dict(fixed)[axis])
+                             for axis in AXES) for row in rows}  # fmt: skip
+        for row, point in points.items():
             if cpus is not None and threads_at(point) > cpus:
                 section.oversubscribed.add(row)
             for index, column in enumerate(columns):
@@ -179,7 +176,7 @@ def _analyse(
         if cpus is not None and section.oversubscribed:
             section.notes.append(oversubscribed_note(section, columns, row_axis, cpus, settings))
         for fewer, headers in sorted(other_machines.items()):
-            crowded = [row for row in rows if threads_at(point_of(row, fixed)) > fewer]
+            crowded = [row for row, point in points.items() if threads_at(point) > fewer]
             if crowded:
                 section.notes.append(
                     f"{', '.join(headers)}: more threads than their {fewer} CPUs from "
@@ -215,10 +212,8 @@ def _oversubscription_cpus(
             sizes.setdefault(spec.usable_cpus(cpus), []).append(column.header)
     if not sizes:
         return None, {}
-    largest = max(sizes)
-    return largest if len(sizes) > 1 else min(sizes), {
-        cpus: headers for cpus, headers in sizes.items() if cpus < largest
-    }
+    largest = max(sizes)  # the only one, where every column ran on one machine
+    return largest, {cpus: headers for cpus, headers in sizes.items() if cpus < largest}
 
 
 def runs_cpus(columns: list[Column]) -> int | None:
