@@ -115,7 +115,30 @@ static inline void add_sharer(struct sim_line *l, int cpu)
 	l->sharers[cpu / 64] |= 1ull << (cpu % 64);
 }
 
-/* The nearest copy other than `cpu`'s, or -1 when no cache holds one. */
+/*
+ * The cheapest and the dearest transfer from any other CPU to each, the service CPU's
+ * included: a search over the sharers stops once it meets one, as no other can beat it.
+ */
+static uint64_t cheapest_to[SIM_MAX_CPUS + 1], dearest_to[SIM_MAX_CPUS + 1];
+
+static void transfer_bounds_init(void)
+{
+	enum locklab_sim_distance ignored;
+	for (int to = 0; to <= sim_machine.cpus; to++) {
+		cheapest_to[to] = SIM_FOREVER;
+		dearest_to[to] = 0;
+		for (int from = 0; from <= sim_machine.cpus; from++) {
+			if (from == to)
+				continue;
+			uint64_t c = sim_transfer_cost(to, from, &ignored);
+			cheapest_to[to] = c < cheapest_to[to] ? c : cheapest_to[to];
+			dearest_to[to] = c > dearest_to[to] ? c : dearest_to[to];
+		}
+	}
+}
+
+/* The nearest copy other than `cpu`'s, or -1 when no cache holds one: the first in CPU
+ * order among the nearest. */
 static int nearest_copy(const struct sim_line *l, int cpu, uint64_t *cost,
 			enum locklab_sim_distance *distance)
 {
@@ -135,6 +158,8 @@ static int nearest_copy(const struct sim_line *l, int cpu, uint64_t *cost,
 				best = other;
 				*cost = c;
 				*distance = d;
+				if (c == cheapest_to[cpu])
+					return best;
 			}
 		}
 	return best;
@@ -153,6 +178,8 @@ static uint64_t farthest_copy_cost(const struct sim_line *l, int cpu)
 			uint64_t c = sim_transfer_cost(cpu, other, &ignored);
 			if (c > worst)
 				worst = c;
+			if (worst == dearest_to[cpu])
+				return worst;
 		}
 	return worst;
 }
@@ -484,6 +511,7 @@ static void report_costliest_lines(void)
 void sim_coherence_init(void)
 {
 	table_grow();
+	transfer_bounds_init();
 	const char *report = getenv("LOCKLAB_SIM_LINES");
 	if (report != NULL && atoi(report) > 0) {
 		lines_to_report = (unsigned int)atoi(report);

@@ -9,6 +9,7 @@
  *                     runtime's own wall time);
  *   nanosleep         sleeps in virtual time;
  *   sched_yield       a system call that finds nothing else to run (one thread per CPU);
+ *   syscall(gettid)   the program thread's own host thread's id, whichever host thread runs it;
  *   syscall(futex)    FUTEX_WAIT and FUTEX_WAKE (and their bitset forms) on virtual threads,
  *                     woken first come first served as the kernel's futex queue does for
  *                     equal priorities; every other futex operation is refused in one line;
@@ -24,6 +25,7 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -147,6 +149,8 @@ long syscall(long number, ...)
 	va_end(ap);
 	if (sim_self != NULL && number == SYS_futex)
 		return futex(args);
+	if (sim_self != NULL && number == SYS_gettid)
+		return sim_self->host_tid; /* with contexts, every thread's code runs on one */
 	if (sim_self != NULL && number == SYS_perf_event_open) {
 		errno = ENOSYS; /* a simulated run has no hardware counters to read */
 		return -1;
@@ -175,7 +179,7 @@ static int first_free_cpu(void)
 static void *thread_start(void *arg)
 {
 	struct sim_thread *t = arg;
-	sim_thread_wait_for_baton(t);
+	sim_thread_begin(t);
 	void *result = t->start(t->arg);
 	sim_thread_exit(t, result);
 	/* What runs after the start routine, the C library's thread-specific data destructors
@@ -198,12 +202,23 @@ int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)
 	t->start = start;
 	t->arg = arg;
 	t->clock = sim_self->clock + sim_machine.costs.context_switch;
+	sim_thread_requeue(t);
+	/* With contexts, the new host thread only parks: it takes no signal meant for the
+	 * process (Ctrl-C), which the first host thread, running every context, handles. */
+	sigset_t every, before;
+	sigfillset(&every);
+	if (sim_use_contexts)
+		pthread_sigmask(SIG_SETMASK, &every, &before);
 	int err = host(thread, attr, thread_start, t);
+	if (sim_use_contexts)
+		pthread_sigmask(SIG_SETMASK, &before, NULL);
 	if (err != 0) {
 		t->state = SIM_DONE;
+		sim_thread_requeue(t);
 		return err;
 	}
 	t->host = *thread;
+	sim_thread_await_start(t);
 	return 0;
 }
 

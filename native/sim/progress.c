@@ -26,7 +26,7 @@
 
 #define SIM_PROGRESS_BASE_S 30.0
 #define SIM_PROGRESS_PER_THREAD_S 1.0
-#define SIM_PROGRESS_CHECK_EVERY 256
+#define SIM_PROGRESS_CHECK_EVERY 4096
 
 static double limit_override_s = -1; /* < 0: none, the rule applies */
 static bool armed;                   /* from the control thread's first tick */
@@ -92,8 +92,10 @@ static void wake_the_control_thread(void)
 	if (!timed || control->wake_at == SIM_FOREVER)
 		return; /* running, or waiting without a timeout: it sees the stall when it looks */
 	uint64_t now = sim_self->clock > control->clock ? sim_self->clock : control->clock;
-	if (control->wake_at > now)
+	if (control->wake_at > now) {
 		control->wake_at = now;
+		sim_thread_requeue(control);
+	}
 }
 
 void sim_progress_check(void)
@@ -106,7 +108,7 @@ void sim_progress_check(void)
 		return;
 	stalled = true;
 	int used = snprintf(reason, sizeof(reason),
-			    "no progress for %.0f host s at virtual time %.6f s (the simulator's "
+			    "no progress for %.3g host s at virtual time %.6f s (the simulator's "
 			    "limit: %g host CPU s without an acquisition, ",
 			    idle, sim_cycles_to_ns(sim_self->clock) * 1e-9, limit);
 	if (limit_override_s >= 0)

@@ -96,6 +96,21 @@ uint64_t sim_cheapest_transfer(void);
 int sim_service_cpu(void); /* the control thread's place */
 bool sim_machine_is_arm64(void);
 
+/* ---- contexts (context.c) -------------------------------------------------------------------- */
+struct sim_context {
+	void *stack_pointer;  /* the callee-saved registers are pushed below it */
+	void *thread_pointer; /* the thread-local storage it runs with */
+};
+/* Whether hand-overs can swap contexts on this machine; if not, why not. */
+bool sim_contexts_supported(const char **why);
+/* Saves the caller's registers and stack pointer in `save`, then resumes `load`. */
+void sim_context_swap(struct sim_context *save, const struct sim_context *load);
+/* A context that starts function(argument) on `stack`, with the caller's thread pointer. */
+void sim_context_prepare(struct sim_context *context, void *stack, size_t size,
+			 void (*function)(void *), void *argument);
+void *sim_park_stack_new(size_t size);
+extern bool sim_use_contexts; /* $LOCKLAB_SIM_SWITCH: contexts (the default) or threads */
+
 /* ---- threads and the baton (scheduler.c) ---------------------------------------------------- */
 enum sim_state {
 	SIM_RUNNABLE,
@@ -129,6 +144,13 @@ struct sim_thread {
 	void *(*start)(void *);
 	void *arg;
 	void *result;
+	int host_tid; /* gettid() answers it, whichever host thread runs the code */
+
+	/* Contexts (scheduler.c): where its code resumes, and its host thread's own, parked. */
+	struct sim_context context, park_context;
+	void *park_stack;
+	uint32_t host_parked, host_released; /* host futex words */
+	int heap_index; /* its place in the ready queue (scheduler.c), -1 when out */
 
 	/* What it waits on. */
 	uintptr_t futex_addr;
@@ -172,8 +194,13 @@ static inline uint64_t sim_transfer_jitter_span(uint64_t cost) { return cost * 1
 
 void sim_runtime_init(void);
 struct sim_thread *sim_thread_new(void);
+/* After a change to another thread's state, clock or timeout: its place in the order. */
+void sim_thread_requeue(struct sim_thread *t);
 struct sim_thread *sim_thread_of_host(pthread_t host);
-void sim_thread_wait_for_baton(struct sim_thread *t);
+/* A new thread's first step on its host thread: it returns when the thread first runs. */
+void sim_thread_begin(struct sim_thread *t);
+/* The creator's wait until the new host thread is ready to be handed over to. */
+void sim_thread_await_start(struct sim_thread *t);
 void sim_thread_exit(struct sim_thread *t, void *result);
 /* Before an ordered access (any on a shared line, a late load on a private one): let every
  * thread whose clock is lower go first. */

@@ -21,6 +21,17 @@
  * the words it polls. A loop that also counts its iterations (qspinlock's pending wait, 512
  * pauses on x86) waits for the line to change instead, as smp_cond_load does on arm64;
  * LOCKLAB_SIM_SPIN=exact runs every iteration instead, to check that it matters not.
+ *
+ * Contexts. A hand-over between host threads costs two system calls and the host's context
+ * switch, microseconds in a virtual machine, and a contended run makes tens of hand-overs per
+ * acquisition. So by default every program thread's code runs on the first host thread as a
+ * context of its own (context.c), swapped in tens of nanoseconds: its host thread, made by
+ * pthread_create as before, saves its registers where it would have waited for the baton and
+ * parks on a small stack of its own; when its start routine has returned, it is released to
+ * return from it on its own stack and exit (its thread-local destructors run there, as
+ * before). The order of the threads is the same either way, decided here, so the figures are
+ * too; the stacks and thread-local blocks are the same host threads' own.
+ * LOCKLAB_SIM_SWITCH=threads hands the baton between host threads instead.
  */
 #include <dlfcn.h>
 #include <sched.h>
@@ -31,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,10 +51,12 @@
 
 __thread struct sim_thread *sim_self;
 bool sim_spin_parking = true;
+bool sim_use_contexts;
 uint64_t sim_lookahead;
 
 static struct sim_thread *threads[SIM_MAX_THREADS];
 static int nthreads;
+static struct sim_thread *running; /* the thread whose code runs now */
 static uint64_t seed;
 static uint64_t futex_arrivals;
 
@@ -142,6 +156,20 @@ static void say_the_seed_on_crashes(void)
 		sigaction(crashes[i], &action, NULL);
 }
 
+static void choose_switching(void)
+{
+	const char *choice = getenv("LOCKLAB_SIM_SWITCH");
+	const char *why = NULL;
+	if (choice != NULL && *choice != '\0' && strcmp(choice, "contexts") != 0) {
+		if (strcmp(choice, "threads") != 0)
+			sim_fatal("LOCKLAB_SIM_SWITCH is contexts or threads, not '%s'", choice);
+		return;
+	}
+	sim_use_contexts = sim_contexts_supported(&why);
+	if (!sim_use_contexts && choice != NULL && *choice != '\0')
+		sim_fatal("LOCKLAB_SIM_SWITCH=contexts: %s", why);
+}
+
 void sim_runtime_init(void)
 {
 	static bool done;
@@ -159,6 +187,7 @@ void sim_runtime_init(void)
 		sim_spin_parking = false;
 	else if (spin != NULL && *spin != '\0' && strcmp(spin, "park") != 0)
 		sim_fatal("LOCKLAB_SIM_SPIN is park or exact, not '%s'", spin);
+	choose_switching();
 	sim_coherence_init();
 	sim_progress_init();
 	say_the_seed_on_crashes();
@@ -172,7 +201,10 @@ void sim_runtime_init(void)
 	main_thread->cpu = sim_service_cpu();
 	main_thread->counted = false;
 	main_thread->host = pthread_self();
-	sim_self = main_thread;
+	main_thread->host_tid = (int)real_syscall(SYS_gettid);
+	main_thread->context.thread_pointer = __builtin_thread_pointer();
+	sim_self = running = main_thread;
+	sim_thread_requeue(main_thread);
 }
 
 void locklab_sim_set_seed(uint64_t value) { seed = value; }
@@ -182,16 +214,18 @@ struct sim_thread *sim_thread_new(void)
 {
 	if (nthreads == SIM_MAX_THREADS)
 		sim_fatal("more than %d threads", SIM_MAX_THREADS);
-	struct sim_thread *t = calloc(1, sizeof(*t));
-	if (t == NULL)
-		sim_fatal("out of memory");
+	/* Not from the C library's heap: the program's own allocations keep their addresses,
+	 * and so their lines, whatever this structure holds. */
+	static struct sim_thread storage[SIM_MAX_THREADS];
+	struct sim_thread *t = &storage[nthreads];
 	t->id = nthreads;
 	t->counted = true;
 	t->state = SIM_RUNNABLE;
 	t->wake_at = SIM_FOREVER;
 	t->clock = sim_self ? sim_self->clock : 0;
+	t->heap_index = -1;
 	threads[nthreads++] = t;
-	horizon_valid = false;
+	sim_thread_requeue(t);
 	return t;
 }
 
@@ -242,8 +276,9 @@ static bool before(uint64_t clock_a, uint32_t tie_a, int id_a, uint64_t clock_b,
 	return id_a < id_b;
 }
 
-/* The first thread in the order, `skip` left out; NULL if none can ever run. */
-static struct sim_thread *first_ready(const struct sim_thread *skip)
+/* The first thread in the order, `skip` left out; NULL if none can ever run: a scan of every
+ * thread, the threads path's way (LOCKLAB_SIM_SWITCH=threads), kept to check the queue's. */
+static struct sim_thread *first_ready_scan(const struct sim_thread *skip)
 {
 	struct sim_thread *best = NULL;
 	uint64_t best_at = SIM_FOREVER;
@@ -265,9 +300,100 @@ static struct sim_thread *first_ready(const struct sim_thread *skip)
 	return best;
 }
 
+/*
+ * The ready queue: a binary heap of every thread but the running one that can ever run, in
+ * the order (ready_at, tie, id), so that finding the next costs log n, not a scan of 142
+ * threads at every hand-over. The running thread's clock moves at every access and it is
+ * never in the heap; every change to another thread's state, clock or timeout goes through
+ * sim_thread_requeue.
+ */
+struct queued {
+	uint64_t at;
+	uint32_t tie;
+	int id;
+};
+static struct queued heap[SIM_MAX_THREADS]; /* the keys inline: a sift reads one array */
+static int heap_size;
+
+static inline bool heap_before(const struct queued *a, const struct queued *b)
+{
+	return before(a->at, a->tie, a->id, b->at, b->tie, b->id);
+}
+
+static inline void heap_place(struct queued entry, int i)
+{
+	heap[i] = entry;
+	threads[entry.id]->heap_index = i;
+}
+
+static void heap_sift_up(int i)
+{
+	struct queued entry = heap[i];
+	while (i > 0 && heap_before(&entry, &heap[(i - 1) / 2])) {
+		heap_place(heap[(i - 1) / 2], i);
+		i = (i - 1) / 2;
+	}
+	heap_place(entry, i);
+}
+
+static void heap_sift_down(int i)
+{
+	struct queued entry = heap[i];
+	for (;;) {
+		int child = 2 * i + 1;
+		if (child >= heap_size)
+			break;
+		if (child + 1 < heap_size && heap_before(&heap[child + 1], &heap[child]))
+			child++;
+		if (!heap_before(&heap[child], &entry))
+			break;
+		heap_place(heap[child], i);
+		i = child;
+	}
+	heap_place(entry, i);
+}
+
+/* Puts `entry` (another thread's, or nothing: id < 0) where `t` was. */
+static void heap_replace(struct sim_thread *t, struct queued entry)
+{
+	int i = t->heap_index;
+	t->heap_index = -1;
+	if (entry.id < 0) {
+		entry = heap[--heap_size];
+		if (i == heap_size)
+			return;
+	}
+	heap_place(entry, i);
+	heap_sift_up(i);
+	heap_sift_down(threads[entry.id]->heap_index);
+}
+
+/* Its key now: id -1 when it is running or can never run. */
+static struct queued key_of(const struct sim_thread *t)
+{
+	uint64_t at = t == running ? SIM_FOREVER : ready_at(t);
+	if (at == SIM_FOREVER)
+		return (struct queued){ 0, 0, -1 };
+	return (struct queued){ at, tie_of(t, at), t->id };
+}
+
+void sim_thread_requeue(struct sim_thread *t)
+{
+	horizon_valid = false;
+	struct queued entry = key_of(t);
+	if (t->heap_index >= 0) {
+		heap_replace(t, entry);
+	} else if (entry.id >= 0) {
+		heap_place(entry, heap_size++);
+		heap_sift_up(heap_size - 1);
+	}
+}
+
+static struct sim_thread *first_ready_queued(void) { return heap_size ? threads[heap[0].id] : NULL; }
+
 static void horizon_update(const struct sim_thread *self)
 {
-	struct sim_thread *next = first_ready(self);
+	struct sim_thread *next = sim_use_contexts ? first_ready_queued() : first_ready_scan(self);
 	horizon_clock = next ? ready_at(next) : SIM_FOREVER;
 	horizon_tie = next ? tie_of(next, horizon_clock) : 0;
 	horizon_id = next ? next->id : 0;
@@ -322,7 +448,7 @@ static void pass_baton(struct sim_thread *to)
  * core the woken thread needs. */
 static int poller = -1;
 
-void sim_thread_wait_for_baton(struct sim_thread *t)
+static void sim_thread_wait_for_baton(struct sim_thread *t)
 {
 	__atomic_store_n(&poller, t->id, __ATOMIC_RELAXED);
 	for (int polls = 0;; polls++) {
@@ -349,7 +475,17 @@ void sim_thread_wait_for_baton(struct sim_thread *t)
 static struct sim_thread *choose_next(void)
 {
 	sim_progress_check();
-	struct sim_thread *next = first_ready(NULL);
+	struct sim_thread *next;
+	if (!sim_use_contexts) {
+		next = first_ready_scan(NULL);
+	} else {
+		next = first_ready_queued();
+		uint64_t running_at = ready_at(running);
+		if (running_at != SIM_FOREVER &&
+		    (next == NULL || before(running_at, tie_of(running, running_at), running->id,
+					    heap[0].at, heap[0].tie, heap[0].id)))
+			next = running;
+	}
 	if (next == NULL)
 		sim_fatal("every thread waits forever (a deadlock at %.6f virtual seconds)",
 			  sim_cycles_to_ns(sim_self->clock) * 1e-9);
@@ -361,7 +497,76 @@ static struct sim_thread *choose_next(void)
 		next->wake_at = SIM_FOREVER;
 	}
 	horizon_valid = false;
+	if (next != running) {
+		/* The one sift a hand-over needs: the thread that ran takes the next one's place. */
+		struct sim_thread *previous = running;
+		running = next;
+		if (next->heap_index >= 0)
+			heap_replace(next, key_of(previous));
+		else
+			sim_thread_requeue(previous);
+	}
 	return next;
+}
+
+/* ---- contexts ------------------------------------------------------------------------------- */
+#define PARK_STACK_BYTES (64 * 1024)
+
+/* A thread whose code has ended: its host thread is released once the swap has left its stack. */
+static struct sim_thread *finished;
+
+static void release_finished(void)
+{
+	struct sim_thread *t = finished;
+	if (t == NULL)
+		return;
+	finished = NULL;
+	__atomic_store_n(&t->host_released, 1, __ATOMIC_RELEASE);
+	host_futex(&t->host_released, FUTEX_WAKE_PRIVATE, 1);
+}
+
+static void swap_to(struct sim_thread *from, struct sim_thread *to)
+{
+	host_switches++;
+	sim_context_swap(&from->context, &to->context);
+	release_finished();
+}
+
+/* On the park stack, on the thread's own host thread: until its code has ended. */
+static void park_host_thread(void *argument)
+{
+	struct sim_thread *t = argument;
+	__atomic_store_n(&t->host_parked, 1, __ATOMIC_RELEASE);
+	host_futex(&t->host_parked, FUTEX_WAKE_PRIVATE, 1);
+	while (__atomic_load_n(&t->host_released, __ATOMIC_ACQUIRE) == 0)
+		host_futex(&t->host_released, FUTEX_WAIT_PRIVATE, 0);
+	struct sim_context left;
+	sim_context_swap(&left, &t->context); /* into sim_thread_exit, on its own stack */
+	__builtin_unreachable();
+}
+
+void sim_thread_begin(struct sim_thread *t)
+{
+	t->host_tid = (int)real_syscall(SYS_gettid);
+	if (!sim_use_contexts) {
+		sim_thread_wait_for_baton(t);
+		return;
+	}
+	t->park_stack = sim_park_stack_new(PARK_STACK_BYTES);
+	sim_context_prepare(&t->park_context, t->park_stack, PARK_STACK_BYTES, park_host_thread, t);
+	t->context.thread_pointer = t->park_context.thread_pointer;
+	sim_context_swap(&t->context, &t->park_context);
+	/* Here on the first host thread, handed over to for the first time. */
+	sim_self = t;
+	release_finished();
+}
+
+void sim_thread_await_start(struct sim_thread *t)
+{
+	if (!sim_use_contexts)
+		return;
+	while (__atomic_load_n(&t->host_parked, __ATOMIC_ACQUIRE) == 0)
+		host_futex(&t->host_parked, FUTEX_WAIT_PRIVATE, 0);
 }
 
 void sim_reschedule(void)
@@ -370,8 +575,12 @@ void sim_reschedule(void)
 	struct sim_thread *next = choose_next();
 	if (next == self)
 		return;
-	pass_baton(next);
-	sim_thread_wait_for_baton(self);
+	if (sim_use_contexts) {
+		swap_to(self, next);
+	} else {
+		pass_baton(next);
+		sim_thread_wait_for_baton(self);
+	}
 	horizon_valid = false;
 }
 
@@ -382,7 +591,7 @@ void sim_make_runnable(struct sim_thread *t, uint64_t clock)
 	t->timed_out = false;
 	if (clock > t->clock)
 		t->clock = clock;
-	horizon_valid = false;
+	sim_thread_requeue(t);
 }
 
 void sim_thread_exit(struct sim_thread *t, void *result)
@@ -392,7 +601,16 @@ void sim_thread_exit(struct sim_thread *t, void *result)
 	for (int i = 0; i < nthreads; i++)
 		if (threads[i]->state == SIM_JOIN_WAIT && threads[i]->join_target == t)
 			sim_make_runnable(threads[i], t->clock);
-	pass_baton(choose_next());
+	struct sim_thread *next = choose_next();
+	if (!sim_use_contexts) {
+		pass_baton(next);
+		return;
+	}
+	finished = t;
+	host_switches++;
+	sim_context_swap(&t->context, &next->context);
+	/* Here on its own host thread, released: it returns from its start routine and exits. */
+	munmap(t->park_stack, PARK_STACK_BYTES);
 }
 
 /* ---- futexes --------------------------------------------------------------------------------- */
