@@ -32,15 +32,17 @@ def machine(profile) -> Path:
 
 
 def test_a_crawling_deadlock_ends_on_the_progress_limit(tmp_path, profile, machine):
-    """Four writers of a lock that never serves a waiter, whose waiters bounce its line: the
-    virtual watchdog (0.25 virtual s) is minutes of host time away. With the limit off the run
-    still goes on after 3 host s (the lock crawls, as this test needs). A 2 s progress limit
-    ends it, and it is stored as a watchdog failure with the simulator's line as its reason.
-    Before the limit the run crawled until the subprocess timeout."""
+    """Four writers of a lock that never serves a waiter, whose waiters bounce its line: a
+    virtual watchdog of 10 virtual s is about a minute of host time away. With the limit off
+    the run still goes on after 3 host s (the lock crawls, as this test needs). Run by locklab,
+    whose simulated watchdog is 0.25 virtual s (1.3 host s on a 2-vCPU VM with the runtime's
+    contexts, minutes before them), a 0.4 s progress limit ends it first, and it is stored as
+    a watchdog failure with the simulator's line as its reason. Before the limit the run
+    crawled until the subprocess timeout."""
     with pytest.raises(subprocess.TimeoutExpired):
         subprocess.run(
             [str(SIM), "--plugin", str(plugin_path("sim", "bouncing_ticket")), *BOUNCING,
-             "--duration", "0.002", "--warmup", "0.0005", "--watchdog", "0.25"],
+             "--duration", "0.002", "--warmup", "0.0005", "--watchdog", "10"],
             capture_output=True, timeout=3, check=False,
             env={**os.environ, "LOCKLAB_SIM_MACHINE": str(machine), "LOCKLAB_SIM_PROGRESS_S": "0"},
         )  # fmt: skip
@@ -50,15 +52,15 @@ def test_a_crawling_deadlock_ends_on_the_progress_limit(tmp_path, profile, machi
          str(plugin_path("sim", "bouncing_ticket")), *BOUNCING, "--repeat", "1",
          "--store", str(store)],
         capture_output=True, text=True, timeout=45, check=False,
-        env={**os.environ, "LOCKLAB_SIM_PROGRESS_S": "2"},
+        env={**os.environ, "LOCKLAB_SIM_PROGRESS_S": "0.4"},
     )  # fmt: skip
     assert proc.returncode != 0, proc.stdout
     with sqlite3.connect(store / "locklab.db") as db:
         rows = db.execute("SELECT status, error FROM runs").fetchall()
     assert len(rows) == 1 and rows[0][0] == "watchdog", rows
-    assert "no progress for 2 host s at virtual time" in rows[0][1], rows
+    assert "no progress for 0.4 host s at virtual time" in rows[0][1], rows
     assert "LOCKLAB_SIM_PROGRESS_S" in rows[0][1]
-    assert "no progress for 2 host s" in proc.stdout + proc.stderr
+    assert "no progress for 0.4 host s" in proc.stdout + proc.stderr
 
 
 def test_the_virtual_watchdog_says_its_time_is_virtual(machine):
