@@ -1,56 +1,107 @@
 """How fast the simulator runs (not a test: it prints figures, it asserts nothing).
 
-Simulated acquisitions per host second at 2, 16 and 96 virtual CPUs of gigabyte-96c (seed
-000's 2-socket EPYC), for a queue lock (mcs) and one whose waiters share a line (ticket),
-threads spread over the nodes as `locklab run --sim` places them. The host time is the
-simulator's own (the JSON's simulation.host_s), warm-up and calibration included; the
-acquisitions are all of them, warm-up included. Also: parked against exact spinning
-(LOCKLAB_SIM_SPIN=exact) at 16 CPUs, the host time parking saves.
+Simulated acquisitions per host second for five locks (mcs, ticket, qspinlock, cna and the
+kernel's own rtmutex compiled from Debian's 6.1 tree) at 2, 16 and 96 virtual CPUs of
+gigabyte-96c (seed 000's 2-socket EPYC) and 142 of x5-4 (seed 002's 4-socket Haswell-EX),
+threads spread over the nodes as `locklab run --sim` places them, with the two runtimes of
+one binary side by side:
 
-Run with `make bench`.
+- threads: each program thread a host thread of its own, the baton handed between them with a
+  futex, the next thread found by a scan of them all (the runtime up to this change);
+- contexts: every thread's code on one host thread as a context of its own, swapped in user
+  space, the next thread taken from a heap (docs/simulator.md, "Speed").
+
+Each pair must give the same figures (every field of the JSON but the host_* ones): the line
+says so. The rate is all acquisitions (warm-up included) over the simulator's own host time
+(simulation.host_s: calibration, thread start and warm-up included). Also: parked against
+exact spinning (LOCKLAB_SIM_SPIN=exact) at 16 CPUs, the host time parking saves.
+
+Run with `make bench` (about ten minutes on a 2-vCPU VM, most of it the threads runtime at 96
+and 142 CPUs); BENCH_SIM_QUICK=1 leaves out 142 CPUs and the kernel's lock.
 """
+
+from __future__ import annotations
 
 import json
 import os
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
+from locklab.kernel.from_source import build_source_lock
 from locklab.model.machine_profile import find_profile
+from locklab.run.machine_measure import cpu_vendor
 
 ROOT = Path(__file__).resolve().parent.parent
-SIM = ROOT / ".venv" / "bin" / "locklab-sim"
-MACHINE = "gigabyte-96c"
-CPUS = (2, 16, 96)
+SIM = ROOT / "build" / "sim" / "locklab-sim"
+ENGINE = ROOT / "build" / "opt" / "locklab-bench"  # build_source_lock finds SIM beside it
+LOCKS = ("mcs", "ticket", "qspinlock", "cna", "kernel:rtmutex")
+POINTS = (("gigabyte-96c", 2), ("gigabyte-96c", 16), ("gigabyte-96c", 96), ("x5-4", 142))
+RUNTIMES = ("threads", "contexts")
+WINDOW_S, WARMUP_S = 0.002, 0.0005
 
 
-def simulate(machine: Path, lock: str, writers: int, spin: str = "park") -> dict:
-    proc = subprocess.run(
-        [str(SIM), "--lock", lock, "--nwriters", str(writers), "--duration", "0.002",
-         "--warmup", "0.0005", "--pin", "scatter", "--json", "-"],
-        capture_output=True, text=True, check=True, timeout=600,
-        env={**os.environ, "LOCKLAB_SIM_MACHINE": str(machine), "LOCKLAB_SIM_SPIN": spin},
-    )  # fmt: skip
-    return json.loads(proc.stdout)
+def simulate(machine: Path, lock: str, writers: int, plugin: str | None, runtime: str,
+             spin: str = "park") -> dict[str, Any]:  # fmt: skip
+    command = [str(SIM), "--lock", lock, "--nwriters", str(writers), "--duration", str(WINDOW_S),
+               "--warmup", str(WARMUP_S), "--pin", "scatter", "--json", "-"]  # fmt: skip
+    if plugin:
+        command += ["--plugin", plugin]
+    environment = {**os.environ, "LOCKLAB_SIM_MACHINE": str(machine), "LOCKLAB_SIM_SPIN": spin,
+                   "LOCKLAB_SIM_SWITCH": runtime}  # fmt: skip
+    proc = subprocess.run(command, capture_output=True, text=True, check=True, timeout=3600,
+                          env=environment)  # fmt: skip
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
+
+
+def virtual_figures(value: Any) -> Any:
+    """The run's figures without the host's: what two runtimes must agree on."""
+    if isinstance(value, dict):
+        return {k: virtual_figures(v) for k, v in value.items() if not k.startswith("host_")}
+    if isinstance(value, list):
+        return [virtual_figures(v) for v in value]
+    return value
+
+
+def rate(run: dict[str, Any]) -> float:
+    return float(run["acquisitions_since_start"]) / float(run["simulation"]["host_s"])
 
 
 def main() -> None:
+    quick = os.environ.get("BENCH_SIM_QUICK") == "1"
+    locks = LOCKS[:-1] if quick else LOCKS
+    points = POINTS[:-1] if quick else POINTS
+    print(
+        f"Simulator speed on this host ({cpu_vendor()}): simulated acquisitions per host "
+        f"second, {WINDOW_S * 1e3:g} ms windows after {WARMUP_S * 1e3:g} ms of warm-up"
+    )
+    print(f"  {'lock':<15} {'machine':<13} {'CPUs':>4} {'threads':>10} {'contexts':>10} "
+          f"{'speed-up':>8}  figures")  # fmt: skip
     with tempfile.TemporaryDirectory() as folder:
-        machine = Path(folder) / f"{MACHINE}.machine"
-        machine.write_text(find_profile(MACHINE).flat_text())
-        print(f"Simulator speed on {MACHINE}: simulated acquisitions per host second")
-        for lock in ("mcs", "ticket"):
-            cells = []
-            for writers in CPUS:
-                r = simulate(machine, lock, writers)
-                rate = r["acquisitions_since_start"] / r["simulation"]["host_s"]
-                cells.append(f"{writers} CPUs {rate:>9,.0f}/s")
-            print(f"  {lock:<7} " + "   ".join(cells))
-        parked = simulate(machine, "ticket", 16)
-        exact = simulate(machine, "ticket", 16, "exact")
+        for profile in sorted({p for p, _ in points}):
+            (Path(folder) / f"{profile}.machine").write_text(find_profile(profile).flat_text())
+        for lock in locks:
+            for profile, writers in points:
+                machine = Path(folder) / f"{profile}.machine"
+                plugin = None
+                if lock.startswith("kernel:"):
+                    plugin = str(build_source_lock(lock.removeprefix("kernel:"), "stock", [],
+                                                   "sim", ENGINE, sim_machine=machine.read_text())
+                                 .plugin)  # fmt: skip
+                runs = {r: simulate(machine, lock, writers, plugin, r) for r in RUNTIMES}
+                same = virtual_figures(runs["threads"]) == virtual_figures(runs["contexts"])
+                old, new = rate(runs["threads"]), rate(runs["contexts"])
+                print(f"  {lock:<15} {profile:<13} {writers:>4} {old:>10,.0f} {new:>10,.0f} "
+                      f"{new / old:>7.1f}x  {'identical' if same else 'DIFFERENT'}",
+                      flush=True)  # fmt: skip
+        machine = Path(folder) / "gigabyte-96c.machine"
+        parked = simulate(machine, "ticket", 16, None, "contexts")
+        exact = simulate(machine, "ticket", 16, None, "contexts", "exact")
         print(
-            f"  ticket at 16 CPUs: parked {parked['simulation']['host_s']:.2f} host s, "
-            f"exact {exact['simulation']['host_s']:.2f} host s; throughput parked/exact "
+            f"  ticket at 16 CPUs (contexts): parked {parked['simulation']['host_s']:.3f} host s, "
+            f"exact {exact['simulation']['host_s']:.3f} host s; throughput parked/exact "
             f"{parked['throughput_ops_per_s'] / exact['throughput_ops_per_s']:.3f}"
         )
 
