@@ -648,10 +648,13 @@ def test_line_latency_fanout_and_futex():
     """line-latency --fanout: one delay per reader, in rank order; --futex: the three costs a
     profile takes from it, each a positive time; a reader count the machine cannot hold, an
     empty list, one CPU for both futex threads or too many rounds is one line and exit 2."""
-    fanout = line_latency("--fanout", "1", "--rounds", "200")
+    fanout = line_latency("--fanout", "1,1", "--rounds", "200")  # the second after a pin
     assert fanout.returncode == 0, fanout.stderr
-    fields = fanout.stdout.split()
-    assert fields[:2] == ["fanout", "1"] and float(fields[2]) > 0, fanout.stdout
+    lines = fanout.stdout.splitlines()
+    assert len(lines) == 2, fanout.stdout
+    for line in lines:
+        fields = line.split()
+        assert fields[:2] == ["fanout", "1"] and float(fields[2]) > 0, fanout.stdout
     futex = line_latency("--futex", "--rounds", "20")
     assert futex.returncode == 0, futex.stderr
     figures = dict(line.split(maxsplit=1) for line in futex.stdout.splitlines())

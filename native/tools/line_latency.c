@@ -220,15 +220,16 @@ static double cycles_per_ns(void)
 	return (double)(arch_cycles() - start) / (now_ns() - start_ns);
 }
 
+/* The CPUs the process was started with: read before anything pins the main thread, which
+ * each measurement does (a second --fanout count once found only FROM left). */
+static cpu_set_t process_cpus;
+
 /* The CPUs this process may use, FROM left out, in order; how many. */
 static int reader_cpus(int from, int *cpus, int most)
 {
-	cpu_set_t allowed;
 	int count = 0;
-	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
-		return 0;
 	for (int cpu = 0; cpu < CPU_SETSIZE && count < most; cpu++)
-		if (cpu != from && CPU_ISSET(cpu, &allowed))
+		if (cpu != from && CPU_ISSET(cpu, &process_cpus))
 			cpus[count++] = cpu;
 	return count;
 }
@@ -434,6 +435,8 @@ int main(int argc, char **argv)
 	int trials = 5, from = 0, targets[4096], target_count = 0, fanouts[FANOUT_COUNTS];
 	int fanout_count = 0;
 	bool futex = false, rounds_given = false;
+	if (sched_getaffinity(0, sizeof(process_cpus), &process_cpus) != 0)
+		CPU_ZERO(&process_cpus);
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
 			rounds = (uint64_t)number(argv[++i], "--rounds");
