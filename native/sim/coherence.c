@@ -29,6 +29,7 @@
  * by a second CPU makes it shared for good.
  */
 #include <dlfcn.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,24 +38,32 @@
 
 #define SHARER_WORDS ((SIM_MAX_CPUS + 1 + 63) / 64)
 
+/*
+ * What every access reads comes first, with the sharers of the first 192 CPUs, in one cache
+ * line of the host's: a look-up is one miss at most on machines up to that size (it was the
+ * costliest step of a contended run at 96 CPUs, three lines per entry).
+ */
 struct sim_line {
-	uintptr_t key; /* line number + 1; 0: an empty slot */
-	int owner;     /* -1: none */
+	_Alignas(64) uintptr_t key; /* line number + 1; 0: an empty slot */
+	uint64_t busy_until;
+	int owner; /* -1: none */
 	int last_cpu;
 	int home_node;
 	bool shared;
-	uint32_t parked; /* spinners parked on it */
-	uint64_t busy_until;
-	uint64_t sharers[SHARER_WORDS];
+	struct sim_park_link *parked; /* the spinners parked on it */
+	uint64_t sharers[SHARER_WORDS]; /* only the first sharer_words are ever set */
 	/* For the report of the costliest lines: transfers by distance, and the code that last
 	 * caused one by a load and by a store or RMW. */
 	uint32_t transfers[SIM_DISTANCES];
 	const void *last_load_pc, *last_write_pc;
 };
+_Static_assert(offsetof(struct sim_line, sharers) + 3 * sizeof(uint64_t) <= 64,
+	       "the hot part in one line");
 
 static struct sim_line *table;
 static size_t table_size; /* a power of two */
 static size_t table_used;
+static int sharer_words; /* enough for the machine's CPUs and the service CPU */
 
 static inline size_t slot_of(uintptr_t key) { return (key * 0x9e3779b97f4a7c15ull) >> 20; }
 
@@ -63,9 +72,10 @@ static void table_grow(void)
 	size_t old_size = table_size;
 	struct sim_line *old = table;
 	table_size = old_size ? old_size * 2 : 1u << 16;
-	table = calloc(table_size, sizeof(*table));
+	table = aligned_alloc(_Alignof(struct sim_line), table_size * sizeof(*table));
 	if (table == NULL)
 		sim_fatal("out of memory for the line table (%zu lines)", table_used);
+	memset(table, 0, table_size * sizeof(*table));
 	for (size_t i = 0; i < old_size; i++) {
 		if (old[i].key == 0)
 			continue;
@@ -73,6 +83,8 @@ static void table_grow(void)
 		while (table[j].key != 0)
 			j = (j + 1) & (table_size - 1);
 		table[j] = old[i];
+		if (table[j].parked != NULL) /* the list's first link points at its head */
+			table[j].parked->pprev = &table[j].parked;
 	}
 	free(old);
 }
@@ -147,7 +159,7 @@ static int nearest_copy(const struct sim_line *l, int cpu, uint64_t *cost,
 		return l->owner;
 	}
 	int best = -1;
-	for (int w = 0; w < SHARER_WORDS; w++)
+	for (int w = 0; w < sharer_words; w++)
 		for (uint64_t bits = l->sharers[w]; bits != 0; bits &= bits - 1) {
 			int other = w * 64 + __builtin_ctzll(bits);
 			if (other == cpu)
@@ -170,7 +182,7 @@ static uint64_t farthest_copy_cost(const struct sim_line *l, int cpu)
 {
 	uint64_t worst = 0;
 	enum locklab_sim_distance ignored;
-	for (int w = 0; w < SHARER_WORDS; w++)
+	for (int w = 0; w < sharer_words; w++)
 		for (uint64_t bits = l->sharers[w]; bits != 0; bits &= bits - 1) {
 			int other = w * 64 + __builtin_ctzll(bits);
 			if (other == cpu)
@@ -270,7 +282,7 @@ void sim_drain_stores(struct sim_thread *self)
 
 static bool line_has_copies(const struct sim_line *l)
 {
-	for (int w = 0; w < SHARER_WORDS; w++)
+	for (int w = 0; w < sharer_words; w++)
 		if (l->sharers[w] != 0)
 			return true;
 	return false;
@@ -423,18 +435,31 @@ bool sim_access(uintptr_t addr, unsigned int size, enum sim_access kind)
 			self->clock = done;
 	}
 	self->clock += rmw;
-	memset(l->sharers, 0, sizeof(l->sharers));
+	memset(l->sharers, 0, (size_t)sharer_words * sizeof(l->sharers[0]));
 	l->owner = cpu;
-	if (l->parked != 0)
-		sim_wake_spinners(key, taken_at);
+	if (l->parked != NULL)
+		sim_wake_spinners(&l->parked, taken_at);
 	return hit;
 }
 
-void sim_line_park(uintptr_t key, int delta)
+void sim_line_park(uintptr_t key, struct sim_park_link *link)
 {
 	bool created;
 	struct sim_line *l = line_find(key, sim_self->cpu, &created);
-	l->parked = (uint32_t)((int)l->parked + delta);
+	link->next = l->parked;
+	if (link->next != NULL)
+		link->next->pprev = &link->next;
+	link->pprev = &l->parked;
+	l->parked = link;
+}
+
+void sim_line_unpark(struct sim_park_link *link)
+{
+	*link->pprev = link->next;
+	if (link->next != NULL)
+		link->next->pprev = link->pprev;
+	link->next = NULL;
+	link->pprev = NULL;
 }
 
 /* ---- $LOCKLAB_SIM_LINES=N: the N lines that cost the most transfers, at exit --------------- */
@@ -510,6 +535,7 @@ static void report_costliest_lines(void)
 
 void sim_coherence_init(void)
 {
+	sharer_words = (sim_machine.cpus + 1 + 63) / 64;
 	table_grow();
 	transfer_bounds_init();
 	const char *report = getenv("LOCKLAB_SIM_LINES");

@@ -130,6 +130,12 @@ struct sim_poll {
 	unsigned int size;
 };
 
+/* A parked spinner's place in a line's list of them (coherence.c keeps the lists). */
+struct sim_park_link {
+	struct sim_thread *thread;
+	struct sim_park_link *next, **pprev;
+};
+
 struct sim_thread {
 	int id;
 	int cpu; /* virtual CPU; the service CPU until it pins itself */
@@ -167,6 +173,7 @@ struct sim_thread {
 	uint64_t spin_period;
 	uint64_t parked_at;
 	uintptr_t parked_lines[SIM_POLLS];
+	struct sim_park_link park_links[SIM_POLLS];
 	unsigned int nparked_lines;
 	uint64_t iterations;            /* spin iterations ended (cpu_relax calls) */
 	uint64_t clock_read_iteration;  /* the iteration in which it last read the clock */
@@ -232,8 +239,8 @@ void sim_spin_clock_read(void);
 /* Sleep in `state` (set by the caller) until woken; the time asleep is not CPU time. */
 void sim_block(void);
 void sim_spin_iteration_end(void);
-/* A line was taken from its other holders: parked spinners on it run again. */
-void sim_wake_spinners(uintptr_t line, uint64_t when);
+/* A line was taken from its other holders: the spinners parked on it (its list) run again. */
+void sim_wake_spinners(struct sim_park_link **parked, uint64_t when);
 
 /* ---- the limit on host time without progress (progress.c) -------------------------------- */
 void sim_progress_init(void); /* reads LOCKLAB_SIM_PROGRESS_S; one line and exit 2 if bad */
@@ -247,8 +254,9 @@ enum sim_access { SIM_LOAD, SIM_STORE, SIM_RMW };
 void sim_drain_stores(struct sim_thread *self);
 bool sim_access(uintptr_t addr, unsigned int size, enum sim_access kind);
 uintptr_t sim_line_of(uintptr_t addr);
-/* A spinner parks on (+1) or leaves (-1) the line with this key. */
-void sim_line_park(uintptr_t key, int delta);
+/* A spinner parks on the line with this key (its link joins the line's list), or leaves it. */
+void sim_line_park(uintptr_t key, struct sim_park_link *link);
+void sim_line_unpark(struct sim_park_link *link);
 void sim_coherence_init(void);
 
 #endif /* LOCKLAB_SIM_RUNTIME_H */

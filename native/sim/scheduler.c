@@ -71,6 +71,15 @@ static struct timespec host_start;
 static long (*real_syscall)(long, ...);
 static bool one_host_cpu; /* then polling for the baton only delays its holder */
 
+/*
+ * A spin that reads the clock now and then (a spin budget: wait.h reads it every 32 polls,
+ * rtmutex's spin_on_owner every 64) has identical iterations in between, yet ends on time,
+ * not on a line: it runs every iteration while it has read the clock within this many.
+ * LOCKLAB_SIM_CLOCK_QUIET=N sets N.
+ */
+#define SIM_CLOCK_QUIET_ITERATIONS 1024
+static uint64_t clock_quiet_iterations = SIM_CLOCK_QUIET_ITERATIONS;
+
 const char *const locklab_sim_distance_names[SIM_DISTANCES] = {
 	"smt_sibling", "same_llc", "same_socket", "other_socket", "memory",
 };
@@ -187,6 +196,15 @@ void sim_runtime_init(void)
 		sim_spin_parking = false;
 	else if (spin != NULL && *spin != '\0' && strcmp(spin, "park") != 0)
 		sim_fatal("LOCKLAB_SIM_SPIN is park or exact, not '%s'", spin);
+	const char *quiet = getenv("LOCKLAB_SIM_CLOCK_QUIET");
+	if (quiet != NULL && *quiet != '\0') {
+		char *end;
+		unsigned long long value = strtoull(quiet, &end, 10);
+		if (*end != '\0' || *quiet == '-' || value < 1 || value > 1000000)
+			sim_fatal("LOCKLAB_SIM_CLOCK_QUIET is spin iterations, 1 to 1000000, not '%s'",
+				  quiet);
+		clock_quiet_iterations = value;
+	}
 	choose_switching();
 	sim_coherence_init();
 	sim_progress_init();
@@ -688,12 +706,6 @@ void sim_spin_dirty(void)
 		sim_self->iteration_dirty = true;
 }
 
-/*
- * A spin that reads the clock now and then (a spin budget: wait.h reads it every 32 polls,
- * rtmutex's spin_on_owner every 64) has identical iterations in between, yet ends on time,
- * not on a line: it runs every iteration while it has read the clock within this many.
- */
-#define SIM_CLOCK_QUIET_ITERATIONS 1024
 
 void sim_spin_clock_read(void)
 {
@@ -744,8 +756,10 @@ static void park(struct sim_thread *self, uint64_t period)
 			seen |= self->parked_lines[j] == key;
 		if (seen)
 			continue;
+		struct sim_park_link *link = &self->park_links[self->nparked_lines];
+		link->thread = self;
 		self->parked_lines[self->nparked_lines++] = key;
-		sim_line_park(key, +1);
+		sim_line_park(key, link);
 	}
 	self->state = SIM_SPIN_PARKED;
 	self->parked_at = self->clock;
@@ -772,23 +786,18 @@ void sim_spin_iteration_end(void)
 	self->iteration_start = self->clock;
 	self->iterations++;
 	if (same && sim_spin_parking &&
-	    self->iterations - self->clock_read_iteration > SIM_CLOCK_QUIET_ITERATIONS)
+	    self->iterations - self->clock_read_iteration > clock_quiet_iterations)
 		park(self, period);
 }
 
-void sim_wake_spinners(uintptr_t line, uint64_t when)
+void sim_wake_spinners(struct sim_park_link **parked, uint64_t when)
 {
-	for (int i = 0; i < nthreads; i++) {
-		struct sim_thread *t = threads[i];
-		if (t->state != SIM_SPIN_PARKED || t == sim_self)
-			continue;
-		bool on_line = false;
+	/* Each woken thread leaves every line it parked on, this one's list too: the list
+	 * shrinks from its head. The order of waking is no order: the ready queue sorts them. */
+	while (*parked != NULL) {
+		struct sim_thread *t = (*parked)->thread;
 		for (unsigned int j = 0; j < t->nparked_lines; j++)
-			on_line |= t->parked_lines[j] == line;
-		if (!on_line)
-			continue;
-		for (unsigned int j = 0; j < t->nparked_lines; j++)
-			sim_line_park(t->parked_lines[j], -1);
+			sim_line_unpark(&t->park_links[j]);
 		t->nparked_lines = 0;
 		/* Its next poll after the line left: whole iterations of the period it spun at. */
 		uint64_t resume = t->parked_at;
