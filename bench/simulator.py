@@ -11,13 +11,19 @@ one binary side by side:
 - contexts: every thread's code on one host thread as a context of its own, swapped in user
   space, the next thread taken from a heap (docs/simulator.md, "Speed").
 
+With BENCH_SIM_BEFORE=PATH, a third column: an earlier build's locklab-sim (its one runtime).
+
 Each pair must give the same figures (every field of the JSON but the host_* ones): the line
 says so. The rate is all acquisitions (warm-up included) over the simulator's own host time
-(simulation.host_s: calibration, thread start and warm-up included). Also: parked against
-exact spinning (LOCKLAB_SIM_SPIN=exact) at 16 CPUs, the host time parking saves.
+(simulation.host_s) of one run of a 4 ms window after 0.5 ms of warm-up; the speed-up is the
+same run's host time, before over after. A run's start (calibration, which takes up to 24
+virtual ms, and the threads) is in it: a few hundredths of a host second with contexts, the
+most of a run of the kernel's rtmutex, whose waiters sleep. Also: parked against exact
+spinning (LOCKLAB_SIM_SPIN=exact) at 16 CPUs.
 
-Run with `make bench` (about ten minutes on a 2-vCPU VM, most of it the threads runtime at 96
-and 142 CPUs); BENCH_SIM_QUICK=1 leaves out 142 CPUs and the kernel's lock.
+Run with `make bench` (about 15 minutes on a 2-vCPU VM, most of it the threads runtime at 96
+and 142 CPUs; twice that with BENCH_SIM_BEFORE); BENCH_SIM_QUICK=1 leaves out 142 CPUs and
+the kernel's lock.
 """
 
 from __future__ import annotations
@@ -39,13 +45,13 @@ ENGINE = ROOT / "build" / "opt" / "locklab-bench"  # build_source_lock finds SIM
 LOCKS = ("mcs", "ticket", "qspinlock", "cna", "kernel:rtmutex")
 POINTS = (("gigabyte-96c", 2), ("gigabyte-96c", 16), ("gigabyte-96c", 96), ("x5-4", 142))
 RUNTIMES = ("threads", "contexts")
-WINDOW_S, WARMUP_S = 0.002, 0.0005
+WINDOW_S, WARMUP_S = 0.004, 0.0005
 
 
-def simulate(machine: Path, lock: str, writers: int, plugin: str | None, runtime: str,
-             spin: str = "park") -> dict[str, Any]:  # fmt: skip
-    command = [str(SIM), "--lock", lock, "--nwriters", str(writers), "--duration", str(WINDOW_S),
-               "--warmup", str(WARMUP_S), "--pin", "scatter", "--json", "-"]  # fmt: skip
+def simulate(binary: Path, machine: Path, lock: str, writers: int, plugin: str | None,
+             runtime: str, spin: str = "park") -> dict[str, Any]:  # fmt: skip
+    command = [str(binary), "--lock", lock, "--nwriters", str(writers), "--pin", "scatter",
+               "--duration", str(WINDOW_S), "--warmup", str(WARMUP_S), "--json", "-"]  # fmt: skip
     if plugin:
         command += ["--plugin", plugin]
     environment = {**os.environ, "LOCKLAB_SIM_MACHINE": str(machine), "LOCKLAB_SIM_SPIN": spin,
@@ -71,14 +77,17 @@ def rate(run: dict[str, Any]) -> float:
 
 def main() -> None:
     quick = os.environ.get("BENCH_SIM_QUICK") == "1"
+    before = os.environ.get("BENCH_SIM_BEFORE")
     locks = LOCKS[:-1] if quick else LOCKS
     points = POINTS[:-1] if quick else POINTS
     print(
         f"Simulator speed on this host ({cpu_vendor()}): simulated acquisitions per host "
         f"second, {WINDOW_S * 1e3:g} ms windows after {WARMUP_S * 1e3:g} ms of warm-up"
     )
-    print(f"  {'lock':<15} {'machine':<13} {'CPUs':>4} {'threads':>10} {'contexts':>10} "
-          f"{'speed-up':>8}  figures")  # fmt: skip
+    header = f"  {'lock':<15} {'machine':<13} {'CPUs':>4}"
+    header += f" {'before':>10}" if before else ""
+    header += f" {'threads':>10} {'contexts':>10} {'speed-up':>8}  figures  contexts (host s)"
+    print(header)
     with tempfile.TemporaryDirectory() as folder:
         for profile in sorted({p for p, _ in points}):
             (Path(folder) / f"{profile}.machine").write_text(find_profile(profile).flat_text())
@@ -90,20 +99,28 @@ def main() -> None:
                     plugin = str(build_source_lock(lock.removeprefix("kernel:"), "stock", [],
                                                    "sim", ENGINE, sim_machine=machine.read_text())
                                  .plugin)  # fmt: skip
-                runs = {r: simulate(machine, lock, writers, plugin, r) for r in RUNTIMES}
+                runs = {r: simulate(SIM, machine, lock, writers, plugin, r) for r in RUNTIMES}
                 same = virtual_figures(runs["threads"]) == virtual_figures(runs["contexts"])
                 old, new = rate(runs["threads"]), rate(runs["contexts"])
-                print(f"  {lock:<15} {profile:<13} {writers:>4} {old:>10,.0f} {new:>10,.0f} "
-                      f"{new / old:>7.1f}x  {'identical' if same else 'DIFFERENT'}",
-                      flush=True)  # fmt: skip
+                line = f"  {lock:<15} {profile:<13} {writers:>4}"
+                first = old
+                if before:
+                    earlier = simulate(Path(before), machine, lock, writers, plugin, "threads")
+                    first = rate(earlier)
+                    line += f" {first:>10,.0f}"
+                line += (f" {old:>10,.0f} {new:>10,.0f} {new / first:>7.1f}x  "
+                         f"{'identical' if same else 'DIFFERENT'} "
+                         f"{runs['contexts']['simulation']['host_s']:>8.3f}")  # fmt: skip
+                print(line, flush=True)
         machine = Path(folder) / "gigabyte-96c.machine"
-        parked = simulate(machine, "ticket", 16, None, "contexts")
-        exact = simulate(machine, "ticket", 16, None, "contexts", "exact")
+        parked = simulate(SIM, machine, "ticket", 16, None, "contexts")
+        exact = simulate(SIM, machine, "ticket", 16, None, "contexts", "exact")
         print(
             f"  ticket at 16 CPUs (contexts): parked {parked['simulation']['host_s']:.3f} host s, "
             f"exact {exact['simulation']['host_s']:.3f} host s; throughput parked/exact "
             f"{parked['throughput_ops_per_s'] / exact['throughput_ops_per_s']:.3f}"
         )
+    print("speed-up: contexts over " + ("before" if before else "threads"))
 
 
 if __name__ == "__main__":
