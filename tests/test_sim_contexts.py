@@ -34,11 +34,11 @@ def machine(tmp_path_factory) -> Path:
     return folder
 
 
-def simulate(machine: Path, runtime: str, args: list[str], timeout: float = 120):
+def simulate(machine: Path, runtime: str, args: list[str], env: dict[str, str] | None = None):
     proc = subprocess.run(
-        [str(SIM), *args, "--json", "-"], capture_output=True, text=True, timeout=timeout,
+        [str(SIM), *args, "--json", "-"], capture_output=True, text=True, timeout=120,
         check=False, env={**os.environ, "LOCKLAB_SIM_MACHINE": str(machine),
-                          "LOCKLAB_SIM_SWITCH": runtime},
+                          "LOCKLAB_SIM_SWITCH": runtime, **(env or {})},
     )  # fmt: skip
     return proc, (json.loads(proc.stdout) if proc.stdout.strip() else None)
 
@@ -75,6 +75,18 @@ def test_both_runtimes_give_the_same_figures(machine, profile, lock, writers):
     # The same hand-overs, made in user space: as many, and each far cheaper.
     assert runs["threads"]["simulation"]["host_switches"] == runs["contexts"]["simulation"][
         "host_switches"]  # fmt: skip
+
+
+def test_the_thread_pointer_by_system_call_gives_the_same_figures(machine):
+    """Where the kernel has no FSGSBASE, each swap sets the thread pointer with
+    arch_prctl(ARCH_SET_FS): the fallback, forced here, with the thread-local plugin."""
+    flat = machine / "lent-xeon-16.machine"
+    args = ["--plugin", str(plugin_path("sim", "tls_ticket")), "--lock", "tls_ticket",
+            "--nwriters", "4", *WINDOW]  # fmt: skip
+    runs = both_runtimes(flat, args)
+    proc, by_call = simulate(flat, "contexts", args, env={"LOCKLAB_SIM_FSBASE": "arch_prctl"})
+    assert proc.returncode == 0, proc.stderr[-1500:]
+    assert virtual(by_call) == virtual(runs["contexts"])
 
 
 def test_a_kernel_lock_gives_the_same_figures(machine):

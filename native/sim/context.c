@@ -19,6 +19,8 @@
  * floating-point control words are not saved: nothing in a simulated program changes them.
  */
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -83,7 +85,12 @@ bool sim_contexts_supported(const char **why)
 {
 	if (swap != NULL)
 		return true;
-	if (getauxval(AT_HWCAP2) & HWCAP2_FSGSBASE_BIT) {
+	/* LOCKLAB_SIM_FSBASE=arch_prctl takes the fallback where wrfsbase works (a test). */
+	const char *way = getenv("LOCKLAB_SIM_FSBASE");
+	bool system_call = way != NULL && strcmp(way, "arch_prctl") == 0;
+	if (way != NULL && *way != '\0' && !system_call && strcmp(way, "wrfsbase") != 0)
+		sim_fatal("LOCKLAB_SIM_FSBASE is wrfsbase or arch_prctl, not '%s'", way);
+	if (!system_call && (getauxval(AT_HWCAP2) & HWCAP2_FSGSBASE_BIT)) {
 		swap = sim_swap_wrfsbase;
 		return true;
 	}
