@@ -10,13 +10,19 @@ RUN_WATCHDOG_S = 10.0
 # fires within a second and a twentieth of the watchdog past its time whenever any of its
 # threads gets a CPU (docs/engine.md, "The watchdog"), so this kill never comes before it.
 RUN_TIMEOUT_MARGIN_S = 60.0
-# A simulated run (--sim, docs/simulator.md) counts virtual seconds: milliseconds of a many-core
-# machine already hold thousands of acquisitions. Its watchdog is virtual too (a deadlock costs
+# A simulated run (--sim, docs/simulator.md) counts virtual seconds, and its window is long
+# enough for the kernel's own time scales: a quarter of a second holds two or three of
+# locktorture's 100 ms holds at one writer (one in 200,000 x nwriters acquisitions), 62 of
+# rwsem's one-jiffy hand-offs at the shim's HZ=250, and 25 of CNA-10ms's flush thresholds. The
+# warm-up is a tenth of it, 25 ms: two and a half times the longest time constant a modelled
+# lock has (CNA-10ms's 10 ms; rwsem's hand-off 4 ms; the spins of rtmutex and mutex end within
+# microseconds), and the engine's drift check on the window's intervals marks a run that was
+# still settling ('^', docs/statistics.md). Its watchdog is virtual too (a deadlock costs
 # the host little). Where virtual time crawls (waiters that keep a line bouncing), the simulator
 # ends the run on its own limit on host time without an acquisition (native/sim/progress.c,
 # LOCKLAB_SIM_PROGRESS_S); SIM_RUN_TIMEOUT_S is only the overall backstop.
-SIM_DURATION_S = 0.002
-SIM_WARMUP_S = 0.0005
+SIM_DURATION_S = 0.25
+SIM_WARMUP_S = 0.025
 SIM_WATCHDOG_S = 0.25  # above locktorture's longest hold (100 ms), well below a second
 SIM_RUN_TIMEOUT_S = 600.0
 # Where a simulated run's threads go unless --pin says otherwise: spread over the NUMA nodes, as
