@@ -28,7 +28,8 @@ from locklab.model.machine_profile import find_profile
 CELLS = (
     ("gigabyte-96c", "mcs", 4), ("gigabyte-96c", "ticket", 4), ("x5-4", "ticket", 8),
     ("x5-4", "qspinlock", 8), ("gigabyte-96c", "qspinlock", 16), ("gigabyte-96c", "cna", 16),
-    ("gigabyte-96c", "mcs", 32),
+    ("gigabyte-96c", "mcs", 32), ("gigabyte-96c", "mcs", 96), ("gigabyte-96c", "cna", 96),
+    ("x5-4", "qspinlock", 142),
 )  # fmt: skip
 WINDOW = ["--duration", "0.002", "--warmup", "0.0005", "--pin", "scatter"]
 
