@@ -120,3 +120,15 @@ def test_write_waits_the_timer_cannot_resolve_are_left_out(store):
     assert left_out["latency"] == (
         "write wait: within the timer's own cost (two clock reads) in every run, so no chart"
     )
+
+
+def test_the_report_gives_the_command_that_made_the_experiment(store, tmp_path):
+    """Before the stored plan (folded): the command line, as typed, to run it again."""
+    page = tmp_path / "made.html"
+    assert cli.main(["report", "first", "--store", str(store), "-o", str(page)]) == 0
+    html = page.read_text()
+    made = html.index("Made by:")
+    assert "locklab run --sim mach1 --lock ticket,mcs --name first --store" in html[made:]
+    assert made < html.index("<summary>The stored plan</summary>")
+    opened = Store(store, create=False, read_only=True)
+    assert opened.experiment("first").command.startswith("locklab run --sim mach1 ")

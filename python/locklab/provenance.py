@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -11,6 +12,18 @@ from locklab import __version__
 
 # A copy shipped to a host (--hosts) has no git history: the shipping locklab names its commit.
 COMMIT_ENV = "LOCKLAB_COMMIT"
+
+# The command line this process was started with (cli/main.py sets it), kept with what it stores.
+_command: list[str] = []
+
+
+def set_command(argv: list[str]) -> None:
+    _command[:] = argv
+
+
+def command() -> str:
+    """`locklab ARGS...` as it was typed, quoted for a shell; "" outside the command line."""
+    return shlex.join(["locklab", *_command]) if _command else ""
 
 
 @functools.cache

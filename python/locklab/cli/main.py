@@ -21,7 +21,7 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from locklab import __version__
+from locklab import __version__, provenance
 from locklab.cli.common import EXIT_INTERNAL, EXIT_INTERRUPTED, Parser
 from locklab.errors import LocklabError
 from locklab.printable import printable
@@ -129,6 +129,7 @@ def _main(argv: Sequence[str] | None) -> int:
             return 2
         args = parser.parse_args(argv)
         args.argv = argv  # what --hosts runs again on each host
+        provenance.set_command(argv)
         return args.handler(args)
     except LocklabError as error:
         print(f"locklab: error: {printable(str(error))}", file=sys.stderr)

@@ -132,10 +132,11 @@ def experiment_html(
             chart = _figure_html(over_commits_figure(analysis, steps), first_plot)
             parts.append(f"<h3>{html.escape(name)} over the commits, each against the one "
                          f"before</h3>{over_commits_table(analysis, steps)}{chart}")  # fmt: skip
+    parts += ["<h3>Machine</h3>", _facts(runs), "<h3>Configuration</h3>"]
+    if experiment.command:  # what made it, to run again; the plan in full below
+        parts.append(f"<p>Made by:</p><pre class='command'>{html.escape(experiment.command)}</pre>")
     parts += [
-        "<h3>Machine</h3>",
-        _facts(runs),
-        "<details><summary>Configuration (the stored plan)</summary>",
+        "<details><summary>The stored plan</summary>",
         f"<pre>{html.escape(json.dumps(experiment.spec.to_dict(), indent=2))}</pre></details>",
         f"<p>{len(runs)} runs stored; locklab {html.escape(experiment.locklab_version)} "
         f"{html.escape(experiment.locklab_commit or '')}</p>",

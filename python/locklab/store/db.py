@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from locklab import provenance
 from locklab.errors import LocklabError
 from locklab.model.cells import ConfigKey
 from locklab.model.spec import ExperimentSpec
@@ -45,6 +46,7 @@ class Experiment:
     origin: str
     locklab_version: str
     locklab_commit: str | None
+    command: str = ""  # the command line that made it, where a command line did
 
 
 @dataclass
@@ -147,7 +149,7 @@ class Store:
                     str(uuid.uuid4()),
                     spec.name,
                     _now(),
-                    json.dumps(spec.to_dict()),
+                    json.dumps(_spec_with_command(spec.to_dict(), provenance.command())),
                     host,
                     version,
                     commit,
@@ -416,10 +418,17 @@ def _is_uuid(text: str) -> bool:
         return False
 
 
+def _spec_with_command(spec: dict, command: str) -> dict:
+    """The stored plan, with the command line beside it (not part of it: a campaign resumed
+    from another folder is the same plan)."""
+    return {**spec, "command": command} if command else spec
+
+
 def _experiment_event(experiment: Experiment, planned: int | None) -> dict:
     return {
         "event": "experiment", "uuid": experiment.uuid, "name": experiment.name,
-        "created": experiment.created, "spec": experiment.spec.to_dict(),
+        "created": experiment.created,
+        "spec": _spec_with_command(experiment.spec.to_dict(), experiment.command),
         "host": experiment.host, "locklab_version": experiment.locklab_version,
         "locklab_commit": experiment.locklab_commit, "planned": planned,
     }  # fmt: skip
@@ -432,5 +441,7 @@ def _run_event(experiment_uuid: str, row: tuple) -> dict:
 
 def _experiment(row: tuple) -> Experiment:
     id_, uuid_, name, created, spec_json, host, origin, version, commit = row
-    spec = ExperimentSpec.from_dict(json.loads(spec_json))
-    return Experiment(id_, uuid_, name, created, spec, host, origin, version, commit)
+    data = json.loads(spec_json)
+    spec = ExperimentSpec.from_dict(data)
+    return Experiment(id_, uuid_, name, created, spec, host, origin, version, commit,
+                      str(data.get("command", "")))  # fmt: skip
