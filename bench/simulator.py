@@ -35,6 +35,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from locklab.analysis.seed_spread import virtual_figures
 from locklab.kernel.from_source import build_source_lock
 from locklab.model.machine_profile import find_profile
 from locklab.run.machine_measure import cpu_vendor
@@ -60,15 +61,6 @@ def simulate(binary: Path, machine: Path, lock: str, writers: int, plugin: str |
                           env=environment)  # fmt: skip
     result: dict[str, Any] = json.loads(proc.stdout)
     return result
-
-
-def virtual_figures(value: Any) -> Any:
-    """The run's figures without the host's: what two runtimes must agree on."""
-    if isinstance(value, dict):
-        return {k: virtual_figures(v) for k, v in value.items() if not k.startswith("host_")}
-    if isinstance(value, list):
-        return [virtual_figures(v) for v in value]
-    return value
 
 
 def rate(run: dict[str, Any]) -> float:

@@ -13,10 +13,10 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from conftest import BUILD, plugin_path
+from locklab.analysis.seed_spread import virtual_figures as virtual
 from locklab.kernel.from_source import build_source_lock
 from locklab.model.machine_profile import find_profile
 
@@ -41,15 +41,6 @@ def simulate(machine: Path, runtime: str, args: list[str], env: dict[str, str] |
                           "LOCKLAB_SIM_SWITCH": runtime, **(env or {})},
     )  # fmt: skip
     return proc, (json.loads(proc.stdout) if proc.stdout.strip() else None)
-
-
-def virtual(value: Any) -> Any:
-    """A run's figures without the host's (host_s, host_switches)."""
-    if isinstance(value, dict):
-        return {k: virtual(v) for k, v in value.items() if not k.startswith("host_")}
-    if isinstance(value, list):
-        return [virtual(v) for v in value]
-    return value
 
 
 def both_runtimes(machine: Path, args: list[str]) -> dict[str, dict]:

@@ -60,6 +60,16 @@ class CellComparison:
         )
 
 
+def virtual_figures(value: object) -> object:
+    """A simulated run's JSON without the host's own figures (host_s, host_switches): what
+    the same binary, command and seed repeat exactly, whichever runtime ran it."""
+    if isinstance(value, dict):
+        return {k: virtual_figures(v) for k, v in value.items() if not k.startswith("host_")}
+    if isinstance(value, list):
+        return [virtual_figures(v) for v in value]
+    return value
+
+
 def seed_run(result: dict) -> SeedRun:
     """The two figures compared, from one run's JSON."""
     handoffs = result.get("handoffs") or {}
