@@ -24,13 +24,12 @@ echo "stored in locklab-results/ ('.venv/bin/locklab results'); table: locklab-r
 # What these CPUs cannot show: the same locks (glibc's mutex aside, whose code locklab does
 # not compile) on 96 simulated CPUs of seed 000's 2-socket EPYC, in virtual time
 # (docs/simulator.md). A repeat is another seed, which draws other transfer latencies, so
-# simulated cells vary too: adaptive repeats, 3 to 6 a cell. Windows of 20 virtual ms, not
-# the simulator's quarter of a second, for a look in about half a minute: no lock here has a
-# time constant longer than a few microseconds.
+# simulated cells vary too: adaptive repeats, 3 to 6 a cell, each a quarter of a virtual
+# second (the simulator's default). About a minute on a 2-vCPU VM.
 echo
 echo "The same locks on a simulated 96-CPU machine (locklab run --sim gigabyte-96c):"
 "$locklab" run --name demo-sim --sim gigabyte-96c --lock futex_mutex,tas,ticket,mcs \
     --nwriters 1,4,16,48,96 --hold-ns 100 --gap-ns 100 --repeat auto --min-repeat 3 \
-    --max-repeat 6 --duration 0.02 --warmup 0.005
+    --max-repeat 6
 # One page with both, side by side: the curve two CPUs cannot give is the one to look at.
 "$locklab" report demo demo-sim --output locklab-results/demo-report.html
