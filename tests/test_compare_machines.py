@@ -46,3 +46,15 @@ def test_a_simulated_estimate_comes_from_the_stores_earlier_runs(tmp_path, capsy
     assert "host time unknown" in capsys.readouterr().err
     assert cli.main(args) == 0
     assert "in all, from this store's earlier runs on mach1" in capsys.readouterr().err
+
+
+def test_a_simulated_estimate_scales_runs_of_another_window(tmp_path, capsys):
+    """Runs of 1 ms stand for runs of 10 ms at ten times their host time, said to be rough."""
+    store = str(tmp_path / "store")
+    args = ["run", "--sim", "mach1", "--lock", "ticket", "--nwriters", "2", "--repeat", "1",
+            "--warmup", "0", "--store", store, "--plain"]  # fmt: skip
+    assert cli.main([*args, "--duration", "0.001"]) == 0
+    capsys.readouterr()
+    assert cli.main([*args, "--duration", "0.01"]) == 0
+    said = capsys.readouterr().err
+    assert "in all, from this store's earlier runs on mach1 (scaled from runs of other " in said
