@@ -54,7 +54,9 @@ bool sim_spin_parking = true;
 bool sim_use_contexts;
 uint64_t sim_lookahead;
 
-static struct sim_thread *threads[SIM_MAX_THREADS];
+/* Not from the C library's heap: the program's own allocations keep their addresses, and so
+ * their lines, whatever this structure holds. */
+static struct sim_thread threads[SIM_MAX_THREADS];
 static int nthreads;
 static struct sim_thread *running; /* the thread whose code runs now */
 static uint64_t seed;
@@ -236,30 +238,27 @@ struct sim_thread *sim_thread_new(void)
 {
 	if (nthreads == SIM_MAX_THREADS)
 		sim_fatal("more than %d threads", SIM_MAX_THREADS);
-	/* Not from the C library's heap: the program's own allocations keep their addresses,
-	 * and so their lines, whatever this structure holds. */
-	static struct sim_thread storage[SIM_MAX_THREADS];
-	struct sim_thread *t = &storage[nthreads];
+	struct sim_thread *t = &threads[nthreads];
 	t->id = nthreads;
 	t->counted = true;
 	t->state = SIM_RUNNABLE;
 	t->wake_at = SIM_FOREVER;
 	t->clock = sim_self ? sim_self->clock : 0;
 	t->heap_index = -1;
-	threads[nthreads++] = t;
+	nthreads++;
 	sim_thread_requeue(t);
 	return t;
 }
 
-struct sim_thread *sim_thread_at(int i) { return threads[i]; }
+struct sim_thread *sim_thread_at(int i) { return &threads[i]; }
 int sim_thread_count(void) { return nthreads; }
 
 struct sim_thread *sim_thread_of_host(pthread_t host)
 {
 	/* Newest first, joined ones skipped: the C library reuses a joined thread's pthread_t. */
 	for (int i = nthreads - 1; i >= 0; i--)
-		if (!threads[i]->joined && pthread_equal(threads[i]->host, host))
-			return threads[i];
+		if (!threads[i].joined && pthread_equal(threads[i].host, host))
+			return &threads[i];
 	return NULL;
 }
 
@@ -306,7 +305,7 @@ static struct sim_thread *first_ready_scan(const struct sim_thread *skip)
 	uint64_t best_at = SIM_FOREVER;
 	uint32_t best_tie = 0;
 	for (int i = 0; i < nthreads; i++) {
-		struct sim_thread *t = threads[i];
+		struct sim_thread *t = &threads[i];
 		if (t == skip)
 			continue;
 		uint64_t at = ready_at(t);
@@ -345,7 +344,7 @@ static inline bool heap_before(const struct queued *a, const struct queued *b)
 static inline void heap_place(struct queued entry, int i)
 {
 	heap[i] = entry;
-	threads[entry.id]->heap_index = i;
+	threads[entry.id].heap_index = i;
 }
 
 static void heap_sift_up(int i)
@@ -387,7 +386,7 @@ static void heap_replace(struct sim_thread *t, struct queued entry)
 	}
 	heap_place(entry, i);
 	heap_sift_up(i);
-	heap_sift_down(threads[entry.id]->heap_index);
+	heap_sift_down(threads[entry.id].heap_index);
 }
 
 /* Its key now: id -1 when it is running or can never run. */
@@ -411,7 +410,7 @@ void sim_thread_requeue(struct sim_thread *t)
 	}
 }
 
-static struct sim_thread *first_ready_queued(void) { return heap_size ? threads[heap[0].id] : NULL; }
+static struct sim_thread *first_ready_queued(void) { return heap_size ? &threads[heap[0].id] : NULL; }
 
 static void horizon_update(const struct sim_thread *self)
 {
@@ -621,8 +620,8 @@ void sim_thread_exit(struct sim_thread *t, void *result)
 	t->result = result;
 	t->state = SIM_DONE;
 	for (int i = 0; i < nthreads; i++)
-		if (threads[i]->state == SIM_JOIN_WAIT && threads[i]->join_target == t)
-			sim_make_runnable(threads[i], t->clock);
+		if (threads[i].state == SIM_JOIN_WAIT && threads[i].join_target == t)
+			sim_make_runnable(&threads[i], t->clock);
 	struct sim_thread *next = choose_next();
 	if (!sim_use_contexts) {
 		pass_baton(next);
@@ -649,7 +648,7 @@ int sim_wake_sleepers(enum sim_state state, uintptr_t addr, int count)
 	while (woken < count) {
 		struct sim_thread *first = NULL;
 		for (int i = 0; i < nthreads; i++) {
-			struct sim_thread *t = threads[i];
+			struct sim_thread *t = &threads[i];
 			if (t->state == state && t->futex_addr == addr &&
 			    (first == NULL || t->futex_order < first->futex_order))
 				first = t;
@@ -709,7 +708,6 @@ void sim_spin_dirty(void)
 	if (sim_self != NULL)
 		sim_self->iteration_dirty = true;
 }
-
 
 void sim_spin_clock_read(void)
 {
@@ -816,7 +814,7 @@ void locklab_sim_counts(struct locklab_sim_counts *out)
 {
 	memset(out, 0, sizeof(*out));
 	for (int i = 0; i < nthreads; i++) {
-		const struct sim_thread *t = threads[i];
+		const struct sim_thread *t = &threads[i];
 		if (t->clock > out->virtual_cycles)
 			out->virtual_cycles = t->clock;
 		if (!t->counted)
@@ -848,7 +846,7 @@ void locklab_sim_describe_threads(void)
 	fprintf(stderr, "locklab-sim: the threads at %.6f virtual s (seed %llu replays this):\n",
 		sim_cycles_to_ns(sim_self->clock) * 1e-9, (unsigned long long)seed);
 	for (int i = 0; i < nthreads; i++) {
-		const struct sim_thread *t = threads[i];
+		const struct sim_thread *t = &threads[i];
 		fprintf(stderr, "  thread %d on %s %d: %s at %.6f s", t->id,
 			t->counted ? "CPU" : "the control CPU", t->counted ? t->cpu : 0,
 			names[t->state], sim_cycles_to_ns(t->clock) * 1e-9);
