@@ -34,6 +34,8 @@ _Static_assert(offsetof(struct sim_context, thread_pointer) == 8, "the swap's la
 #if defined(__x86_64__)
 #define ARCH_SET_FS_CODE 0x1002 /* asm/prctl.h */
 #define HWCAP2_FSGSBASE_BIT (1ul << 1)
+#define AS_TEXT(x) #x
+#define NUMBER_TEXT(x) AS_TEXT(x) /* a macro's value, for the assembly */
 
 #define PUSH_CALLEE_SAVED "pushq %rbp\n\tpushq %rbx\n\tpushq %r12\n\tpushq %r13\n\tpushq %r14\n\tpushq %r15\n\t"
 #define POP_CALLEE_SAVED "popq %r15\n\tpopq %r14\n\tpopq %r13\n\tpopq %r12\n\tpopq %rbx\n\tpopq %rbp\n\t"
@@ -60,8 +62,8 @@ __asm__(".text\n"
 	"sim_swap_arch_prctl:\n\t" PUSH_CALLEE_SAVED
 	"movq %rsp, (%rdi)\n\t"
 	"movq %rsi, %r12\n\t"
-	"movl $158, %eax\n\t" /* SYS_arch_prctl */
-	"movl $0x1002, %edi\n\t"
+	"movl $" NUMBER_TEXT(SYS_arch_prctl) ", %eax\n\t"
+	"movl $" NUMBER_TEXT(ARCH_SET_FS_CODE) ", %edi\n\t"
 	"movq 8(%r12), %rsi\n\t"
 	"syscall\n\t"
 	"movq (%r12), %rsp\n\t" POP_CALLEE_SAVED
