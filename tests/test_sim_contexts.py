@@ -7,7 +7,6 @@ thread's own; a deadlock, a crash and Ctrl-C end a run as before."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -15,12 +14,13 @@ import time
 from pathlib import Path
 
 import pytest
+import test_sim
 from conftest import BUILD, plugin_path
 from locklab.analysis.seed_spread import virtual_figures as virtual
 from locklab.kernel.from_source import build_source_lock
 from locklab.model.machine_profile import find_profile
 
-SIM = BUILD / "sim" / "locklab-sim"
+SIM = test_sim.SIM
 RUNTIMES = ("threads", "contexts")
 WINDOW = ["--duration", "0.0005", "--warmup", "0.0001", "--pin", "scatter"]
 
@@ -35,12 +35,8 @@ def machine(tmp_path_factory) -> Path:
 
 
 def simulate(machine: Path, runtime: str, args: list[str], env: dict[str, str] | None = None):
-    proc = subprocess.run(
-        [str(SIM), *args, "--json", "-"], capture_output=True, text=True, timeout=120,
-        check=False, env={**os.environ, "LOCKLAB_SIM_MACHINE": str(machine),
-                          "LOCKLAB_SIM_SWITCH": runtime, **(env or {})},
-    )  # fmt: skip
-    return proc, (json.loads(proc.stdout) if proc.stdout.strip() else None)
+    """test_sim's run of the simulator, with this runtime."""
+    return test_sim.simulate(machine, args, {"LOCKLAB_SIM_SWITCH": runtime, **(env or {})})
 
 
 def both_runtimes(machine: Path, args: list[str]) -> dict[str, dict]:

@@ -5,29 +5,23 @@ catches a change that moves them."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import BUILD
+import test_sim
 from locklab.analysis.seed_spread import SEEDS, SeedRun, compare_cell, seed_run
 from locklab.model.machine_profile import find_profile
 
-SIM = BUILD / "sim" / "locklab-sim"
 CELLS = (("gigabyte-96c", "mcs", 4), ("gigabyte-96c", "ticket", 4), ("x5-4", "qspinlock", 8))
 
 
 def simulate(machine: Path, lock: str, writers: int, seed: int, env: dict[str, str]) -> SeedRun:
-    proc = subprocess.run(
-        [str(SIM), "--lock", lock, "--nwriters", str(writers), "--duration", "0.001",
-         "--warmup", "0.0003", "--pin", "scatter", "--seed", str(seed), "--json", "-"],
-        capture_output=True, text=True, timeout=120, check=True,
-        env={**os.environ, "LOCKLAB_SIM_MACHINE": str(machine), **env},
-    )  # fmt: skip
-    return seed_run(json.loads(proc.stdout))
+    args = ["--lock", lock, "--nwriters", str(writers), "--duration", "0.001", "--warmup",
+            "0.0003", "--pin", "scatter", "--seed", str(seed)]  # fmt: skip
+    proc, result = test_sim.simulate(machine, args, env)
+    assert proc.returncode == 0 and result is not None, proc.stderr[-1500:]
+    return seed_run(result)
 
 
 @pytest.mark.parametrize("profile, lock, writers", CELLS)
