@@ -333,17 +333,17 @@ def test_campaign_rerun_resumes_and_writes_the_report(tmp_path):
     campaign.write_text('repeat = 2\nduration = 0.05\nwarmup = 0\n[sweep]\nnwriters = [1, 2]\n'
                         '[[variant]]\nlock = "tas"\n[[variant]]\nlock = "ticket"\n')  # fmt: skip
     store = tmp_path / "store"
-    assert locklab("campaign", str(campaign), "--plain", store=store).returncode == 0
+    assert locklab("campaign", str(campaign), "--plain", "--no-settle", store=store).returncode == 0
     report = store / "small.html"
     report.unlink()
     with sqlite3.connect(store / "locklab.db") as db:  # as if it had been interrupted
         db.execute("DELETE FROM runs WHERE id > 3")
-    again = locklab("campaign", str(campaign), "--plain", store=store)
+    again = locklab("campaign", str(campaign), "--plain", "--no-settle", store=store)
     assert again.returncode == 0, again.stderr
     assert "resuming the unfinished experiment #1" in again.stderr
     assert len(experiments(store)) == 1 and len(run_rows(store)) == 8
     assert report.is_file()
-    fresh = locklab("campaign", str(campaign), "--plain", store=store)
+    fresh = locklab("campaign", str(campaign), "--plain", "--no-settle", store=store)
     assert fresh.returncode == 0 and len(experiments(store)) == 2  # complete: a new one
 
 

@@ -111,7 +111,7 @@ def test_two_hosts_one_drops_mid_run_and_resume_finishes_it(servers, remote_dir,
 
     dropper = threading.Thread(target=drop_hostb_after_two_runs, daemon=True)
     dropper.start()
-    code = main(["campaign", str(campaign), "--hosts", "hosta,hostb",
+    code = main(["campaign", str(campaign), "--hosts", "hosta,hostb", "--no-settle",
                  *hosts_args(servers, remote_dir, store)])  # fmt: skip
     dropper.join(timeout=5)
     captured = capsys.readouterr()

@@ -54,7 +54,7 @@ def analyse_experiment(experiment: Experiment, runs: list[Run], settings: Settin
         if column.compared_to is not None:
             column.compared_to = 0
     title = [
-        experiment_line(experiment),
+        experiment_line(experiment, runs),
         *machine_lines(runs),
         disturbance.summary_line(runs),
         *variant_lines(spec),
@@ -88,10 +88,10 @@ def analyse_comparison(
             if len(set(kinds)) > 1
             else ""
         ),  # fmt: skip
-        f"A: {experiment_line(a)}",
+        f"A: {experiment_line(a, runs_a)}",
         *(f"   {line}" for line in machine_lines(runs_a)),
         f"   {disturbance.summary_line(runs_a)}",
-        f"B: {experiment_line(b)}",
+        f"B: {experiment_line(b, runs_b)}",
         *(f"   {line}" for line in machine_lines(runs_b)),
         f"   {disturbance.summary_line(runs_b)}",
     ]

@@ -89,11 +89,17 @@ def variant_lines(spec: ExperimentSpec) -> list[str]:
     return lines
 
 
-def _repeats(spec: ExperimentSpec) -> str:
-    return f"auto {spec.min_repeat}-{spec.repeat}" if spec.repeat_auto else str(spec.repeat)
+def _runs_per_cell(spec: ExperimentSpec, runs: list[Run]) -> str:
+    """'3 runs per cell', 'auto 3-8 runs per cell', or with a campaign's runs past its plan
+    (run/settle.py) '3 runs per cell, up to 5 where a verdict asked for more'."""
+    if spec.repeat_auto:
+        return f"auto {spec.min_repeat}-{spec.repeat} runs per cell"
+    most = max((run.repeat + 1 for run in runs if run.status == "ok"), default=0)
+    past = f", up to {most} where a verdict asked for more" if most > spec.repeat else ""
+    return f"{spec.repeat} runs per cell{past}"
 
 
-def experiment_line(experiment: Experiment) -> str:
+def experiment_line(experiment: Experiment, runs: list[Run]) -> str:
     spec = experiment.spec
     if spec.source == "locktorture":
         return (
@@ -117,7 +123,7 @@ def experiment_line(experiment: Experiment) -> str:
             f"{spec.repeat} runs per cell, throughput from {how}; nwriters = {{threads}}"
         )
     return (
-        f'experiment #{experiment.id} "{experiment.name}": {_repeats(spec)} runs per cell, '
+        f'experiment #{experiment.id} "{experiment.name}": {_runs_per_cell(spec, runs)}, '
         f"{spec.duration_s:g} s measured after {spec.warmup_s:g} s warm-up, pin {spec.pin}, "
         f"locklab {experiment.locklab_commit or experiment.locklab_version}"
         + ("" if spec.checks else f"; {UNCHECKED}")

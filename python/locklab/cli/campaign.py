@@ -38,7 +38,7 @@ from locklab.model.spec import (
 from locklab.model.values import PIN_MODES, validate_pin
 from locklab.output import listing
 from locklab.printable import file_stem, printable
-from locklab.run import adaptive
+from locklab.run import adaptive, settle
 from locklab.run.engine import Engine
 from locklab.run.ssh import check_aliases
 from locklab.store import Experiment, Run, Store, mirror
@@ -59,6 +59,13 @@ def register(commands: Commands) -> None:
         "--report", type=Path, help="HTML report to write (default: STORE/NAME.html)"
     )
     oversubscribe_option(campaign)
+    campaign.add_argument(
+        "--no-settle",
+        action="store_true",
+        help="run the planned repeats only; by default, an inconclusive cell whose verdict asks "
+        f"for at most {settle.FEW_RUNS_FACTOR}x the planned runs gets them, with its baseline's, "
+        f"within {settle.TIME_SHARE * 100:.0f}%% of the planned runs' time again",
+    )
     campaign.add_argument(
         "--fresh",
         action="store_true",
@@ -152,7 +159,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         experiment = store.create_experiment(
             spec, host(), provenance.version(), provenance.commit()
         )
-    status, measured = execute(args, chosen, engine, store, experiment, campaign_rerun(args))
+    status, measured = execute(args, chosen, engine, store, experiment, campaign_rerun(args),
+                               settle_cells=not args.no_settle)  # fmt: skip
     if measured is not None:  # the table is out; the charts go with it, from the same analysis
         page = args.report or store.path.parent / f"{file_stem(experiment.name)}.html"
         figures.write_report([(experiment, *measured)], chosen, page)

@@ -9,6 +9,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from rich.console import Console
+
 from locklab.analysis.cells import Analysis, Settings, analyse_experiment
 from locklab.cli.common import EXIT_INTERRUPTED, EXIT_RUN_FAILED
 from locklab.kernel import campaign as kernel_campaign
@@ -20,11 +22,11 @@ from locklab.kernel.sweep import Target
 from locklab.model.spec import ExperimentSpec, Variant
 from locklab.output import listing
 from locklab.printable import printable
-from locklab.run import adaptive
+from locklab.run import adaptive, settle
 from locklab.run.engine import Engine
-from locklab.run.estimate import estimate_text
+from locklab.run.estimate import duration_text, estimate_text
 from locklab.run.source_plugin import compiled, is_source
-from locklab.run.sweep import run_sweep, runs_at_once
+from locklab.run.sweep import SweepOutcome, describe, run_sweep, runs_at_once, swept_axes
 from locklab.store import Experiment, Run, Store
 
 
@@ -92,10 +94,11 @@ def execute(
     experiment: Experiment,
     resume_hint: str | None = None,
     print_table: bool = True,
+    settle_cells: bool = False,
 ) -> tuple[int, tuple[list[Run], Analysis] | None]:
     """Measure what is missing of the experiment and print its table (unless another table
     shows it): the exit status, and the runs and the analysis the table came from (None when
-    interrupted)."""
+    interrupted). With `settle_cells`, the cells a few more runs would settle get them first."""
     spec = experiment.spec
     errors = listing.stderr_console()
     runs_planned = len(spec.schedule())
@@ -122,6 +125,19 @@ def execute(
         )
     runs = store.runs(experiment)
     analysis = analyse_experiment(experiment, runs, chosen)
+    if settle_cells and not spec.repeat_auto:
+        try:
+            more = _settle(engine, store, experiment, runs, analysis, errors)
+        except KeyboardInterrupt:  # the planned runs are in: the table is theirs and these
+            print(f"locklab: interrupted while settling; #{experiment.id}'s planned runs are "
+                  f"complete: locklab table {experiment.id} --store {args.store}",
+                  file=sys.stderr)  # fmt: skip
+            return EXIT_INTERRUPTED, None
+        if more is not None:
+            outcome.failures += more.failures
+            outcome.replays += more.replays
+            runs = store.runs(experiment)
+            analysis = analyse_experiment(experiment, runs, chosen)
     if print_table:
         listing.print_analysis(analysis, args.plain, args.wide)
     if spec.repeat_auto:
@@ -131,6 +147,40 @@ def execute(
     for command in outcome.replays:  # a simulated failure, deterministic: one command each
         print(f"locklab: replay it alone: {printable(command)}", file=sys.stderr)
     return (EXIT_RUN_FAILED if outcome.failures else 0), (runs, analysis)
+
+
+def _settle(
+    engine: Engine,
+    store: Store,
+    experiment: Experiment,
+    runs: list[Run],
+    analysis: Analysis,
+    errors: Console,
+) -> SweepOutcome | None:
+    """The few more runs the verdicts ask for (run/settle.py), said before they run; None when
+    no cell asks."""
+    spec = experiment.spec
+    configs = {config.key: config for config in spec.configurations()}
+    swept = swept_axes(spec)
+    at_once = runs_at_once(spec)
+    wanted = settle.plan(analysis, spec, runs, at_once,
+                         lambda key: describe(configs[key], swept))  # fmt: skip
+    for line in wanted.no_time:
+        errors.print(
+            f"not settled: {line} would take more than {settle.TIME_SHARE:.0%} of the "
+            "time its planned runs took"
+        )
+    if not wanted.wanted:
+        return None
+    errors.print(
+        f"settling {len(wanted.settling)} inconclusive cell"
+        f"{'s' if len(wanted.settling) != 1 else ''} that asked for a few more runs (at most "
+        f"{settle.FEW_RUNS_FACTOR * spec.repeat} per cell): {wanted.extra_runs} more runs, the "
+        f"cells' and their baselines', about {duration_text(wanted.extra_s)}; "
+        + "; ".join(wanted.settling)
+    )
+    return run_sweep(engine, store, experiment, errors,
+                     wanted.todo(spec, store.finished(experiment)))  # fmt: skip
 
 
 # A guest's boot and power-off around each locktorture run, under emulation, for the estimate.

@@ -74,11 +74,15 @@ class Completion:
 
 def completion(spec: ExperimentSpec, runs: list[Run]) -> Completion:
     planned = len(spec.configurations()) * spec.repeat
-    finished = {(run.config_key, run.repeat) for run in runs if run.status == "ok"}
+    stored = {(run.config_key, run.repeat) for run in runs if run.status == "ok"}
+    finished = {(key, repeat) for key, repeat in stored if repeat < spec.repeat}
+    settling = len(stored) - len(finished)  # past the plan: run/settle.py's
     ok = len(finished)
     failed = sum(run.status != "ok" for run in runs)
     complete = ok >= planned
     state = "complete" if complete else f"incomplete: {planned - ok} missing"
+    if settling:
+        state += f", and {settling} run{'s' if settling != 1 else ''} past it to settle verdicts"
     if spec.repeat_auto and not complete:
         # Adaptive: complete once every configuration is settled (or at the maximum).
         rounds = {repeat for _, repeat in finished}

@@ -38,7 +38,7 @@ def _simulated_host_s(
             for point, times in seen.items()}  # fmt: skip
 
 
-def _duration(seconds: float) -> str:
+def duration_text(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
 
 
@@ -46,14 +46,14 @@ def estimate_text(spec: ExperimentSpec, store: Store, runs_at_once: int) -> str:
     """'about 3.2 min in all', and for a simulated experiment where that figure comes from."""
     schedule = spec.schedule()
     if not spec.sim:
-        return f"about {_duration(len(schedule) * spec.expected_run_s() / runs_at_once)} in all"
+        return f"about {duration_text(len(schedule) * spec.expected_run_s() / runs_at_once)} in all"
     known = _simulated_host_s(store, spec.sim, spec.warmup_s + spec.duration_s)
     times = [known.get((config.variant.lock, config.axis("nwriters"))) for config, _ in schedule]
     found = [t for t, _ in filter(None, times)]
     if not found:
         return (f"host time unknown: a simulated run takes what its writers and lock cost the "
                 f"host, and this store has no earlier run of them on {spec.sim}")  # fmt: skip
-    took = _duration(sum(found) / runs_at_once)
+    took = duration_text(sum(found) / runs_at_once)
     rough = (" (scaled from runs of other virtual lengths: rough)"
              if any(scaled for _, scaled in filter(None, times)) else "")  # fmt: skip
     if len(found) == len(times):

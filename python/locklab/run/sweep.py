@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
 from rich.console import Console
@@ -53,16 +54,26 @@ def describe(config: Configuration, swept: set[str]) -> str:
     return printable(" ".join([config.variant.label, *shown]))
 
 
+def swept_axes(spec: ExperimentSpec) -> set[str]:
+    """The axes that tell this sweep's runs apart, for `describe`."""
+    return {axis for axis, values in spec.sweep.items() if len(values) > 1} | {"nwriters"}
+
+
 def run_sweep(
-    engine: Engine, store: Store, experiment: Experiment, console: Console
+    engine: Engine,
+    store: Store,
+    experiment: Experiment,
+    console: Console,
+    extra: list[tuple[Configuration, int]] | None = None,
 ) -> SweepOutcome:
-    """Run what is missing of ``experiment``, in its interleaved order. A variant whose run
-    fails (violation, deadlock) is not run again in this sweep; the others go on. Each run is
+    """Run what is missing of ``experiment``, in its interleaved order, or the ``extra`` runs
+    past its plan that settle its verdicts (run/settle.py). A variant whose run fails
+    (violation, deadlock) is not run again in this sweep; the others go on. Each run is
     claimed in the store before it starts, so a second process resuming the same experiment
     at the same time measures only what this one has not taken. Measured runs go one at a
     time; simulated ones, one per CPU here at a time, stored in the order they started."""
     try:
-        return _Sweep(engine, store, experiment, console).run()
+        return _Sweep(engine, store, experiment, console, extra).run()
     finally:
         store.release_claims(experiment)
 
@@ -84,17 +95,26 @@ class _Started:
 
 class _Sweep:
     def __init__(
-        self, engine: Engine, store: Store, experiment: Experiment, console: Console
+        self,
+        engine: Engine,
+        store: Store,
+        experiment: Experiment,
+        console: Console,
+        extra: list[tuple[Configuration, int]] | None,
     ) -> None:
         self.engine, self.store, self.experiment, self.console = engine, store, experiment, console
         spec = self.spec = experiment.spec
-        schedule = spec.schedule()
+        schedule = spec.schedule() if extra is None else extra
         done = store.finished(experiment)
         self.todo = [(config, repeat) for config, repeat in schedule
                      if (config.key, repeat) not in done]  # fmt: skip
         self.outcome = SweepOutcome(planned=len(schedule),
                                     already_done=len(schedule) - len(self.todo))  # fmt: skip
-        self.settled_from = spec.min_repeat if spec.repeat_auto else spec.repeat
+        # The round from which --repeat auto runs only open configurations; never, for extras.
+        self.settled_from = (
+            sys.maxsize if extra is not None else spec.min_repeat if spec.repeat_auto
+            else spec.repeat
+        )  # fmt: skip
         self.open_keys: set[ConfigKey] | None = None  # None: every configuration still runs
         self.current_round = -1
         self.failed: set[str] = set()  # variants with a failed run stored
@@ -102,7 +122,7 @@ class _Sweep:
         self.version, self.commit = provenance.version(), provenance.commit()
         self.check = machine_check.stored_facts()  # kept with each run, for the table's summary
         self.per_run_s = spec.expected_run_s()
-        self.swept = {axis for axis, values in spec.sweep.items() if len(values) > 1} | {"nwriters"}
+        self.swept = swept_axes(spec)
 
     def run(self) -> SweepOutcome:
         columns = (
