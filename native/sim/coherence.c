@@ -227,13 +227,20 @@ static void count_transfer(struct sim_thread *self, struct sim_line *l, uint64_t
  * the answer the line is serving, and occupies the line for `occupancy`. Returns when it
  * arrives.
  */
-static uint64_t answer(struct sim_thread *self, struct sim_line *l, uint64_t cost,
-		       uint64_t occupancy, enum locklab_sim_distance distance, bool write)
+static uint64_t answer_from(struct sim_thread *self, struct sim_line *l, uint64_t from,
+			    uint64_t cost, uint64_t occupancy, enum locklab_sim_distance distance,
+			    bool write)
 {
-	uint64_t start = self->clock > l->busy_until ? self->clock : l->busy_until;
+	uint64_t start = from > l->busy_until ? from : l->busy_until;
 	l->busy_until = start + occupancy;
 	count_transfer(self, l, start, distance, write);
 	return start + cost;
+}
+
+static uint64_t answer(struct sim_thread *self, struct sim_line *l, uint64_t cost,
+		       uint64_t occupancy, enum locklab_sim_distance distance, bool write)
+{
+	return answer_from(self, l, self->clock, cost, occupancy, distance, write);
 }
 
 /*
@@ -263,10 +270,102 @@ static void buffer_store(struct sim_thread *self, uint64_t done)
 		self->stores_done_at = done;
 }
 
+void sim_end_overlap(struct sim_thread *self)
+{
+	self->miss_lag = 0;
+	self->loads_done_at = 0;
+	self->nrun_lines = 0;
+	self->npointer_lines = 0;
+}
+
 void sim_drain_stores(struct sim_thread *self)
 {
 	if (self->stores_done_at > self->clock)
 		self->clock = self->stores_done_at;
+	sim_end_overlap(self);
+}
+
+/*
+ * Overlapped misses, with the profile's fill buffers: a core sends the request of each miss
+ * when it reaches the access, without waiting for the misses before it, up to one miss per
+ * fill buffer (Intel's and AMD's optimisation guides, cited in each profile). The thread's
+ * clock waits for a miss; its core did not: miss_lag is how far the clock has run ahead of
+ * the core since the run of overlapped misses began, and a miss's request left at the clock
+ * less that lag, or when the oldest miss in flight completed if every buffer is taken. It
+ * takes effect when the request arrives and never before the thread's clock, so that a
+ * thread's accesses keep their order (x86's TSO keeps stores in order and loads in order;
+ * the hooks see an access before it is made, so its effect cannot wait): a store's value is
+ * seen, and a load reads, at that later time, by at most the lag. The answer comes back from
+ * the arrival, so independent misses cost about one transfer together. A store's request
+ * leaves only once the run's loads have their data (overlapped_request).
+ *
+ * The hooks see addresses, not what an address was computed from. The stated rule: a miss
+ * depends on the run before it, and waits in turn, if its line is one a load of this run
+ * missed already (a spin polling its flag again), or one that an 8-byte load of this run
+ * returned as a value (a pointer followed: MCS's node->next); an address computed from a
+ * loaded index is not seen, and goes as independent. A spin's poll that misses waits in
+ * turn, and nothing after it overlaps it: the loop's exit is a branch the core predicted
+ * the other way, and what follows runs once the poll's data is back. A poll is the first
+ * load miss after a spin iteration ended (cpu_relax) or a parked spin woke. An RMW, a
+ * barrier, a sleep or a parked spin ends the run (sim_end_overlap), as does a miss that
+ * waits in turn.
+ */
+static bool line_in(const uintptr_t *lines, unsigned int n, uintptr_t key)
+{
+	for (unsigned int i = 0; i < n; i++)
+		if (lines[i] == key)
+			return true;
+	return false;
+}
+
+static bool may_overlap(const struct sim_thread *self, uintptr_t key, bool load)
+{
+	unsigned int most = (unsigned int)sim_machine.fill_buffers;
+	if (most == 0 || line_in(self->pointer_lines, self->npointer_lines, key))
+		return false;
+	return !load || (self->nrun_lines < most && !line_in(self->run_lines, self->nrun_lines, key));
+}
+
+void sim_note_loaded(struct sim_thread *self, uint64_t value)
+{
+	uintptr_t key = sim_line_of((uintptr_t)value);
+	if (line_in(self->pointer_lines, self->npointer_lines, key))
+		return;
+	if (self->npointer_lines == (unsigned int)sim_machine.fill_buffers)
+		sim_end_overlap(self); /* too many to follow: the next miss starts a run */
+	else
+		self->pointer_lines[self->npointer_lines++] = key;
+}
+
+struct overlapped {
+	uint64_t core;    /* where the core is once it has sent the request */
+	uint64_t arrives; /* when the request reaches the line */
+};
+
+static uint64_t later(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+/* A store's request also waits for the data of the run's loads: the store may depend on them
+ * (by its value, or by a branch: a spin's exit), and x86 commits it after them. The core goes
+ * on meanwhile, as it leaves the store in its buffer. */
+static struct sim_line *overlapped_request(struct sim_thread *self, uintptr_t key, uint64_t cost,
+					   bool load, struct overlapped *miss)
+{
+	uint64_t reached = self->clock - self->miss_lag;
+	miss->core = later(reached, self->fills_done_at[self->fill_next]);
+	uint64_t issued = load ? miss->core : later(miss->core, self->loads_done_at);
+	miss->arrives = issued + cost / 2;
+	self->clock = later(self->clock, miss->arrives);
+	bool created;
+	sim_order_access();
+	return line_find(key, self->cpu, &created);
+}
+
+/* The miss's answer is back at `done`: its fill buffer is free from then on. */
+static void overlapped_done(struct sim_thread *self, const struct overlapped *miss, uint64_t done)
+{
+	self->fills_done_at[self->fill_next] = done;
+	self->fill_next = (self->fill_next + 1) % (unsigned int)sim_machine.fill_buffers;
+	self->miss_lag = self->clock - miss->core;
 }
 
 /*
@@ -394,11 +493,27 @@ bool sim_access(uintptr_t addr, unsigned int size, enum sim_access kind)
 		if (nearest_copy(l, cpu, &cost, &distance) < 0)
 			cost = sim_memory_cost(cpu, l->home_node);
 		cost = jittered(self, cost);
-		l = request_travels(self, key, cost);
 		uint64_t half = cost - cost / 2;
-		bool clean = l->owner < 0 && line_has_copies(l);
-		self->clock = answer(self, l, half, clean ? shared_read_occupancy(half) : half,
-				     distance, false);
+		bool poll = self->spin_polling;
+		self->spin_polling = false;
+		if (!poll && may_overlap(self, key, true)) {
+			struct overlapped miss;
+			l = overlapped_request(self, key, cost, true, &miss);
+			bool clean = l->owner < 0 && line_has_copies(l);
+			uint64_t done = answer_from(self, l, miss.arrives, half,
+						    clean ? shared_read_occupancy(half) : half,
+						    distance, false);
+			self->clock = later(self->clock, done);
+			self->loads_done_at = later(self->loads_done_at, done);
+			overlapped_done(self, &miss, done);
+			self->run_lines[self->nrun_lines++] = key;
+		} else {
+			sim_end_overlap(self);
+			l = request_travels(self, key, cost);
+			bool clean = l->owner < 0 && line_has_copies(l);
+			self->clock = answer(self, l, half, clean ? shared_read_occupancy(half) : half,
+					     distance, false);
+		}
 		if (l->owner >= 0)
 			add_sharer(l, l->owner);
 		l->owner = -1;
@@ -425,14 +540,25 @@ bool sim_access(uintptr_t addr, unsigned int size, enum sim_access kind)
 	} else {
 		uint64_t acks = farthest_copy_cost(l, cpu);
 		uint64_t slowest = jittered(self, acks > cost ? acks : cost);
-		l = request_travels(self, key, slowest);
-		taken_at = self->clock;
 		uint64_t half = slowest - slowest / 2;
-		uint64_t done = answer(self, l, half, half, distance, true);
-		if (kind == SIM_STORE)
+		if (kind == SIM_STORE && may_overlap(self, key, false)) {
+			struct overlapped miss;
+			l = overlapped_request(self, key, slowest, false, &miss);
+			taken_at = self->clock;
+			uint64_t done = answer_from(self, l, miss.arrives, half, half, distance, true);
 			buffer_store(self, done);
-		else
-			self->clock = done;
+			overlapped_done(self, &miss, done);
+		} else {
+			if (kind == SIM_STORE)
+				sim_end_overlap(self);
+			l = request_travels(self, key, slowest);
+			taken_at = self->clock;
+			uint64_t done = answer(self, l, half, half, distance, true);
+			if (kind == SIM_STORE)
+				buffer_store(self, done);
+			else
+				self->clock = done;
+		}
 	}
 	self->clock += rmw;
 	memset(l->sharers, 0, (size_t)sharer_words * sizeof(l->sharers[0]));

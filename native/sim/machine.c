@@ -94,6 +94,11 @@ static void parse_line(char *text, const char *path, int line, int *cpus_seen)
 		m->max_hops = read_hop_costs(rest, m->costs.other_socket, path, line);
 	} else if (strcmp(key, "memory_remote") == 0) {
 		read_hop_costs(rest, m->costs.memory_remote, path, line);
+	} else if (strcmp(key, "fill_buffers") == 0) {
+		m->fill_buffers = atoi(rest);
+		if (m->fill_buffers < 0 || m->fill_buffers > SIM_MAX_FILL_BUFFERS)
+			sim_fatal("%s:%d: fill_buffers must be 0 to %d", path, line,
+				  SIM_MAX_FILL_BUFFERS);
 	} else if (strcmp(key, "sockets") == 0) {
 		m->sockets = atoi(rest);
 		if (m->sockets < 1 || m->sockets > SIM_MAX_SOCKETS)
@@ -160,6 +165,11 @@ void sim_machine_load(void)
 			if (a != b && (m->hops[a][b] < 1 || m->hops[a][b] > m->max_hops))
 				sim_fatal("%s: sockets %d and %d are %d hops apart; costs are given "
 					  "for 1 to %d", path, a, b, m->hops[a][b], m->max_hops);
+	const char *stores = getenv("LOCKLAB_SIM_STORES");
+	if (stores != NULL && strcmp(stores, "in-turn") == 0)
+		m->fill_buffers = 0; /* the rule before overlapped misses, to compare with */
+	else if (stores != NULL && *stores != '\0' && strcmp(stores, "overlapped") != 0)
+		sim_fatal("LOCKLAB_SIM_STORES must be overlapped or in-turn, not '%s'", stores);
 	/* The control thread: a core of its own on socket 0, sharing no cache with anyone. */
 	m->cpu[m->cpus] = (struct sim_cpu){ .package = 0, .core = -1, .core_key = -1,
 					    .node = m->cpu[0].node, .smt_rank = 0, .llc = -1 };

@@ -27,6 +27,8 @@
 #define SIM_MAX_THREADS (SIM_MAX_CPUS + 8)
 #define SIM_MAX_SOCKETS 16
 #define SIM_MAX_HOPS 4
+/* The most store misses a profile may let a core keep in flight (its fill buffers). */
+#define SIM_MAX_FILL_BUFFERS 64
 #define SIM_FOREVER UINT64_MAX
 
 /* The value of the word of `size` bytes at `p`, as the access about to be made will read it
@@ -78,6 +80,9 @@ struct sim_machine {
 	double ghz;
 	int line_shift;
 	struct sim_costs costs;
+	/* Store misses one core keeps in flight at once; 0: each waits for the one before
+	 * (no fill_buffers in the profile, or LOCKLAB_SIM_STORES=in-turn). */
+	int fill_buffers;
 	int sockets;
 	int hops[SIM_MAX_SOCKETS][SIM_MAX_SOCKETS];
 	int max_hops;
@@ -180,6 +185,18 @@ struct sim_thread {
 	bool joined;                    /* its pthread_join has returned: the pthread_t may be reused */
 	uint64_t blocked_cycles;        /* asleep: futex, nanosleep, barrier, join */
 	uint64_t stores_done_at;        /* when its buffered stores have all completed */
+	/* Overlapped misses (coherence.c): how far its clock has run ahead of its core waiting
+	 * for misses in flight, when each of the last fill_buffers of them completes, the lines
+	 * its loads missed in this run, and the lines its 8-byte loads returned (pointers). */
+	uint64_t miss_lag;
+	uint64_t loads_done_at; /* when the run's load misses have their data */
+	bool spin_polling;      /* a spin iteration ended: its next load miss is a poll */
+	uint64_t fills_done_at[SIM_MAX_FILL_BUFFERS];
+	unsigned int fill_next;
+	uintptr_t run_lines[SIM_MAX_FILL_BUFFERS];
+	unsigned int nrun_lines;
+	uintptr_t pointer_lines[SIM_MAX_FILL_BUFFERS];
+	unsigned int npointer_lines;
 	const void *pc;                 /* the instrumented code's access now charged */
 	uint64_t latency_random;        /* its stream of transfer latencies (coherence.c); 0: unset */
 
@@ -252,6 +269,11 @@ enum sim_access { SIM_LOAD, SIM_STORE, SIM_RMW };
 /* Charge the calling thread for one access; returns whether it hit in its own cache. */
 /* A locked instruction or full barrier waits for the thread's buffered stores. */
 void sim_drain_stores(struct sim_thread *self);
+/* The thread's core waits for whatever it has in flight (a sleep, a drain): no overlap
+ * across it. */
+void sim_end_overlap(struct sim_thread *self);
+/* An 8-byte value a load returned: a miss on its line later in the run depends on it. */
+void sim_note_loaded(struct sim_thread *self, uint64_t value);
 bool sim_access(uintptr_t addr, unsigned int size, enum sim_access kind);
 uintptr_t sim_line_of(uintptr_t addr);
 /* A spinner parks on the line with this key (its link joins the line's list), or leaves it. */

@@ -721,6 +721,7 @@ void sim_block(void)
 {
 	struct sim_thread *self = sim_self;
 	uint64_t asleep_from = self->clock;
+	sim_end_overlap(self); /* what its core does next comes after the wake */
 	horizon_valid = false;
 	sim_reschedule();
 	self->blocked_cycles += self->clock - asleep_from;
@@ -765,6 +766,8 @@ static void park(struct sim_thread *self, uint64_t period)
 	}
 	self->state = SIM_SPIN_PARKED;
 	self->parked_at = self->clock;
+	sim_end_overlap(self);
+	self->spin_polling = true;
 	self->spin_period = period ? period : 1;
 	self->spin_parks++;
 	horizon_valid = false;
@@ -787,6 +790,7 @@ void sim_spin_iteration_end(void)
 	self->iteration_dirty = false;
 	self->iteration_start = self->clock;
 	self->iterations++;
+	self->spin_polling = true;
 	if (same && sim_spin_parking &&
 	    self->iterations - self->clock_read_iteration > clock_quiet_iterations)
 		park(self, period);

@@ -27,7 +27,10 @@ static inline __attribute__((always_inline)) void load(const volatile void *p, u
 		return;
 	NOTE_PC();
 	bool hit = sim_access((uintptr_t)p, size, SIM_LOAD);
-	sim_spin_load((uintptr_t)p, size, size <= 8 ? sim_peek(p, size) : 0, hit);
+	uint64_t value = size <= 8 ? sim_peek(p, size) : 0;
+	if (size == 8 && sim_self->miss_lag != 0)
+		sim_note_loaded(sim_self, value);
+	sim_spin_load((uintptr_t)p, size, value, hit);
 }
 
 static inline __attribute__((always_inline)) void store(volatile void *p, unsigned int size,

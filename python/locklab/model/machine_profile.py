@@ -18,10 +18,11 @@ from locklab.errors import LocklabError
 
 PROFILES_DIR = Path(__file__).resolve().parents[3] / "machines"
 FLAT_VERSION = 1
-# native/sim/runtime.h: SIM_MAX_CPUS, SIM_MAX_SOCKETS, SIM_MAX_HOPS
+# native/sim/runtime.h: SIM_MAX_CPUS, SIM_MAX_SOCKETS, SIM_MAX_HOPS, SIM_MAX_FILL_BUFFERS
 MAX_CPUS = 512
 MAX_SOCKETS = 16
 MAX_HOPS = 4
+MAX_FILL_BUFFERS = 64
 SCALAR_COSTS = (
     "hit", "atomic", "smt_sibling", "same_llc", "same_socket", "memory_local",
     "memory_same_socket", "cpu_relax", "futex_wait", "futex_wake", "context_switch",
@@ -54,6 +55,9 @@ class MachineProfile:
     sources: dict[str, str]
     path: Path
     line_bytes: int = 64
+    # Store misses one core keeps in flight (its L1D fill buffers); 0: the profile gives none,
+    # and each store miss waits for the one before (docs/simulator.md, "Overlapped stores").
+    fill_buffers: int = 0
 
     @property
     def cpus(self) -> int:
@@ -105,6 +109,7 @@ class MachineProfile:
             f"arch {self.arch}",
             f"ghz {self.ghz}",
             f"line_bytes {self.line_bytes}",
+            f"fill_buffers {self.fill_buffers}",
         ]
         lines += [f"cost {key} {self.costs[key]}" for key in SCALAR_COSTS]
         for key in PER_HOP_COSTS:
@@ -243,6 +248,17 @@ def _checked(data: dict, path: Path) -> MachineProfile:
     arch = str(data.get("arch", "x86_64"))
     if arch not in ("x86_64", "arm64"):
         raise LocklabError(f"{where}: arch must be x86_64 or arm64, not {arch}")
+    fill_buffers = data.get("fill_buffers", 0)
+    if (
+        not isinstance(fill_buffers, int)
+        or isinstance(fill_buffers, bool)
+        or not (0 <= fill_buffers <= MAX_FILL_BUFFERS)
+    ):
+        raise LocklabError(f"{where}: fill_buffers must be a whole number from 0 to "
+                           f"{MAX_FILL_BUFFERS}")  # fmt: skip
+    if fill_buffers and not sources.get("fill_buffers"):
+        raise LocklabError(f"{where}: no source for fill_buffers (cite one, or write "
+                           "'estimate: ...' with how it was derived)")  # fmt: skip
     profile = MachineProfile(
         name=name,
         summary=" ".join(str(data.get("summary", path.stem)).split()),
@@ -254,6 +270,7 @@ def _checked(data: dict, path: Path) -> MachineProfile:
         costs=costs,
         sources={str(k): " ".join(str(v).split()) for k, v in sources.items()},
         path=path,
+        fill_buffers=fill_buffers,
     )
     if profile.cpus > MAX_CPUS:
         raise LocklabError(f"{where}: {profile.cpus} CPUs, the simulator runs at most {MAX_CPUS}")
