@@ -271,12 +271,20 @@ KSHIM_FILES_rwsem := kernel/locking/rwsem.c kernel/locking/osq_lock.c
 KSHIM_FILES_qspinlock :=
 KSHIM_TREE_FILES = $(KSHIM_FILES_$(KSHIM_LOCK)) kernel/locking/qspinlock.c lib/rbtree.c
 KSHIM_OBJ = $(KSHIM_OUT).objs
-KERNEL_CFLAGS := -std=gnu11 -D__KERNEL__ -fno-strict-aliasing -fno-delete-null-pointer-checks \
+# The tree's lock event counters, where it has them (5.1 on): native/kshim/events.c.
+KSHIM_EVENTS = $(if $(wildcard $(KSHIM_TREE)/kernel/locking/lock_events_list.h),\
+	-DCONFIG_LOCK_EVENT_COUNTS -I$(KSHIM_TREE)/kernel/locking)
+KERNEL_CFLAGS = -std=gnu11 -D__KERNEL__ -fno-strict-aliasing -fno-delete-null-pointer-checks \
 	-fno-strict-overflow -fno-common -fPIC -fvisibility=hidden -g \
 	-Wall -Wno-unused-function -Wno-unused-variable -Werror=implicit-function-declaration \
-	-Inative/kshim/include -I$(KSHIM_TREE)/include -Inative/include -DKSHIM_LOCK_$(KSHIM_LOCK)
+	-Inative/kshim/include -I$(KSHIM_TREE)/include -Inative/include -DKSHIM_LOCK_$(KSHIM_LOCK) \
+	$(KSHIM_EVENTS)
 KSHIM_TREE_OBJS = $(patsubst %.c,$(KSHIM_OBJ)/tree/%.o,$(KSHIM_TREE_FILES))
-KSHIM_OWN_OBJS = $(KSHIM_OBJ)/sched.o $(KSHIM_OBJ)/bridge.o
+KSHIM_OWN_OBJS = $(KSHIM_OBJ)/sched.o $(KSHIM_OBJ)/bridge.o $(KSHIM_OBJ)/events.o
+# qspinlock.c's own events are listed only under CONFIG_QUEUED_SPINLOCKS, which the shim does
+# not set (it would choose other headers): that file counts nothing, the others as the tree does.
+$(KSHIM_OBJ)/tree/kernel/locking/qspinlock.o: KSHIM_EVENTS =
+
 
 .PHONY: kshim-plugin
 kshim-plugin: $(KSHIM_OUT)

@@ -85,6 +85,11 @@ def test_torture_oversubscribed(lock, build):
     assert outcome.result is not None
     assert outcome.result["violations"]["checked"] is True
     assert outcome.result["violations"]["total"] == 0
+    counted = outcome.result["lock_events"]["plugin"]  # the tree's own lockevent counters
+    if lock in ("rwsem", "mutex", "rtmutex"):
+        assert counted is not None and "rwsem_wlock_handoff" in counted
+    if lock == "rwsem":
+        assert counted["rwsem_wlock"] + counted["rwsem_opt_lock"] > 0
 
 
 def run_cli(*args: str, store: Path, timeout: float = SWEEP_TIMEOUT_S):

@@ -3,6 +3,7 @@
 import csv
 import io
 import json
+from dataclasses import replace
 
 import pytest
 from locklab.analysis import window_events
@@ -312,3 +313,31 @@ def test_a_window_inside_a_long_hold_stays_in_the_mean_and_is_flagged(store):
         "longer runs settle it, not more)"
     ), verdict
     assert "# window too short for a long hold a run met (one hold > 5% of the window)" in text
+
+
+def test_a_cell_that_drew_too_few_of_a_rare_event_is_flagged(store):
+    """k1 at 4 writers spreads by a third and its runs drew 0 to 3 rwsem hand-offs each: which
+    runs drew one may be its spread, so the cell is flagged too short, in its flags and its
+    verdict. k1 at 2 writers drew as unevenly, but its figures agree (within 5%), and the same
+    spread with 30 or more a run is not flagged either."""
+
+    def extra(label, nwriters, repeat):
+        handoffs = [0, 3, 1, 0, 2][repeat] if nwriters in (2, 4) else 0
+        plugin = {"rwsem_wlock_handoff": handoffs, "rwsem_wlock": 1000}
+        return {"lock_events": {"spin_expired": 0, "queue_flush": 0, "plugin": plugin}}
+
+    experiment = fill(store, spec_two_locks(), KOPS, extra=extra)
+    analysis = analyse_experiment(experiment, store.runs(experiment), Settings())
+    cells = analysis.sections[0].cells
+    assert cells[1, 4].rare_events == {"rwsem_wlock_handoff": range(0, 4)}
+    assert cells[1, 4].flags().endswith(window_events.TOO_SHORT_MARK)
+    assert not cells[1, 2].rare_events and not cells[0, 4].rare_events
+    many = [replace(run, result={**run.result, "lock_events": {"plugin": {
+        "rwsem_wlock_handoff": 30 + run.repeat}}}) for run in cells[1, 4].runs]  # fmt: skip
+    assert window_events.too_few(many, cells[1, 4].values, 5.0) == {}  # as spread, but many
+    text = table.plain(analysis)
+    verdict = next(line for line in text.splitlines() if line.startswith("  k1-rmacq: "))
+    assert verdict.endswith(
+        "; too few rwsem writer hand-offs at 4 writers (0 to 3 per run; longer runs settle "
+        "it, not more)"
+    ), verdict

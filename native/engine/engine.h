@@ -55,6 +55,16 @@ typedef void plugin_writer_loop_fn(struct worker *w, uint32_t control_seen);
 #define LOCKLAB_ENGINE_LAYOUT "unset"
 #endif
 plugin_writer_loop_fn *registry_plugin_loop(const struct lock_ops *ops);
+/*
+ * A plugin may count rare events of its own (a kernel: lock, the kernel's lock event counters,
+ * CONFIG_LOCK_EVENT_COUNTS): it exports LOCKLAB_PLUGIN_EVENTS_SYMBOL, which writes up to `most`
+ * names and counts, each summed over the plugin's CPUs, and returns how many it has. The
+ * engine calls it from its control thread, at the window's open and close.
+ */
+#define LOCKLAB_PLUGIN_EVENTS_SYMBOL "locklab_plugin_events"
+#define PLUGIN_MAX_EVENTS 64
+typedef unsigned int plugin_events_fn(const char **names, uint64_t *counts, unsigned int most);
+plugin_events_fn *registry_plugin_events(const struct lock_ops *ops);
 size_t registry_count(void);
 const struct lock_ops *registry_at(size_t i);
 size_t lock_tunable_count(const struct lock_ops *ops);
@@ -383,6 +393,11 @@ struct run_state {
 	struct steal_sample steal_end;
 	bool steal_read_start;
 	bool steal_read_end;
+	/* Rare events (lock.h's lock_event(), and the plugin's own): in the window alone. */
+	uint64_t events[LOCK_EVENTS];
+	unsigned int plugin_events;
+	const char *plugin_event_names[PLUGIN_MAX_EVENTS];
+	uint64_t plugin_event_counts[PLUGIN_MAX_EVENTS];
 #ifdef LOCKLAB_SIM
 	/* The simulation's counts when the window opened (report_sim.c). */
 	struct locklab_sim_counts sim_at_window;
@@ -456,6 +471,7 @@ void json_null(struct json_writer *w, const char *key);
 int report_write(struct run_state *run, int status);
 /* report_workload.c: --torture-delays, --numa-remote-ns, cpu_relax() and pause tunables. */
 void json_torture_delays(struct json_writer *j, const struct run_state *run, bool private_ok);
+void json_lock_events(struct json_writer *j, const struct run_state *run);
 void json_machine_workload(struct json_writer *j, const struct run_state *run);
 void json_pause_tunables(struct json_writer *j, const struct run_state *run);
 uint64_t remote_cost_paid_of(const struct run_state *run);

@@ -26,6 +26,7 @@ static const struct lock_ops *const builtin_locks[] = {
 static const struct lock_ops *plugin_locks[MAX_PLUGINS];
 /* A plugin's own writer loop (worker_loop.h compiled with its lock inlined), or NULL. */
 static plugin_writer_loop_fn *plugin_loops[MAX_PLUGINS];
+static plugin_events_fn *plugin_events[MAX_PLUGINS];
 static size_t plugin_count;
 
 size_t registry_count(void) { return BUILTIN_COUNT + plugin_count; }
@@ -88,6 +89,14 @@ plugin_writer_loop_fn *registry_plugin_loop(const struct lock_ops *ops)
 	return NULL;
 }
 
+plugin_events_fn *registry_plugin_events(const struct lock_ops *ops)
+{
+	for (size_t i = 0; i < plugin_count; i++)
+		if (plugin_locks[i] == ops)
+			return plugin_events[i];
+	return NULL;
+}
+
 /* ':' separates a source from a lock (kernel:rtmutex: the kernel tree's rtmutex). */
 static bool valid_lock_name(const char *name)
 {
@@ -146,6 +155,7 @@ void registry_load_plugin(const char *path)
 				    layout ? layout : "none", LOCKLAB_ENGINE_LAYOUT);
 	}
 	plugin_loops[plugin_count] = loop;
+	plugin_events[plugin_count] = (plugin_events_fn *)dlsym(handle, LOCKLAB_PLUGIN_EVENTS_SYMBOL);
 	plugin_locks[plugin_count++] = ops;
 }
 void list_locks(const char *json_path)

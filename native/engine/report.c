@@ -658,6 +658,7 @@ static int run_result_write_json(const struct run_state *run, const struct run_r
 	/* Unchecked, nothing counted hand-overs. */
 	json_handoffs(j, &r->handoffs, r->private_ok && !run->config->no_checks);
 	json_torture_delays(j, run, r->private_ok);
+	json_lock_events(j, run);
 	json_begin_object(j, "latency_ns");
 	json_latency(j, "write", run, &r->writers);
 	json_latency(j, "read", run, &r->readers);

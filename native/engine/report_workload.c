@@ -100,6 +100,27 @@ void json_torture_delays(struct json_writer *j, const struct run_state *run, boo
 	json_end_object(j);
 }
 
+/* The window's rare events (run.c counts them at its open and close). */
+void json_lock_events(struct json_writer *j, const struct run_state *run)
+{
+	static const char *const names[LOCK_EVENTS] = {
+		[LOCK_EVENT_SPIN_EXPIRED] = "spin_expired",
+		[LOCK_EVENT_QUEUE_FLUSH] = "queue_flush",
+	};
+	json_begin_object(j, "lock_events");
+	for (unsigned int e = 0; e < LOCK_EVENTS; e++)
+		json_uint(j, names[e], run->events[e]);
+	if (run->plugin_events) {
+		json_begin_object(j, "plugin");
+		for (unsigned int e = 0; e < run->plugin_events; e++)
+			json_uint(j, run->plugin_event_names[e], run->plugin_event_counts[e]);
+		json_end_object(j);
+	} else {
+		json_null(j, "plugin");
+	}
+	json_end_object(j);
+}
+
 uint64_t remote_cost_paid_of(const struct run_state *run)
 {
 	uint64_t paid = 0;

@@ -172,10 +172,41 @@ static void choose_sample_every(struct run_state *run, double warmup_s)
 	run->sample_every = sample_every_auto(acquisition_ns, run->calibration->sample_ns);
 }
 
+/*
+ * The rare events counted so far: lock.h's, summed over the threads, and the plugin's own.
+ * Not instrumented: in the simulator the control thread's reads of the threads' lines would
+ * move them, and the counts are statistics, read while the threads run.
+ */
+static __attribute__((no_sanitize_thread)) void count_events(struct run_state *run,
+							      uint64_t *events,
+							      uint64_t *plugin_counts)
+{
+	for (unsigned int e = 0; e < LOCK_EVENTS; e++) {
+		events[e] = 0;
+		for (unsigned int i = 0; i < run->nthreads; i++)
+			events[e] += *(volatile unsigned long *)&run->workers[i]->ctx.events[e];
+	}
+	plugin_events_fn *plugin = registry_plugin_events(run->config->lock);
+	run->plugin_events = plugin ? plugin(run->plugin_event_names, plugin_counts,
+					     PLUGIN_MAX_EVENTS) : 0;
+}
+
+/* The window's events: what was counted at its close less what was counted at its open. */
+static void close_events(struct run_state *run)
+{
+	uint64_t events[LOCK_EVENTS], plugin_counts[PLUGIN_MAX_EVENTS];
+	count_events(run, events, plugin_counts);
+	for (unsigned int e = 0; e < LOCK_EVENTS; e++)
+		run->events[e] = events[e] - run->events[e];
+	for (unsigned int e = 0; e < run->plugin_events; e++)
+		run->plugin_event_counts[e] = plugin_counts[e] - run->plugin_event_counts[e];
+}
+
 /* The measured window starts now: its time, and the series' first point. */
 static void open_window(struct run_state *run, double now, double *next_interval)
 {
 	run->window_start_s = now;
+	count_events(run, run->events, run->plugin_event_counts);
 #ifdef LOCKLAB_SIM
 	locklab_sim_counts(&run->sim_at_window);
 	run->sim_acquisitions_at_window = acquisitions_since_start(run);
@@ -254,6 +285,7 @@ static void drive(struct run_state *run)
 		}
 		check_watchdog(run, acquisitions_since_start(run), paused, now);
 	}
+	close_events(run);
 	run->steal_read_end = steal_read(run, &run->steal_end); /* within a tick of the end */
 }
 

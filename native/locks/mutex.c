@@ -164,6 +164,8 @@ static bool mutex_optimistic_spin(struct mutex *lock, struct lock_thread *self, 
 	}
 	if (!waiter)
 		osq_unlock(&lock->osq, self);
+	if (!taken && osq_now_ns() >= deadline) /* the tick's stand-in ran out, not the owner */
+		lock_event(self, LOCK_EVENT_SPIN_EXPIRED);
 	return taken;
 }
 

@@ -338,6 +338,7 @@ static void cna_wait_head_or_lock(struct qspinlock *lock, struct lock_thread *se
 			lock_wait_pause_unwoken(&lock->wait, &budget); /* a preempted owner: yield */
 	} else {
 		node->start_time = CNA_FLUSH_SECONDARY;
+		lock_event(self, LOCK_EVENT_QUEUE_FLUSH);
 	}
 }
 

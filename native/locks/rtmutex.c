@@ -683,8 +683,10 @@ static bool spin_on_owner(struct rtmutex *lock, struct rt_waiter *waiter, struct
 			return true;
 		if (!lock_task_running(&owner->base) || rt_top_waiter(lock) != waiter)
 			return false;
-		if ((i & 63) == 0 && now_ns() >= deadline)
+		if ((i & 63) == 0 && now_ns() >= deadline) {
+			lock_event(lock_thread_of_task(&waiter->task->base), LOCK_EVENT_SPIN_EXPIRED);
 			return false;
+		}
 		cpu_relax();
 	}
 }

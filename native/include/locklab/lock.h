@@ -59,6 +59,17 @@ struct lock_init_args {
 #define LOCK_QNODES_PER_THREAD 5
 
 /*
+ * Rare events a lock counts, per thread: each has a time constant as long as a short window or
+ * longer, so how many a run drew says whether its window was long enough (the engine reports
+ * them for the window alone, and the kernel's own lock event counters beside them).
+ */
+enum lock_event {
+	LOCK_EVENT_SPIN_EXPIRED, /* a time-bounded spin ran out of its budget */
+	LOCK_EVENT_QUEUE_FLUSH,  /* CNA: the secondary queue went back, its threshold reached */
+	LOCK_EVENTS,
+};
+
+/*
  * A thread's context. `index` is dense (0..nthreads-1) so array locks and encoded queue tails
  * (index + 1, 0 meaning none, as the kernel's tail encoding) can use it directly.
  * `cpu` and `numa_node` are -1 when the thread is not pinned. Queue nodes are per thread and
@@ -76,8 +87,15 @@ struct lock_thread {
 	/* Counted by the waiting policies (wait.h): futex sleeps, and wake-ups this thread sent. */
 	unsigned long parks;
 	unsigned long wakes;
+	unsigned long events[LOCK_EVENTS]; /* lock_event() */
 	alignas(LOCKLAB_CACHELINE) unsigned char qnode[LOCK_QNODES_PER_THREAD][LOCK_QNODE_BYTES];
 };
+
+/* One more of a rare event: a relaxed store, as the engine reads the counts while threads run. */
+static inline void lock_event(struct lock_thread *self, enum lock_event event)
+{
+	__atomic_store_n(&self->events[event], self->events[event] + 1, __ATOMIC_RELAXED);
+}
 
 /*
  * What each of a thread's queue nodes holds, by the convention the built-in locks share, so

@@ -263,6 +263,7 @@ def _cell(
         [d for _, d in disturbance.disturbed_runs(good)],
         len(holds),
         max(holds, default=0),
+        window_events.too_few(good, values, settings.min_effect),
     )
 
 

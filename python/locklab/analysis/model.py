@@ -77,6 +77,8 @@ class Cell:
     # Runs that met a long hold too long for their window (window_events), and the longest.
     short_window_runs: int = 0
     short_window_hold_ns: int = 0
+    # The lock's rare events its runs drew too few of (window_events.too_few): counts per run.
+    rare_events: dict[str, range] = field(default_factory=dict)
 
     def flags(self, min_effect: float = stats.DEFAULT_MIN_EFFECT_PCT) -> str:
         marks = ""
@@ -90,7 +92,7 @@ class Cell:
             marks += "x"
         if self.disturbed:
             marks += disturbance.MARKER
-        if self.short_window_runs:
+        if self.short_window_runs or self.rare_events:
             marks += window_events.TOO_SHORT_MARK
         return marks
 

@@ -77,7 +77,7 @@ def verdict(section: Section, column: int, axis: str, settings: Settings) -> str
         if disturbed:
             runs = sum(len(c.runs) for c in cells)
             line += f" ({disturbed} of {runs} runs disturbed)"
-    return line + _short_window(section, column, axis)
+    return line + _short_window(section, column, axis) + _rare_events(section, column, axis)
 
 
 def _short_window(section: Section, column: int, axis: str) -> str:
@@ -93,6 +93,25 @@ def _short_window(section: Section, column: int, axis: str) -> str:
     runs = sum(len(c.runs) for c in cells.values())
     return (f"; window too short for its {hold} long holds at {where} {_unit(axis, where)} "
             f"({met} of {runs} runs met one; longer runs settle it, not more)")  # fmt: skip
+
+
+def _rare_events(section: Section, column: int, axis: str) -> str:
+    """'; too few rwsem writer hand-offs at 4 writers (0 to 3 per run; longer runs settle it,
+    not more)', one clause per event."""
+    found: dict[str, dict[int, range]] = {}
+    for row in section.rows:
+        if (cell := section.cells.get((column, row))) is not None:
+            for name, counts in cell.rare_events.items():
+                found.setdefault(name, {})[row] = counts
+    clauses = []
+    for name, rows in found.items():
+        where = _where(list(rows), section.rows)
+        least = min(r.start for r in rows.values())
+        most = max(r.stop - 1 for r in rows.values())
+        clauses.append(f"; too few {window_events.RARE_EVENTS[name]} at {where} "
+                       f"{_unit(axis, where)} ({least} to {most} per run; longer runs settle "
+                       "it, not more)")  # fmt: skip
+    return "".join(clauses)
 
 
 def _settle(comparisons: list[stats.Comparison], min_effect: float) -> str:

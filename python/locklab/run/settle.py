@@ -104,10 +104,12 @@ def plan(
 
 def _asks_for(cell: Cell | None, base: Cell | None, min_effect: float) -> int | None:
     """The runs per cell an inconclusive comparison asks for, or None: settled, failed, or a
-    window too short for its long holds (longer runs settle that, not more)."""
+    window too short for its long holds or rare events (longer runs settle that, not more)."""
     if cell is None or base is None or cell.comparison is None or not cell.runs or not base.runs:
         return None
-    if cell.failed_runs or base.failed_runs or cell.short_window_runs or base.short_window_runs:
+    if cell.failed_runs or base.failed_runs:
+        return None
+    if cell.short_window_runs or base.short_window_runs or cell.rare_events or base.rare_events:
         return None
     if cell.comparison.judgement(min_effect) != stats.INCONCLUSIVE:
         return None

@@ -130,6 +130,9 @@ DEFINE_LOCK_GUARD_1(raw_spinlock_irqsave, raw_spinlock_t,
 #define this_cpu_inc(var) __this_cpu_inc(var)
 #define this_cpu_dec(var) __this_cpu_dec(var)
 #define this_cpu_add(var, v) ((*this_cpu_ptr(&(var))) += (v))
+/* lock_events.h's counters (CONFIG_LOCK_EVENT_COUNTS): kshim/events.c sums them. */
+#define raw_cpu_inc(var) __this_cpu_inc(var)
+#define raw_cpu_add(var, v) this_cpu_add(var, v)
 #define nr_cpu_ids KSHIM_NR_CPUS
 #define num_possible_cpus() KSHIM_NR_CPUS
 #define prefetch(x) __builtin_prefetch(x)
