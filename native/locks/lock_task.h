@@ -26,13 +26,6 @@ static inline struct lock_task *lock_task_of(struct lock_thread *self)
 	return lock_qnode(self, LOCK_QNODE_TASK, struct lock_task);
 }
 
-/* The thread whose task this is (the task lives in its queue node slot). */
-static inline struct lock_thread *lock_thread_of_task(struct lock_task *task)
-{
-	return (struct lock_thread *)(void *)((char *)task -
-					      offsetof(struct lock_thread, qnode[LOCK_QNODE_TASK]));
-}
-
 static inline bool lock_task_running(const struct lock_task *task)
 {
 	return !READ_ONCE(task->sleeping);

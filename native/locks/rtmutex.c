@@ -684,7 +684,7 @@ static bool spin_on_owner(struct rtmutex *lock, struct rt_waiter *waiter, struct
 		if (!lock_task_running(&owner->base) || rt_top_waiter(lock) != waiter)
 			return false;
 		if ((i & 63) == 0 && now_ns() >= deadline) {
-			lock_event(lock_thread_of_task(&waiter->task->base), LOCK_EVENT_SPIN_EXPIRED);
+			lock_event(rt_thread_of(waiter->task), LOCK_EVENT_SPIN_EXPIRED);
 			return false;
 		}
 		cpu_relax();
