@@ -285,7 +285,6 @@ KSHIM_OWN_OBJS = $(KSHIM_OBJ)/sched.o $(KSHIM_OBJ)/bridge.o $(KSHIM_OBJ)/events.
 # not set (it would choose other headers): that file counts nothing, the others as the tree does.
 $(KSHIM_OBJ)/tree/kernel/locking/qspinlock.o: KSHIM_EVENTS =
 
-
 .PHONY: kshim-plugin
 kshim-plugin: $(KSHIM_OUT)
 

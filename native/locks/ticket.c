@@ -113,7 +113,7 @@ static void ticket_park(struct ticket_lock *lock, struct lock_thread *self,
 	__atomic_fetch_add(&turn->parked, 1, __ATOMIC_RELAXED);
 	smp_mb(); /* parked before the read of now_serving: pairs with ticket_unpark() */
 	if (READ_ONCE(lock->now_serving) != ticket) {
-		lock_wait_count(&self->parks);
+		lock_count(&self->parks);
 		if (futex_wait(&turn->seq, seq) == 0)
 			return; /* woken: the waker took us off the count */
 	}

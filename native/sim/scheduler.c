@@ -766,8 +766,7 @@ static void park(struct sim_thread *self, uint64_t period)
 	}
 	self->state = SIM_SPIN_PARKED;
 	self->parked_at = self->clock;
-	sim_end_overlap(self);
-	self->spin_polling = true;
+	sim_end_overlap(self); /* spin_polling stays set: its first miss after the wake is a poll */
 	self->spin_period = period ? period : 1;
 	self->spin_parks++;
 	horizon_valid = false;

@@ -91,10 +91,17 @@ struct lock_thread {
 	alignas(LOCKLAB_CACHELINE) unsigned char qnode[LOCK_QNODES_PER_THREAD][LOCK_QNODE_BYTES];
 };
 
-/* One more of a rare event: a relaxed store, as the engine reads the counts while threads run. */
+/* One more of a thread's counts (parks, wakes, events): a relaxed store, as the engine reads
+ * them while the threads run. */
+static inline void lock_count(unsigned long *counter)
+{
+	__atomic_store_n(counter, *counter + 1, __ATOMIC_RELAXED);
+}
+
+/* One more of a rare event. */
 static inline void lock_event(struct lock_thread *self, enum lock_event event)
 {
-	__atomic_store_n(&self->events[event], self->events[event] + 1, __ATOMIC_RELAXED);
+	lock_count(&self->events[event]);
 }
 
 /*

@@ -158,12 +158,6 @@ lock_wait_pause_unwoken(const struct lock_wait *wait, struct lock_wait_budget *b
 		sched_yield();
 }
 
-/* One more park or wake: a relaxed store, as statistics may read it while threads run. */
-static inline void lock_wait_count(unsigned long *counter)
-{
-	__atomic_store_n(counter, *counter + 1, __ATOMIC_RELAXED);
-}
-
 /* Who takes a woken waiter off P: its waker (a count in the lock), or itself (in its node). */
 enum lock_park_count {
 	LOCK_COUNT_WAKER,
@@ -181,7 +175,7 @@ static inline void lock_park_counted(struct lock_thread *self, struct lock_wait_
 	__atomic_fetch_add(parked, 1, __ATOMIC_RELAXED);
 	smp_mb(); /* P's increment before the read of W: pairs with the waker's smp_mb() */
 	if (READ_ONCE(*word) == value) {
-		lock_wait_count(&self->parks);
+		lock_count(&self->parks);
 		if (futex_wait(word, value) == 0 && by == LOCK_COUNT_WAKER)
 			return; /* woken: the waker took us off the count */
 	}

@@ -179,8 +179,7 @@ def _settle(
         f"cells' and their baselines', about {duration_text(wanted.extra_s)}; "
         + "; ".join(wanted.settling)
     )
-    return run_sweep(engine, store, experiment, errors,
-                     wanted.todo(spec, store.finished(experiment)))  # fmt: skip
+    return run_sweep(engine, store, experiment, errors, wanted.todo(spec))
 
 
 # A guest's boot and power-off around each locktorture run, under emulation, for the estimate.

@@ -34,24 +34,16 @@ class SettlePlan:
     extra_s: float = 0.0  # their estimated host time
     budget_s: float = 0.0
 
-    def todo(
-        self, spec: ExperimentSpec, done: set[tuple[ConfigKey, int]]
-    ) -> list[tuple[Configuration, int]]:
+    def todo(self, spec: ExperimentSpec) -> list[tuple[Configuration, int]]:
         """The extra (configuration, repeat) to run, in rounds, each a seeded shuffle as the
-        planned ones: the repeats past the plan's, never one already stored."""
-        have = self.have
+        planned ones: repeats past the plan's (the sweep skips any already stored)."""
         configs = {config.key: config for config in spec.configurations()}
-        next_repeat = {key: spec.repeat for key in self.wanted}
         rng = random.Random(f"{spec.seed}-settle")
         order: list[tuple[Configuration, int]] = []
-        for round_ in range(max((n - have.get(k, 0) for k, n in self.wanted.items()), default=0)):
-            due = [key for key, n in self.wanted.items() if n - have.get(key, 0) > round_]
+        for round_ in range(max((n - self.have[k] for k, n in self.wanted.items()), default=0)):
+            due = [key for key, n in self.wanted.items() if n - self.have[key] > round_]
             rng.shuffle(due)
-            for key in due:
-                while (key, next_repeat[key]) in done:
-                    next_repeat[key] += 1
-                order.append((configs[key], next_repeat[key]))
-                next_repeat[key] += 1
+            order += [(configs[key], spec.repeat + round_) for key in due]
         return order
 
 
