@@ -11,7 +11,10 @@ one binary side by side:
 - contexts: every thread's code on one host thread as a context of its own, swapped in user
   space, the next thread taken from a heap (docs/simulator.md, "Speed").
 
-With BENCH_SIM_BEFORE=PATH, a third column: an earlier build's locklab-sim (its one runtime).
+With BENCH_SIM_BEFORE=PATH, a third column: an earlier checkout of locklab at PATH, built
+with `make build`: its locklab-sim (its one runtime), and the kernel's lock built by its own
+code for its own engine layout. Every column then reads the profiles without `fill_buffers`,
+which the earlier simulator predates: misses are charged in turn, its model, in all three.
 
 Each pair must give the same figures (every field of the JSON but the host_* ones): the line
 says so. The rate is all acquisitions (warm-up included) over the simulator's own host time
@@ -31,6 +34,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -63,13 +67,36 @@ def simulate(binary: Path, machine: Path, lock: str, writers: int, plugin: str |
     return result
 
 
+def earlier_kernel_lock(checkout: Path, lock: str, machine: Path) -> str:
+    """The kernel's lock built by the earlier checkout's own code, for its engine layout."""
+    code = ("import sys; from pathlib import Path; "
+            "from locklab.kernel.from_source import build_source_lock; "
+            "print(build_source_lock(sys.argv[1], 'stock', [], 'sim', "
+            "Path('build/opt/locklab-bench'), "
+            "sim_machine=Path(sys.argv[2]).read_text()).plugin)")  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", code, lock, str(machine)], cwd=checkout,
+                          capture_output=True, text=True, check=True, timeout=3600,
+                          env={**os.environ, "PYTHONPATH": str(checkout / "python")})  # fmt: skip
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def flat_profile(name: str, in_turn: bool) -> str:
+    text = find_profile(name).flat_text()
+    if not in_turn:
+        return text
+    return "".join(line for line in text.splitlines(keepends=True)
+                   if not line.startswith("fill_buffers "))  # fmt: skip
+
+
 def rate(run: dict[str, Any]) -> float:
     return float(run["acquisitions_since_start"]) / float(run["simulation"]["host_s"])
 
 
 def main() -> None:
     quick = os.environ.get("BENCH_SIM_QUICK") == "1"
-    before = os.environ.get("BENCH_SIM_BEFORE")
+    before_checkout = os.environ.get("BENCH_SIM_BEFORE")
+    checkout = Path(before_checkout).resolve() if before_checkout else None
+    before = checkout / "build" / "sim" / "locklab-sim" if checkout else None
     locks = LOCKS[:-1] if quick else LOCKS
     points = POINTS[:-1] if quick else POINTS
     print(
@@ -82,7 +109,8 @@ def main() -> None:
     print(header)
     with tempfile.TemporaryDirectory() as folder:
         for profile in sorted({p for p, _ in points}):
-            (Path(folder) / f"{profile}.machine").write_text(find_profile(profile).flat_text())
+            text = flat_profile(profile, in_turn=before is not None)
+            (Path(folder) / f"{profile}.machine").write_text(text)
         for lock in locks:
             for profile, writers in points:
                 machine = Path(folder) / f"{profile}.machine"
@@ -96,8 +124,11 @@ def main() -> None:
                 old, new = rate(runs["threads"]), rate(runs["contexts"])
                 line = f"  {lock:<15} {profile:<13} {writers:>4}"
                 first = old
-                if before:
-                    earlier = simulate(Path(before), machine, lock, writers, plugin, "threads")
+                if before and checkout:
+                    earlier_plugin = (earlier_kernel_lock(checkout, lock.removeprefix("kernel:"),
+                                                          machine)
+                                      if plugin else None)  # fmt: skip
+                    earlier = simulate(before, machine, lock, writers, earlier_plugin, "threads")
                     first = rate(earlier)
                     line += f" {first:>10,.0f}"
                 line += (f" {old:>10,.0f} {new:>10,.0f} {new / first:>7.1f}x  "

@@ -667,6 +667,7 @@ def test_line_latency_fanout_and_futex():
     assert "--fanout 1000" in line_latency("--fanout", "1000").stderr
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
 def test_a_profile_of_this_machine_from_measurements(tmp_path):
     """locklab machines --measure writes a profile the simulator runs on: its line transfer
     and cpu_relax measured here, the rest said to be estimates; bad names are one line."""

@@ -39,7 +39,10 @@ void histogram_record(struct histogram *h, uint64_t value)
 		h->max = value;
 }
 
-void histogram_merge(struct histogram *into, const struct histogram *from)
+/* Merge and percentile run only in the report, after the run: the simulator leaves them out of
+ * its model, as it does the report's own files (Makefile, SIM_UNMODELLED_SRC). */
+__attribute__((no_sanitize_thread)) void histogram_merge(struct histogram *into,
+							 const struct histogram *from)
 {
 	for (unsigned int b = 0; b < HIST_BUCKETS; b++)
 		into->bucket[b] += from->bucket[b];
@@ -50,7 +53,8 @@ void histogram_merge(struct histogram *into, const struct histogram *from)
 }
 
 /* The value at percentile pct (0-100), as the midpoint of its bucket, capped at the max. */
-uint64_t histogram_percentile(const struct histogram *h, double pct)
+__attribute__((no_sanitize_thread)) uint64_t histogram_percentile(const struct histogram *h,
+							    double pct)
 {
 	if (h->count == 0)
 		return 0;

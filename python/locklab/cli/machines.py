@@ -72,9 +72,9 @@ def profile_lines(p: MachineProfile) -> list[str]:
         if isinstance(value, tuple):
             shown += " (by hops)"
         lines.append(f"    {key:<19} {shown:<14} {p.sources.get(key, '')}")
-    stores = (f"{p.fill_buffers} in flight per core" if p.fill_buffers else
+    misses = (f"{p.fill_buffers} in flight per core" if p.fill_buffers else
               "each waits for the one before (no fill_buffers in the profile)")  # fmt: skip
-    lines.append(f"  store misses: {stores}  {p.sources.get('fill_buffers', '')}".rstrip())
+    lines.append(f"  misses: {misses}  {p.sources.get('fill_buffers', '')}".rstrip())
     estimates = p.estimates()
     lines.append(f"  estimates: {', '.join(estimates) if estimates else 'none'}")
     return lines
