@@ -42,8 +42,6 @@ int main(int argc, char **argv)
 		config.lock ? locklab_sim_unsupported_lock(config.lock->name) : NULL;
 	if (not_simulated != NULL)
 		usage_error("%s cannot run in the simulator: %s", config.lock->name, not_simulated);
-	if (config.scenario)
-		usage_error("--scenario is not simulated: it needs scheduler priorities");
 	if (config.shuffle_interval_s > 0)
 		usage_error("--shuffle-interval is not simulated: one thread runs per virtual CPU");
 #endif

@@ -96,6 +96,9 @@ static void *pi_thread_main(void *arg)
 	struct pi_thread *t = arg;
 	struct pi_run *run = t->run;
 	const struct lock_ops *ops = run->config->lock;
+#ifdef LOCKLAB_SIM
+	locklab_sim_on_cpu_word(&t->ctx.off_cpu, 1); /* as worker_main() */
+#endif
 
 	for (u32 iteration = 1;; iteration++) {
 		wait_for(t->role == ROLE_LOW      ? &run->go_low

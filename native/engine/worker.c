@@ -169,6 +169,9 @@ void *worker_main(void *arg)
 	struct run_state *run = w->run;
 
 	w->tid = (pid_t)syscall(SYS_gettid); /* before the barrier, after which it is read */
+#ifdef LOCKLAB_SIM
+	locklab_sim_on_cpu_word(&w->ctx.off_cpu, 1); /* a kernel: lock's task may take its place */
+#endif
 	worker_pin_to(w, run->cpu_of_slot[w->slot]);
 	w->random = (run->config->seed + 1) * 0x9e3779b97f4a7c15ull ^ (w->slot + 1);
 	worker_sampling_from(w, run->sample_every);

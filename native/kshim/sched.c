@@ -8,6 +8,12 @@
 #include <linux/sched.h>
 #include <linux/sched/wake_q.h>
 
+#ifdef LOCKLAB_SIM
+/* locklab/sim.h's, declared here: the shim's kernel-side files include no C library header. */
+void locklab_sim_on_cpu_word(int *word, int off);
+void locklab_sim_boost(int *on_cpu_word, int prio);
+#endif
+
 /*
  * Sleep until a waker sets TASK_RUNNING: at once if one already has (__schedule_loop()).
  * A task about to sleep sets on_cpu to 0, then reads the state again, both sequentially
@@ -215,7 +221,8 @@ void wake_up_q(struct wake_q_head *head)
  * donor nor the priority changes, and otherwise under the task's run-queue lock (6.1 sets
  * pi_top_task there even when the priority stays, between equal priorities). The host's
  * scheduler is not told (that needs privilege and is the hand ports' job,
- * native/locks/lock_task.h); the locks' own decisions (waiter order, stealing, the top
+ * native/locks/lock_task.h); the simulator's scheduler model is (docs/scheduler.md). The
+ * locks' own decisions (waiter order, stealing, the top
  * waiter's spin) follow prio as in the kernel. No deadline tasks here, so no dl_prio() case.
  */
 void rt_mutex_setprio(struct task_struct *p, struct task_struct *pi_task)
@@ -229,8 +236,12 @@ void rt_mutex_setprio(struct task_struct *p, struct task_struct *pi_task)
 	raw_spinlock_t *rq_lock = &runqueue[task_cpu(p) % NR_CPUS].lock;
 	raw_spin_lock(rq_lock);
 	WRITE_ONCE(p->pi_top_task, pi_task);
-	if (prio != p->prio)
+	if (prio != p->prio) {
 		WRITE_ONCE(p->prio, prio);
+#ifdef LOCKLAB_SIM
+		locklab_sim_boost(&p->on_cpu, prio); /* the scheduler model runs it at that priority */
+#endif
+	}
 	raw_spin_unlock(rq_lock);
 }
 
@@ -246,6 +257,11 @@ void kshim_task_init(struct task_struct *task, unsigned int cpu, pid_t pid, int 
 {
 	task->__state = TASK_RUNNING;
 	task->on_cpu = 1;
+#ifdef LOCKLAB_SIM
+	/* Called by the task's own thread: on_cpu reads 0 while the scheduler model has switched
+	 * it out for another thread (docs/scheduler.md), as owner_on_cpu() expects. */
+	locklab_sim_on_cpu_word(&task->on_cpu, 0);
+#endif
 	task->cpu = cpu;
 	task->pid = pid;
 	task->policy = (unsigned int)policy;

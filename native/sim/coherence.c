@@ -443,9 +443,10 @@ bool sim_access(uintptr_t addr, unsigned int size, enum sim_access kind)
 	const struct sim_costs *costs = &sim_machine.costs;
 	uint64_t rmw = kind == SIM_RMW ? costs->atomic : 0;
 	uintptr_t key = sim_line_of(addr);
-	int cpu = self->cpu;
 	bool created;
 
+	sim_rq_check(self); /* first, as the CPU it runs on may be another thread's now */
+	int cpu = self->cpu;
 	/* An access that straddles two lines is charged as one to the first: rare, and only in
 	 * code that does not care (copies of unaligned structures). */
 	(void)size;

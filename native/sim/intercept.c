@@ -8,16 +8,19 @@
  *   clock_gettime     the calling CPU's clock (CLOCK_MONOTONIC_RAW stays the host's, for the
  *                     runtime's own wall time);
  *   nanosleep         sleeps in virtual time;
- *   sched_yield       a system call that finds nothing else to run (one thread per CPU);
+ *   sched_yield       a system call; the next thread waiting for the CPU runs, if any;
  *   syscall(gettid)   the program thread's own host thread's id, whichever host thread runs it;
  *   syscall(futex)    FUTEX_WAIT and FUTEX_WAKE (and their bitset forms) on virtual threads,
  *                     woken first come first served as the kernel's futex queue does for
  *                     equal priorities; every other futex operation is refused in one line;
- *   pthread_create    a new virtual CPU: the first free one, until it pins itself;
+ *   pthread_create    a new thread on the first free virtual CPU, else the one with fewest
+ *                     threads (runqueue.c shares it), until it pins itself;
  *   pthread_join, pthread_timedjoin_np, pthread_barrier_*   waits in virtual time;
- *   sched_setaffinity the thread moves to that virtual CPU (one thread per CPU);
- *   getrusage(RUSAGE_THREAD)  virtual CPU time and the futex sleeps as voluntary switches;
- *   pthread_setschedparam     refused (EPERM): the simulator has no scheduler priorities.
+ *   sched_setaffinity the thread moves to that virtual CPU, which it may share;
+ *   getrusage(RUSAGE_THREAD)  virtual CPU time, the futex sleeps as voluntary switches and
+ *                     the preemptions and yields to another thread as involuntary ones;
+ *   pthread_setschedparam, sched_setscheduler and their get forms   the thread's policy in
+ *                     the scheduler model (runqueue.c): SCHED_FIFO 1 to 99, or SCHED_OTHER;
  */
 #include <dlfcn.h>
 #include <elf.h>
@@ -103,6 +106,7 @@ int sched_yield(void)
 	if (sim_self != NULL) {
 		sim_spin_dirty();
 		sim_self->clock += sim_machine.costs.futex_wake;
+		sim_rq_yield(sim_self);
 	}
 	return 0;
 }
@@ -161,21 +165,6 @@ long syscall(long number, ...)
 }
 
 /* ---- threads --------------------------------------------------------------------------------- */
-static int first_free_cpu(void)
-{
-	for (int cpu = 0; cpu < sim_machine.cpus; cpu++) {
-		bool taken = false;
-		for (int i = 0; i < sim_thread_count() && !taken; i++) {
-			const struct sim_thread *t = sim_thread_at(i);
-			taken = t->counted && t->state != SIM_DONE && t->cpu == cpu;
-		}
-		if (!taken)
-			return cpu;
-	}
-	sim_fatal("more threads than the %d virtual CPUs of %s: the simulator runs one thread "
-		  "per CPU and has no scheduler to share one", sim_machine.cpus, sim_machine.name);
-}
-
 static void *thread_start(void *arg)
 {
 	struct sim_thread *t = arg;
@@ -188,6 +177,17 @@ static void *thread_start(void *arg)
 	return result;
 }
 
+/* The real-time priority a policy and parameter ask for, or -1 if they are invalid. */
+static int rt_priority_of(int policy, const struct sched_param *param)
+{
+	int asked = param != NULL ? param->sched_priority : -1;
+	if (policy == SCHED_FIFO || policy == SCHED_RR)
+		return asked >= 1 && asked <= 99 ? asked : -1;
+	if (policy == SCHED_OTHER || policy == SCHED_BATCH || policy == SCHED_IDLE)
+		return asked == 0 ? 0 : -1;
+	return -1;
+}
+
 int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *),
 		   void *arg)
 {
@@ -196,20 +196,48 @@ int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)
 		host = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))real(
 			"pthread_create");
 	sim_runtime_init();
-	int cpu = first_free_cpu();
+	/* What the attributes say of scheduling goes to the model; the host thread, which only
+	 * parks or runs the code when its turn comes, gets the rest (its stack). */
+	int rt_priority = sim_self->rt_priority, inherit = PTHREAD_INHERIT_SCHED, pinned_to = -1;
+	pthread_attr_t plain;
+	pthread_attr_init(&plain);
+	if (attr != NULL) {
+		int policy;
+		struct sched_param param;
+		size_t stack = 0;
+		cpu_set_t set;
+		pthread_attr_getinheritsched(attr, &inherit);
+		if (inherit == PTHREAD_EXPLICIT_SCHED && pthread_attr_getschedpolicy(attr, &policy) == 0 &&
+		    pthread_attr_getschedparam(attr, &param) == 0) {
+			rt_priority = rt_priority_of(policy, &param);
+			if (rt_priority < 0) {
+				pthread_attr_destroy(&plain);
+				return EINVAL;
+			}
+		}
+		if (pthread_attr_getaffinity_np(attr, sizeof(set), &set) == 0 &&
+		    CPU_COUNT(&set) == 1)
+			for (int c = 0; c < sim_machine.cpus && pinned_to < 0; c++)
+				pinned_to = CPU_ISSET(c, &set) ? c : -1;
+		if (pthread_attr_getstacksize(attr, &stack) == 0 && stack != 0)
+			pthread_attr_setstacksize(&plain, stack);
+	}
+	int cpu = pinned_to >= 0 ? pinned_to : sim_rq_place();
 	struct sim_thread *t = sim_thread_new();
-	t->cpu = cpu;
+	sim_rq_set_cpu(t, cpu);
+	t->pinned = pinned_to >= 0;
+	t->rt_priority = rt_priority;
 	t->start = start;
 	t->arg = arg;
-	t->clock = sim_self->clock + sim_machine.costs.context_switch;
-	sim_thread_requeue(t);
+	sim_rq_arrive(t, sim_self->clock + sim_machine.costs.context_switch, true);
 	/* With contexts, the new host thread only parks: it takes no signal meant for the
 	 * process (Ctrl-C), which the first host thread, running every context, handles. */
 	sigset_t every, before;
 	sigfillset(&every);
 	if (sim_use_contexts)
 		pthread_sigmask(SIG_SETMASK, &every, &before);
-	int err = host(thread, attr, thread_start, t);
+	int err = host(thread, &plain, thread_start, t);
+	pthread_attr_destroy(&plain);
 	if (sim_use_contexts)
 		pthread_sigmask(SIG_SETMASK, &before, NULL);
 	if (err != 0) {
@@ -305,6 +333,8 @@ int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set)
 		errno = EINVAL;
 		return -1;
 	}
+	if (!self->counted)
+		return 0; /* the control thread keeps to its own CPU (sim_service_cpu()) */
 	int cpu = -1;
 	for (int i = 0; i < sim_machine.cpus && i < (int)(size * 8); i++)
 		if (CPU_ISSET_S(i, size, set)) {
@@ -315,18 +345,29 @@ int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set)
 		}
 	if (cpu < 0)
 		sim_fatal("a thread pinned to no CPU of %s", sim_machine.name);
+	int old = self->cpu;
+	if (old == cpu) {
+		self->pinned = true;
+		return 0;
+	}
+	/* A provisional place gives way: a thread not pinned yet takes this one's; a pinned one
+	 * shares its CPU (runqueue.c). */
+	sim_rq_detach(self);
 	for (int i = 0; i < sim_thread_count(); i++) {
-		const struct sim_thread *t = sim_thread_at(i);
-		if (t != self && t->counted && t->state != SIM_DONE && t->cpu == cpu) {
-			if (t->pinned)
-				sim_fatal("two threads pinned to CPU %d: the simulator runs one "
-					  "thread per CPU and has no scheduler to share one", cpu);
-			/* A provisional place gives way: that thread takes this one's. */
-			sim_thread_at(i)->cpu = self->cpu;
+		struct sim_thread *t = sim_thread_at(i);
+		if (t != self && t->counted && t->state != SIM_DONE && t->cpu == cpu && !t->pinned) {
+			sim_rq_detach(t);
+			sim_rq_set_cpu(t, old);
+			sim_rq_attach(t);
 		}
 	}
-	self->cpu = cpu;
+	sim_rq_set_cpu(self, cpu);
 	self->pinned = true;
+	sim_rq_attach(self);
+	sim_rq_settle(old, self->clock);
+	sim_rq_settle(cpu, self->clock);
+	if (self->state == SIM_CPU_WAIT)
+		sim_block();
 	return 0;
 }
 
@@ -343,15 +384,81 @@ int getrusage(int who, struct rusage *usage)
 	usage->ru_utime.tv_sec = (time_t)(ns * 1e-9);
 	usage->ru_utime.tv_usec = (long)((ns - (double)usage->ru_utime.tv_sec * 1e9) * 1e-3);
 	usage->ru_nvcsw = (long)sim_self->voluntary_switches;
+	usage->ru_nivcsw = (long)sim_self->involuntary_switches;
 	return 0;
+}
+
+/* ---- priorities: SCHED_FIFO (SCHED_RR taken as FIFO) and SCHED_OTHER (runqueue.c) ---------- */
+
+static int set_priority(struct sim_thread *t, int policy, const struct sched_param *param)
+{
+	int level = rt_priority_of(policy, param);
+	if (level < 0)
+		return EINVAL;
+	sim_rq_set_priority(t, level, sim_self->clock);
+	sim_rq_check(sim_self); /* a thread that lowered itself may give its CPU up now */
+	return 0;
+}
+
+/* pid 0: the caller; else the program thread whose gettid() that is. */
+static struct sim_thread *thread_of_pid(pid_t pid)
+{
+	if (pid == 0)
+		return sim_self;
+	for (int i = 0; i < sim_thread_count(); i++) {
+		struct sim_thread *t = sim_thread_at(i);
+		if (t->host_tid == pid && t->state != SIM_DONE)
+			return t;
+	}
+	return NULL;
 }
 
 int pthread_setschedparam(pthread_t thread, int policy, const struct sched_param *param)
 {
-	(void)thread;
-	(void)policy;
-	(void)param;
-	return EPERM;
+	struct sim_thread *t = sim_self != NULL ? sim_thread_of_host(thread) : NULL;
+	return t == NULL ? ESRCH : set_priority(t, policy, param);
+}
+
+int pthread_getschedparam(pthread_t thread, int *policy, struct sched_param *param)
+{
+	const struct sim_thread *t = sim_self != NULL ? sim_thread_of_host(thread) : NULL;
+	if (t == NULL)
+		return ESRCH;
+	*policy = t->rt_priority > 0 ? SCHED_FIFO : SCHED_OTHER;
+	param->sched_priority = t->rt_priority;
+	return 0;
+}
+
+int sched_setscheduler(pid_t pid, int policy, const struct sched_param *param)
+{
+	struct sim_thread *t = sim_self != NULL ? thread_of_pid(pid) : NULL;
+	int err = t == NULL ? ESRCH : set_priority(t, policy & ~SCHED_RESET_ON_FORK, param);
+	if (err != 0) {
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
+int sched_getscheduler(pid_t pid)
+{
+	const struct sim_thread *t = sim_self != NULL ? thread_of_pid(pid) : NULL;
+	if (t == NULL) {
+		errno = ESRCH;
+		return -1;
+	}
+	return t->rt_priority > 0 ? SCHED_FIFO : SCHED_OTHER;
+}
+
+int sched_getparam(pid_t pid, struct sched_param *param)
+{
+	const struct sim_thread *t = sim_self != NULL ? thread_of_pid(pid) : NULL;
+	if (t == NULL) {
+		errno = ESRCH;
+		return -1;
+	}
+	param->sched_priority = t->rt_priority;
+	return 0;
 }
 
 /* ---- what cannot run here ---------------------------------------------------------------------- */

@@ -124,6 +124,7 @@ enum sim_state {
 	SIM_SLEEPING,
 	SIM_BARRIER_WAIT,
 	SIM_JOIN_WAIT,
+	SIM_CPU_WAIT, /* ready, waiting for its CPU, which another thread has (runqueue.c) */
 	SIM_DONE,
 };
 
@@ -200,11 +201,29 @@ struct sim_thread {
 	const void *pc;                 /* the instrumented code's access now charged */
 	uint64_t latency_random;        /* its stream of transfer latencies (coherence.c); 0: unset */
 
+	/* Its share of its CPU (runqueue.c): when it took the CPU, its virtual runtime, when its
+	 * slice ends (SIM_FOREVER while no other thread waits for the CPU), its place among the
+	 * waiters, and whether a move between CPUs took it out of a queue. */
+	uint64_t on_cpu_since;
+	uint64_t vruntime;
+	uint64_t slice_end;
+	uint64_t cpu_arrival;
+	bool rq_attached;
+	bool rq_placed; /* counted among its CPU's threads */
+	int *on_cpu_word; /* locklab_sim_on_cpu_word(): stored `on_cpu_off` while switched out */
+	int on_cpu_off;
+	int on_cpu_held;    /* what the word held before */
+	bool on_cpu_stored; /* it holds on_cpu_off now */
+	int preempt_count; /* locklab_sim_preempt_count_add(): not preempted while above 0 */
+	int rt_priority; /* SCHED_FIFO's 1 to 99; 0: SCHED_OTHER (the fair class) */
+	int rt_boost;    /* a priority-inheritance boost's level (locklab_sim_boost), or 0 */
+
 	/* Counted for the report. */
 	uint64_t transfers[SIM_DISTANCES];
 	uint64_t spin_parks;
 	uint64_t futex_sleeps;
 	uint64_t voluntary_switches;
+	uint64_t involuntary_switches; /* preempted at its slice's end or by a wake-up, or yielded */
 };
 
 extern __thread struct sim_thread *sim_self;
@@ -258,6 +277,32 @@ void sim_block(void);
 void sim_spin_iteration_end(void);
 /* A line was taken from its other holders: the spinners parked on it (its list) run again. */
 void sim_wake_spinners(struct sim_park_link **parked, uint64_t when);
+
+/* ---- more threads than CPUs (runqueue.c) ---------------------------------------------------- */
+void sim_rq_init(void); /* after the machine is loaded */
+/* Whether `t` has its CPU (running or spinning); always, for the control thread. */
+bool sim_rq_is_current(const struct sim_thread *t);
+/* `t` is ready from `at` (woken, or new if `fresh`): it runs if its CPU is idle, else waits. */
+void sim_rq_arrive(struct sim_thread *t, uint64_t at, bool fresh);
+/* The thread leaves its CPU (it sleeps or ends): the first waiting thread, if any, runs. */
+void sim_rq_release(struct sim_thread *self);
+/* Its slice is over (self->clock >= self->slice_end): it gives the CPU up if others wait. */
+void sim_rq_tick(struct sim_thread *self);
+void sim_rq_yield(struct sim_thread *self);
+void sim_rq_resumed(struct sim_thread *self); /* after a wait that may have been for its CPU */
+int sim_rq_place(void); /* a new thread's CPU */
+void sim_rq_set_cpu(struct sim_thread *t, int cpu); /* every change of a program thread's CPU */
+void sim_rq_detach(struct sim_thread *t);
+void sim_rq_attach(struct sim_thread *t);
+void sim_rq_settle(int cpu, uint64_t at);
+/* SCHED_FIFO at 1 to 99, or 0 for SCHED_OTHER: who runs is decided again from `at`. */
+void sim_rq_set_priority(struct sim_thread *t, int rt_priority, uint64_t at);
+/* The check every access, pause and busy loop makes: one comparison while a CPU is not shared. */
+static inline void sim_rq_check(struct sim_thread *self)
+{
+	if (__builtin_expect(self->clock >= self->slice_end, 0))
+		sim_rq_tick(self);
+}
 
 /* ---- the limit on host time without progress (progress.c) -------------------------------- */
 void sim_progress_init(void); /* reads LOCKLAB_SIM_PROGRESS_S; one line and exit 2 if bad */

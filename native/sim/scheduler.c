@@ -213,6 +213,7 @@ void sim_runtime_init(void)
 	}
 	choose_switching();
 	sim_coherence_init();
+	sim_rq_init();
 	sim_progress_init();
 	say_the_seed_on_crashes();
 	/* No access by another CPU takes effect sooner than half the cheapest transfer, at its
@@ -243,6 +244,7 @@ struct sim_thread *sim_thread_new(void)
 	t->counted = true;
 	t->state = SIM_RUNNABLE;
 	t->wake_at = SIM_FOREVER;
+	t->slice_end = SIM_FOREVER;
 	t->clock = sim_self ? sim_self->clock : 0;
 	t->heap_index = -1;
 	nthreads++;
@@ -278,6 +280,7 @@ static uint64_t ready_at(const struct sim_thread *t)
 	switch (t->state) {
 	case SIM_RUNNABLE:
 		return t->clock;
+	case SIM_SPIN_PARKED: /* a timeout only at its slice's end, on a shared CPU */
 	case SIM_FUTEX_WAIT:
 	case SIM_SLEEPING:
 	case SIM_JOIN_WAIT:
@@ -511,11 +514,18 @@ static struct sim_thread *choose_next(void)
 		sim_fatal("every thread waits forever (a deadlock at %.6f virtual seconds)",
 			  sim_cycles_to_ns(sim_self->clock) * 1e-9);
 	if (next->state != SIM_RUNNABLE) {
+		uint64_t at = next->wake_at;
 		next->timed_out = true;
-		next->state = SIM_RUNNABLE;
-		if (next->wake_at > next->clock)
-			next->clock = next->wake_at;
 		next->wake_at = SIM_FOREVER;
+		if (next->state == SIM_SPIN_PARKED || sim_rq_is_current(next)) {
+			next->state = SIM_RUNNABLE;
+			if (at > next->clock)
+				next->clock = at;
+		} else {
+			sim_rq_arrive(next, at, false); /* its CPU may be another thread's now */
+			if (next->state != SIM_RUNNABLE)
+				return choose_next();
+		}
 	}
 	horizon_valid = false;
 	if (next != running) {
@@ -607,9 +617,13 @@ void sim_reschedule(void)
 
 void sim_make_runnable(struct sim_thread *t, uint64_t clock)
 {
-	t->state = SIM_RUNNABLE;
 	t->wake_at = SIM_FOREVER;
 	t->timed_out = false;
+	if (t->state != SIM_SPIN_PARKED && !sim_rq_is_current(t)) {
+		sim_rq_arrive(t, clock, false); /* it slept: it runs when its CPU is free */
+		return;
+	}
+	t->state = SIM_RUNNABLE;
 	if (clock > t->clock)
 		t->clock = clock;
 	sim_thread_requeue(t);
@@ -619,6 +633,7 @@ void sim_thread_exit(struct sim_thread *t, void *result)
 {
 	t->result = result;
 	t->state = SIM_DONE;
+	sim_rq_release(t);
 	for (int i = 0; i < nthreads; i++)
 		if (threads[i].state == SIM_JOIN_WAIT && threads[i].join_target == t)
 			sim_make_runnable(&threads[i], t->clock);
@@ -722,9 +737,12 @@ void sim_block(void)
 	struct sim_thread *self = sim_self;
 	uint64_t asleep_from = self->clock;
 	sim_end_overlap(self); /* what its core does next comes after the wake */
+	if (self->state != SIM_CPU_WAIT)
+		sim_rq_release(self); /* asleep, it leaves its CPU to whoever waits */
 	horizon_valid = false;
 	sim_reschedule();
 	self->blocked_cycles += self->clock - asleep_from;
+	sim_rq_resumed(self);
 }
 
 /*
@@ -765,6 +783,8 @@ static void park(struct sim_thread *self, uint64_t period)
 		sim_line_park(key, link);
 	}
 	self->state = SIM_SPIN_PARKED;
+	/* On a shared CPU it spins until its slice ends, unless it may not be preempted. */
+	self->wake_at = self->preempt_count > 0 ? SIM_FOREVER : self->slice_end;
 	self->parked_at = self->clock;
 	sim_end_overlap(self); /* spin_polling stays set: its first miss after the wake is a poll */
 	self->spin_period = period ? period : 1;
@@ -773,6 +793,12 @@ static void park(struct sim_thread *self, uint64_t period)
 	sim_reschedule();
 	self->identical_iterations = 0;
 	self->last_npolls = 0;
+	if (self->nparked_lines != 0) { /* its slice ended while it spun: it leaves the lines */
+		for (unsigned int j = 0; j < self->nparked_lines; j++)
+			sim_line_unpark(&self->park_links[j]);
+		self->nparked_lines = 0;
+		sim_rq_check(self);
+	}
 }
 
 void sim_spin_iteration_end(void)
@@ -790,6 +816,7 @@ void sim_spin_iteration_end(void)
 	self->iteration_start = self->clock;
 	self->iterations++;
 	self->spin_polling = true;
+	sim_rq_check(self);
 	if (same && sim_spin_parking &&
 	    self->iterations - self->clock_read_iteration > clock_quiet_iterations)
 		park(self, period);
@@ -844,7 +871,7 @@ void locklab_sim_describe_threads(void)
 		[SIM_RUNNABLE] = "runnable",         [SIM_SPIN_PARKED] = "spinning",
 		[SIM_FUTEX_WAIT] = "futex wait",     [SIM_SLEEPING] = "sleeping",
 		[SIM_BARRIER_WAIT] = "barrier wait", [SIM_JOIN_WAIT] = "join wait",
-		[SIM_DONE] = "done",
+		[SIM_CPU_WAIT] = "waiting for its CPU", [SIM_DONE] = "done",
 	};
 	fprintf(stderr, "locklab-sim: the threads at %.6f virtual s (seed %llu replays this):\n",
 		sim_cycles_to_ns(sim_self->clock) * 1e-9, (unsigned long long)seed);

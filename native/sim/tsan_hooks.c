@@ -267,6 +267,7 @@ void locklab_sim_work(uint64_t cycles)
 		return;
 	sim_spin_dirty();
 	sim_self->clock += cycles;
+	sim_rq_check(sim_self);
 }
 
 __attribute__((constructor)) static void start_runtime(void) { sim_runtime_init(); }

@@ -88,6 +88,10 @@ struct lock_thread {
 	unsigned long parks;
 	unsigned long wakes;
 	unsigned long events[LOCK_EVENTS]; /* lock_event() */
+	/* 1 while the simulator's scheduler model has the thread switched out for another on its
+	 * CPU (docs/scheduler.md), which a lock's owner spinning reads as the kernel reads
+	 * owner->on_cpu (lock_task.h); always 0 on a real machine, which userspace cannot ask. */
+	int off_cpu;
 	alignas(LOCKLAB_CACHELINE) unsigned char qnode[LOCK_QNODES_PER_THREAD][LOCK_QNODE_BYTES];
 };
 

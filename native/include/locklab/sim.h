@@ -25,6 +25,20 @@ uint64_t locklab_sim_cycles(void);
 void locklab_sim_work(uint64_t cycles);
 double locklab_sim_cycles_per_ns(void);
 
+/* The calling thread's word that says whether it is on its CPU (the kernel shim's task->on_cpu,
+ * which owner spinning polls): while the scheduler model has switched the thread out for
+ * another, the word holds `off`, stored as the thread's own store on its CPU, as the kernel's
+ * scheduler stores it there; then what it held before. */
+void locklab_sim_on_cpu_word(int *word, int off);
+/* The task whose on-CPU word that is now runs at the kernel's priority `prio` (0 to 98:
+ * real-time, highest first; 99 and above: the fair class): a priority-inheritance boost
+ * (rt_mutex_setprio()), or its end. */
+void locklab_sim_boost(int *on_cpu_word, int prio);
+/* The calling task's preemption count (the kernel shim's preempt_disable() and spinlocks):
+ * while it is not 0 the scheduler model keeps the task on its CPU, and when it is back to 0 a
+ * preemption that waited happens. */
+void locklab_sim_preempt_count_add(int delta);
+
 /* The simulated machine, for the engine's topology (one call per CPU, 0..cpus-1). */
 struct locklab_sim_cpu {
 	int package;

@@ -12,11 +12,17 @@ from locklab.model.ports import differences_note
 from locklab.model.spec import ExperimentSpec
 from locklab.store import Experiment, Run
 
-# What a lock compiled from a kernel tree cannot reproduce in userspace (kernel/from_source.py).
+# What a lock compiled from a kernel tree cannot reproduce in userspace (kernel/from_source.py),
+# and in the simulator, whose scheduler model sets a preempted task's on_cpu (docs/scheduler.md).
 FROM_SOURCE_NOTE = (
     "kernel: locks run the tree's own code in userspace: preemption and interrupts cannot be "
     "disabled, so a preempted holder or queued waiter stalls the others and points with more "
     "threads than CPUs differ from the kernel's; a preempted owner reads as running"
+)
+FROM_SOURCE_SIM_NOTE = (
+    "kernel: locks run the tree's own code on the simulated CPUs: preemption cannot be "
+    "disabled, so a preempted holder or queued waiter stalls the others where threads share a "
+    "CPU; a preempted owner reads as off its CPU (task->on_cpu), as in the kernel"
 )
 
 
@@ -30,6 +36,11 @@ HAND_PORT_NOTE = (
     "the sleeping hand ports cap an owner spin at 1 ms (the kernel has no time cap: it stops "
     "when the owner sleeps or it must reschedule) and take a preempted owner as running; "
     "the kernel: locks beside them measure what that changes"
+)
+HAND_PORT_SIM_NOTE = (
+    "the sleeping hand ports cap an owner spin at 1 ms (the kernel has no time cap: it stops "
+    "when the owner sleeps or it must reschedule); simulated, an owner off its CPU reads as "
+    "not running, as in the kernel"
 )
 
 
@@ -80,9 +91,9 @@ def variant_lines(spec: ExperimentSpec) -> list[str]:
     ]
     lines = [f"variants: {'; '.join(described)}"] if described else []
     if any(v.lock.startswith("kernel:") for v in spec.variants):
-        lines.append(f"note: {FROM_SOURCE_NOTE}")
+        lines.append(f"note: {FROM_SOURCE_SIM_NOTE if spec.sim else FROM_SOURCE_NOTE}")
     if any(v.lock in OWNER_SPINNING_PORTS for v in spec.variants):
-        lines.append(f"note: {HAND_PORT_NOTE}")
+        lines.append(f"note: {HAND_PORT_SIM_NOTE if spec.sim else HAND_PORT_NOTE}")
     ports = differences_note([v.lock for v in spec.variants])
     if ports:
         lines.append(f"note: {ports}")

@@ -25,7 +25,7 @@ from locklab.kernel.from_source import (
 )
 from locklab.kernel.revisions import git_tree, range_revisions
 from locklab.model.machine_profile import MachineProfile, find_profile, flat_cpus
-from locklab.model.spec import ExperimentSpec, default, run_times, threads_at
+from locklab.model.spec import ExperimentSpec, default, run_times
 from locklab.model.targeting import SourceVariant
 from locklab.model.values import is_cpu_list, parse_int_list
 from locklab.run.engine import Engine, find_engine
@@ -208,14 +208,16 @@ def fit_to_machine(spec: ExperimentSpec, oversubscribe: bool) -> None:
     first look at a lock should not read that as the lock's collapse. Says what it skipped."""
     if spec.sim:
         fit_to_simulated(spec)
-        return
     if oversubscribe or spec.source != "locklab-bench":
         return
-    cpus = spec.usable_cpus(len(os.sched_getaffinity(0)))
+    if spec.sim:
+        cpus, where = flat_cpus(spec.sim_machine), f"on the simulated {spec.sim}"
+    else:
+        cpus, where = spec.usable_cpus(len(os.sched_getaffinity(0))), "here"
     dropped = spec.fit_to_cpus(cpus)
     if dropped:
         print(f"locklab: skipped nwriters={','.join(map(str, dropped))}: more threads than the "
-              f"{cpus} CPUs here (--oversubscribe runs them, labelled oversubscribed)",
+              f"{cpus} CPUs {where} (--oversubscribe runs them, labelled oversubscribed)",
               file=sys.stderr)  # fmt: skip
 
 
@@ -248,9 +250,9 @@ def run_settings(args: argparse.Namespace, machine: MachineProfile | None) -> di
 
 
 def fit_to_simulated(spec: ExperimentSpec) -> None:
-    """The simulator runs one thread per virtual CPU: a point with more is one line, and so is
-    a pinned CPU the profile does not have (checked here, before anything is stored, not by
-    the simulator, whose line would describe this host)."""
+    """A pinned CPU the profile does not have is one line (checked here, before anything is
+    stored, not by the simulator, whose line would describe this host). More threads than
+    CPUs share them, as the kernel's scheduler shares them (docs/scheduler.md)."""
     cpus = flat_cpus(spec.sim_machine)
     if is_cpu_list(spec.pin):
         missing = [cpu for cpu in parse_int_list("pin", spec.pin) if cpu >= cpus]
@@ -259,12 +261,6 @@ def fit_to_simulated(spec: ExperimentSpec) -> None:
                 f"pin {spec.pin}: CPU {missing[0]} is not on the simulated {spec.sim}, whose "
                 f"CPUs are 0-{cpus - 1}"
             )
-    crowded = [threads_at(p) for p in spec.points() if threads_at(p) > cpus]
-    if crowded:
-        raise LocklabError(
-            f"--sim {spec.sim}: a point of {crowded[0]} threads needs more than its {cpus} "
-            "CPUs (the simulator runs one thread per virtual CPU)"
-        )
 
 
 def host() -> str:

@@ -44,13 +44,21 @@
 /* ---- preemption and interrupts ------------------------------------------------------------------ */
 /*
  * No-ops but for the compiler barrier the kernel's have: a userspace thread cannot stop being
- * preempted or interrupted (see kshim/sched.h for what that changes).
+ * preempted or interrupted (see kshim/sched.h for what that changes). In the simulator they
+ * count, as the kernel's preempt_count does, and the scheduler model keeps a task whose count
+ * is not 0 on its CPU until it is (docs/scheduler.md): spinlocks and interrupts off included.
  */
-#define preempt_disable() barrier()
-#define preempt_enable() barrier()
-#define preempt_enable_no_resched() barrier()
-#define preempt_disable_notrace() barrier()
-#define preempt_enable_notrace() barrier()
+#ifdef LOCKLAB_SIM
+void locklab_sim_preempt_count_add(int delta); /* locklab/sim.h's */
+#define kshim_preempt_add(delta) locklab_sim_preempt_count_add(delta)
+#else
+#define kshim_preempt_add(delta) ((void)0)
+#endif
+#define preempt_disable() do { barrier(); kshim_preempt_add(1); barrier(); } while (0)
+#define preempt_enable() do { barrier(); kshim_preempt_add(-1); barrier(); } while (0)
+#define preempt_enable_no_resched() preempt_enable()
+#define preempt_disable_notrace() preempt_disable()
+#define preempt_enable_notrace() preempt_enable()
 #define preempt_count() 0
 #define preemptible() 0
 #define in_task() 1
@@ -58,10 +66,10 @@
 #define in_irq() 0
 #define in_nmi() 0
 #define irqs_disabled() 0
-#define local_irq_disable() barrier()
-#define local_irq_enable() barrier()
-#define local_irq_save(flags) do { (flags) = 0; barrier(); } while (0)
-#define local_irq_restore(flags) do { (void)(flags); barrier(); } while (0)
+#define local_irq_disable() preempt_disable()
+#define local_irq_enable() preempt_enable()
+#define local_irq_save(flags) do { (flags) = 0; preempt_disable(); } while (0)
+#define local_irq_restore(flags) do { (void)(flags); preempt_enable(); } while (0)
 #define might_sleep() ((void)0)
 #define might_sleep_if(c) ((void)0)
 #define might_resched() ((void)0)
@@ -70,9 +78,16 @@
 
 /* ---- raw spinlocks: the tree's queued spinlock, as on x86 and arm64 ---------------------------- */
 #define raw_spin_lock_init(l) do { *(l) = (raw_spinlock_t)__RAW_SPIN_LOCK_UNLOCKED(l); } while (0)
-#define raw_spin_lock(l) queued_spin_lock(&(l)->raw_lock)
-#define raw_spin_unlock(l) queued_spin_unlock(&(l)->raw_lock)
-#define raw_spin_trylock(l) queued_spin_trylock(&(l)->raw_lock)
+#define raw_spin_lock(l) do { preempt_disable(); queued_spin_lock(&(l)->raw_lock); } while (0)
+#define raw_spin_unlock(l) do { queued_spin_unlock(&(l)->raw_lock); preempt_enable(); } while (0)
+#define raw_spin_trylock(l)                                                                    \
+	({                                                                                     \
+		preempt_disable();                                                             \
+		int kshim_taken = queued_spin_trylock(&(l)->raw_lock);                         \
+		if (!kshim_taken)                                                              \
+			preempt_enable();                                                      \
+		kshim_taken;                                                                   \
+	})
 #define raw_spin_is_locked(l) queued_spin_is_locked(&(l)->raw_lock)
 #define raw_spin_lock_irq(l) do { local_irq_disable(); raw_spin_lock(l); } while (0)
 #define raw_spin_unlock_irq(l) do { raw_spin_unlock(l); local_irq_enable(); } while (0)

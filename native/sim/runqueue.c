@@ -1,0 +1,428 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * runqueue.c - more threads than virtual CPUs: each CPU runs one thread at a time, and the
+ * others placed on it wait their turn, as the Linux scheduler's fair class (CFS) gives it.
+ *
+ * Written from the kernel's rules as Linux 6.1 states them (kernel/sched/fair.c, the same in
+ * these respects since 2.6.23, and so for the seeds' 3.10 and 4.20), for tasks of equal
+ * weight (nice 0), and left as they are before EEVDF replaced them in 6.6:
+ *
+ *   virtual runtime   a task's vruntime grows with the time it runs (weight 1024: one for
+ *                     one); the CPU runs the waiting task with the least (pick_next_entity);
+ *   the slice         of nr runnable tasks each gets period / nr, the period being
+ *                     sched_latency (6 ms) or, past sched_nr_latency (8) tasks, nr x
+ *                     min_granularity (0.75 ms) (__sched_period, sched_slice);
+ *   the tick          the running task is preempted at a scheduler tick once it has run its
+ *                     slice (check_preempt_tick); ticks come every 4 ms (HZ=250, Debian's
+ *                     and the kernel shim's);
+ *   scaling           the three times are multiplied by 1 + log2(min(CPUs, 8))
+ *                     (sched_tunable_scaling's default, SCHED_TUNABLESCALING_LOG);
+ *   a waking task     starts no earlier than min_vruntime - sched_latency / 2
+ *                     (place_entity with GENTLE_FAIR_SLEEPERS), and preempts the running one
+ *                     when their vruntimes differ by more than wakeup_granularity (1 ms)
+ *                     (check_preempt_wakeup, wakeup_preempt_entity);
+ *   a new task        starts one slice after min_vruntime (START_DEBIT);
+ *   sched_yield()     the next waiting task runs (yield_task_fair skips the yielder once).
+ *
+ * Every switch costs the profile's context_switch. A preemption that a wake-up asks for takes
+ * effect at the running thread's next access, pause or end of a busy loop, not at the instant
+ * of the wake, since that thread's clock may already be past it: a thread's steps between two
+ * of those points are not ordered against others (scheduler.c). A CPU with one thread works
+ * exactly as before: it never waits, and nothing here changes its clock.
+ */
+#include <string.h>
+
+#include "runtime.h"
+
+#define TICK_NS 4000000.0                /* HZ=250 */
+#define SCHED_LATENCY_NS 6000000.0       /* sysctl_sched_latency, unscaled */
+#define MIN_GRANULARITY_NS 750000.0      /* sysctl_sched_min_granularity, unscaled */
+#define WAKEUP_GRANULARITY_NS 1000000.0  /* sysctl_sched_wakeup_granularity, unscaled */
+#define SCHED_NR_LATENCY 8
+
+struct run_queue {
+	struct sim_thread *current; /* the thread on the CPU: running or spinning; NULL: idle */
+	int waiting;                /* threads ready to run, waiting for it */
+	int placed;                 /* threads placed on it that have not ended */
+	uint64_t min_vruntime;
+};
+
+static struct run_queue queues[SIM_MAX_CPUS + 1];
+static uint64_t tick, latency, min_granularity, wakeup_granularity;
+static uint64_t arrivals; /* FIFO among equal vruntimes */
+
+void sim_rq_init(void)
+{
+	int cpus = sim_machine.cpus < 8 ? sim_machine.cpus : 8;
+	int factor = 1;
+	while (cpus > 1) { /* 1 + ilog2 */
+		factor++;
+		cpus >>= 1;
+	}
+	tick = sim_ns_to_cycles(TICK_NS);
+	latency = sim_ns_to_cycles(SCHED_LATENCY_NS * factor);
+	min_granularity = sim_ns_to_cycles(MIN_GRANULARITY_NS * factor);
+	wakeup_granularity = sim_ns_to_cycles(WAKEUP_GRANULARITY_NS * factor);
+}
+
+static bool shares(const struct sim_thread *t) { return t->counted; }
+
+bool sim_rq_is_current(const struct sim_thread *t)
+{
+	return !shares(t) || queues[t->cpu].current == t;
+}
+
+static uint64_t slice_of(int runnable)
+{
+	uint64_t period = runnable > SCHED_NR_LATENCY ? (uint64_t)runnable * min_granularity
+						       : latency;
+	return period / (uint64_t)runnable;
+}
+
+/* Its SCHED_FIFO priority, raised by a priority-inheritance boost; 0: the fair class. */
+static int rt_level(const struct sim_thread *t)
+{
+	return t->rt_boost > t->rt_priority ? t->rt_boost : t->rt_priority;
+}
+
+/* The highest level among the threads waiting for `cpu`; -1 when none waits. */
+static int top_waiting_level(int cpu)
+{
+	int top = -1;
+	if (queues[cpu].waiting == 0)
+		return top;
+	for (int i = 0; i < sim_thread_count(); i++) {
+		const struct sim_thread *t = sim_thread_at(i);
+		if (t->state == SIM_CPU_WAIT && t->cpu == cpu && rt_level(t) > top)
+			top = rt_level(t);
+	}
+	return top;
+}
+
+static void end_slice_at(struct sim_thread *t, uint64_t end)
+{
+	t->slice_end = end;
+	uint64_t wake = end == SIM_FOREVER || t->preempt_count > 0 ? SIM_FOREVER
+		      : end > t->clock			   ? end
+							   : t->clock;
+	if (t->state == SIM_SPIN_PARKED && t->wake_at != wake) { /* a spinner burns its slice */
+		t->wake_at = wake;
+		sim_thread_requeue(t);
+	}
+}
+
+/*
+ * When the thread on the CPU gives it up, `at` being now: at once for a waiting thread of a
+ * higher real-time level (a real-time one before any of the fair class); never while alone
+ * or while it is real-time and none waits above it (SCHED_FIFO has no slice); else at the
+ * first tick after its fair slice.
+ */
+static void set_slice_end(struct sim_thread *t, uint64_t at)
+{
+	int top = top_waiting_level(t->cpu);
+	int mine = rt_level(t);
+	if (top > mine)
+		end_slice_at(t, at);
+	else if (top < 0 || mine > 0)
+		end_slice_at(t, SIM_FOREVER);
+	else {
+		uint64_t due = t->on_cpu_since + slice_of(queues[t->cpu].waiting + 1);
+		end_slice_at(t, (due / tick + 1) * tick);
+	}
+}
+
+static uint64_t vruntime_now(const struct sim_thread *t, uint64_t now)
+{
+	return t->vruntime + (now > t->on_cpu_since ? now - t->on_cpu_since : 0);
+}
+
+/* The waiting thread to run next: the highest real-time level, the earliest arrival among
+ * equals; in the fair class, the least vruntime. */
+static struct sim_thread *leftmost(int cpu)
+{
+	struct sim_thread *best = NULL;
+	for (int i = 0; i < sim_thread_count(); i++) {
+		struct sim_thread *t = sim_thread_at(i);
+		if (t->state != SIM_CPU_WAIT || t->cpu != cpu)
+			continue;
+		int level = rt_level(t), best_level = best ? rt_level(best) : -1;
+		if (level != best_level) {
+			if (level > best_level)
+				best = t;
+			continue;
+		}
+		if ((level == 0 && t->vruntime < best->vruntime) ||
+		    ((level > 0 || t->vruntime == best->vruntime) &&
+		     t->cpu_arrival < best->cpu_arrival))
+			best = t;
+	}
+	return best;
+}
+
+static void update_min_vruntime(struct run_queue *q, uint64_t candidate)
+{
+	if (candidate > q->min_vruntime)
+		q->min_vruntime = candidate;
+}
+
+/* `t` takes the CPU at `at`. */
+static void dispatch(struct sim_thread *t, uint64_t at)
+{
+	struct run_queue *q = &queues[t->cpu];
+	q->waiting--;
+	q->current = t;
+	update_min_vruntime(q, t->vruntime);
+	t->state = SIM_RUNNABLE;
+	if (at > t->clock)
+		t->clock = at; /* sim_block() counts the wait as time off the CPU */
+	t->on_cpu_since = t->clock;
+	set_slice_end(t, t->clock);
+	sim_thread_requeue(t);
+}
+
+void sim_rq_arrive(struct sim_thread *t, uint64_t at, bool fresh)
+{
+	if (at > t->clock)
+		t->clock = at;
+	if (!shares(t)) {
+		t->state = SIM_RUNNABLE;
+		sim_thread_requeue(t);
+		return;
+	}
+	struct run_queue *q = &queues[t->cpu];
+	int runnable = q->waiting + (q->current != NULL && q->current != t) + 1;
+	uint64_t floor = fresh ? q->min_vruntime + slice_of(runnable)
+			       : (q->min_vruntime > latency / 2 ? q->min_vruntime - latency / 2 : 0);
+	if (fresh || t->vruntime < floor)
+		t->vruntime = floor;
+	if (q->current == NULL || q->current == t) {
+		q->current = t;
+		t->state = SIM_RUNNABLE;
+		t->on_cpu_since = t->clock;
+		t->slice_end = SIM_FOREVER;
+		sim_thread_requeue(t);
+		return;
+	}
+	struct sim_thread *running = q->current;
+	uint64_t running_vruntime = vruntime_now(running, t->clock);
+	if (t->on_cpu_word != NULL && !t->on_cpu_stored) {
+		/* Woken, it waits off its CPU. Asleep it was off too (the kernel's on_cpu was 0),
+		 * which the word did not say: set now, by no thread's store. */
+		t->on_cpu_held = __atomic_load_n(t->on_cpu_word, __ATOMIC_RELAXED);
+		__atomic_store_n(t->on_cpu_word, t->on_cpu_off, __ATOMIC_RELAXED);
+		t->on_cpu_stored = true;
+	}
+	t->state = SIM_CPU_WAIT;
+	t->cpu_arrival = ++arrivals;
+	q->waiting++;
+	sim_thread_requeue(t);
+	set_slice_end(running, t->clock);
+	if (!fresh && rt_level(t) == 0 && rt_level(running) == 0 &&
+	    running_vruntime > t->vruntime + wakeup_granularity && t->clock < running->slice_end)
+		end_slice_at(running, t->clock);
+}
+
+void sim_rq_release(struct sim_thread *self)
+{
+	if (!shares(self))
+		return;
+	struct run_queue *q = &queues[self->cpu];
+	if (self->state == SIM_DONE && self->rq_placed) {
+		q->placed--;
+		self->rq_placed = false;
+	}
+	if (q->current != self)
+		return;
+	self->vruntime = vruntime_now(self, self->clock);
+	self->slice_end = SIM_FOREVER;
+	q->current = NULL;
+	if (q->waiting > 0)
+		dispatch(leftmost(self->cpu), self->clock + sim_machine.costs.context_switch);
+}
+
+void locklab_sim_on_cpu_word(int *word, int off)
+{
+	if (sim_self != NULL) {
+		sim_self->on_cpu_word = word;
+		sim_self->on_cpu_off = off;
+	}
+}
+
+/* A store the thread makes to its own on-CPU word, charged and seen as any of its stores, so
+ * that owner spinners polling the word see it change. */
+static void store_on_cpu_word(struct sim_thread *self, int value)
+{
+	sim_spin_dirty();
+	sim_access((uintptr_t)self->on_cpu_word, sizeof(int), SIM_STORE);
+	__atomic_store_n(self->on_cpu_word, value, __ATOMIC_RELAXED);
+}
+
+/*
+ * The running thread gives the CPU to the waiting thread with the least vruntime, itself among
+ * them (a preemption at its slice's end, or sched_yield); it runs again when its turn comes.
+ */
+static void switch_out(struct sim_thread *self, bool yielding)
+{
+	struct run_queue *q = &queues[self->cpu];
+	self->vruntime = vruntime_now(self, self->clock);
+	struct sim_thread *next = leftmost(self->cpu);
+	int mine = rt_level(self), theirs = rt_level(next);
+	if (!yielding && (mine > theirs || (mine > 0 && mine == theirs) ||
+			  (mine == 0 && theirs == 0 && self->vruntime < next->vruntime))) {
+		self->on_cpu_since = self->clock; /* still the one to run: it goes on */
+		update_min_vruntime(q, self->vruntime);
+		set_slice_end(self, self->clock);
+		return;
+	}
+	self->involuntary_switches++;
+	self->slice_end = SIM_FOREVER;
+	if (self->on_cpu_word != NULL && !self->on_cpu_stored) { /* ordered: others may run */
+		int held = __atomic_load_n(self->on_cpu_word, __ATOMIC_RELAXED);
+		store_on_cpu_word(self, self->on_cpu_off);
+		next = leftmost(self->cpu);
+		if (next == NULL) { /* moved away meanwhile: nobody waits now */
+			store_on_cpu_word(self, held);
+			self->on_cpu_since = self->clock;
+			return;
+		}
+		self->on_cpu_held = held;
+		self->on_cpu_stored = true;
+	}
+	self->state = SIM_CPU_WAIT;
+	/* A real-time task preempted by a higher one stays at the head of its level's queue. */
+	self->cpu_arrival = mine > 0 && !yielding ? 0 : ++arrivals;
+	q->waiting++;
+	q->current = NULL;
+	dispatch(next, self->clock + sim_machine.costs.context_switch);
+	sim_block(); /* which gives the word back what it held (sim_rq_resumed) */
+}
+
+/* Back on its CPU after waiting for it: its on-CPU word holds again what it held. */
+void sim_rq_resumed(struct sim_thread *self)
+{
+	if (!self->on_cpu_stored)
+		return;
+	self->on_cpu_stored = false;
+	store_on_cpu_word(self, self->on_cpu_held);
+}
+
+void locklab_sim_preempt_count_add(int delta)
+{
+	struct sim_thread *self = sim_self;
+	if (self == NULL)
+		return;
+	self->preempt_count += delta;
+	if (self->preempt_count == 0)
+		sim_rq_check(self); /* a preemption that waited for it */
+}
+
+void sim_rq_tick(struct sim_thread *self)
+{
+	if (!shares(self) || queues[self->cpu].current != self || self->preempt_count > 0)
+		return;
+	if (queues[self->cpu].waiting == 0) {
+		self->slice_end = SIM_FOREVER;
+		return;
+	}
+	switch_out(self, false);
+}
+
+void sim_rq_yield(struct sim_thread *self)
+{
+	if (shares(self) && queues[self->cpu].current == self && queues[self->cpu].waiting > 0)
+		switch_out(self, true);
+}
+
+/* A new unpinned thread's CPU: the first without a thread, else the one with fewest (the
+ * lowest numbered among equals), as find_idlest_cpu() takes the least loaded. */
+int sim_rq_place(void)
+{
+	int best = 0;
+	for (int cpu = 0; cpu < sim_machine.cpus; cpu++) {
+		if (queues[cpu].placed == 0)
+			return cpu;
+		if (queues[cpu].placed < queues[best].placed)
+			best = cpu;
+	}
+	return best;
+}
+
+void sim_rq_set_cpu(struct sim_thread *t, int cpu)
+{
+	if (t->rq_placed)
+		queues[t->cpu].placed--;
+	t->cpu = cpu;
+	t->rq_placed = cpu >= 0;
+	if (t->rq_placed)
+		queues[cpu].placed++;
+}
+
+/*
+ * Moves between CPUs (sched_setaffinity): each moving thread leaves its CPU's queue without
+ * handing the CPU over, takes its new CPU, and joins that queue again; then a CPU left idle
+ * with threads waiting runs the first of them. Threads alone on their CPUs swap places without
+ * a wait or a switch, as before.
+ */
+void sim_rq_detach(struct sim_thread *t)
+{
+	t->rq_attached = false;
+	if (!shares(t))
+		return;
+	struct run_queue *q = &queues[t->cpu];
+	if (q->current == t) {
+		t->vruntime = vruntime_now(t, t->clock);
+		t->slice_end = SIM_FOREVER;
+		q->current = NULL;
+		t->rq_attached = true;
+	} else if (t->state == SIM_CPU_WAIT) {
+		q->waiting--;
+		t->rq_attached = true;
+	}
+}
+
+void sim_rq_attach(struct sim_thread *t)
+{
+	if (t->rq_attached)
+		sim_rq_arrive(t, t->clock, false);
+	t->rq_attached = false;
+}
+
+void sim_rq_settle(int cpu, uint64_t at)
+{
+	struct run_queue *q = &queues[cpu];
+	if (q->current == NULL && q->waiting > 0)
+		dispatch(leftmost(cpu), at + sim_machine.costs.context_switch);
+	else if (q->current != NULL)
+		set_slice_end(q->current, at);
+}
+
+/* Its level changed: the CPU it is on, or waits for, decides again who runs. */
+static void level_changed(struct sim_thread *t, uint64_t at)
+{
+	if (!shares(t))
+		return;
+	struct run_queue *q = &queues[t->cpu];
+	if (q->current == t)
+		set_slice_end(t, at);
+	else if (t->state == SIM_CPU_WAIT && q->current != NULL)
+		set_slice_end(q->current, at);
+}
+
+void sim_rq_set_priority(struct sim_thread *t, int rt_priority, uint64_t at)
+{
+	t->rt_priority = rt_priority;
+	level_changed(t, at);
+}
+
+void locklab_sim_boost(int *on_cpu_word, int prio)
+{
+	int level = prio < 99 ? 99 - prio : 0; /* the kernel's prio: 0 to 98 real-time */
+	for (int i = 0; i < sim_thread_count() && sim_self != NULL; i++) {
+		struct sim_thread *t = sim_thread_at(i);
+		if (t->on_cpu_word == on_cpu_word && t->state != SIM_DONE) {
+			t->rt_boost = level;
+			level_changed(t, sim_self->clock);
+			return;
+		}
+	}
+}

@@ -1,0 +1,118 @@
+"""More threads than virtual CPUs: the simulator's run queues (native/sim/runqueue.c,
+docs/scheduler.md) give each CPU's threads slices of it as Linux's fair scheduler does, a
+sleeper leaves its CPU to the next, and the switches are counted as getrusage() counts them.
+On the tiny 4-CPU profile of test_sim.py, whose scheduler period scales by 1 + log2(4):
+sched_latency 18 ms, so two threads of one CPU get 9 ms each, ended at the next 4 ms tick.
+Then priorities: the engine's priority-inversion scenario, a SCHED_FIFO preemption and a boost
+through the ports' and the tree's rtmutex."""
+
+from pathlib import Path
+
+import pytest
+from conftest import BUILD
+from locklab.kernel.from_source import build_source_lock
+from locklab.model.machine_profile import load_profile
+from test_sim import TINY_PROFILE, figures, simulate
+
+
+@pytest.fixture(scope="module")
+def machine(tmp_path_factory) -> Path:
+    """test_sim.py's tiny 2-socket, 4-CPU profile, as the simulator reads it."""
+    folder = tmp_path_factory.mktemp("sched")
+    profile = folder / "tiny-2s.toml"
+    profile.write_text(TINY_PROFILE)
+    flat = folder / "tiny-2s.machine"
+    flat.write_text(load_profile(profile).flat_text())
+    return flat
+
+
+WINDOW = ["--duration", "0.1", "--warmup", "0.01"]
+
+
+def switches(result: dict) -> tuple[int, int]:
+    counted = result["context_switches"]
+    return counted["voluntary"], counted["involuntary"]
+
+
+def test_two_spinners_pinned_to_one_cpu_take_turns_a_slice_each(machine):
+    """Two ticket spinners on CPU 0: the one whose turn it is runs only in its own slice, so
+    one acquisition per slice, and each slice ends in a preemption: 9 ms rounded up to a tick,
+    9 to 12 ms, so 8 to 11 in 0.1 s; a thread reads its counts at its own acquisitions, so
+    the window's ends cut a slice or two off."""
+    proc, result = simulate(machine, ["--lock", "ticket", "--nwriters", "2", "--pin", "0",
+                                      *WINDOW])  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    voluntary, involuntary = switches(result)
+    assert voluntary == 0 and 6 <= involuntary <= 11, result["context_switches"]
+    assert involuntary - 2 <= result["total_acquisitions"] <= involuntary + 2
+    again, same = simulate(machine, ["--lock", "ticket", "--nwriters", "2", "--pin", "0",
+                                     *WINDOW])  # fmt: skip
+    assert figures(same) == figures(result)  # deterministic, as every simulated run
+
+
+def test_spinners_collapse_where_parkers_sleep_and_leave_the_cpu(machine):
+    """Twice as many writers as CPUs: ticket's waiters spin through the slices the next in
+    line needs; with wait=spin-then-park they sleep, and a sleeper's CPU goes to its neighbour
+    at once, with no preemption at all."""
+    args = ["--nwriters", "8", "--pin", "scatter", *WINDOW]
+    proc, spinning = simulate(machine, ["--lock", "ticket", *args])
+    assert proc.returncode == 0, proc.stderr
+    proc, parking = simulate(machine, ["--lock", "ticket", "--param", "wait=spin-then-park",
+                                       *args])  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert parking["throughput_ops_per_s"] > 100 * spinning["throughput_ops_per_s"] > 0
+    assert switches(spinning)[0] == 0 and switches(spinning)[1] > 0
+    assert switches(parking)[0] > 0 and switches(parking)[1] == 0
+
+
+def test_a_yield_hands_the_cpu_to_the_thread_waiting_for_it(machine):
+    proc, result = simulate(machine, ["--lock", "ticket", "--param", "wait=yield",
+                                      "--nwriters", "8", "--pin", "scatter", *WINDOW])  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    _, involuntary = switches(result)
+    assert involuntary > result["total_acquisitions"] > 0  # many yields for each hand-over
+
+
+@pytest.mark.parametrize("pin", ["scatter", "none"])
+def test_a_cpu_of_its_own_never_waits(machine, pin):
+    proc, result = simulate(machine, ["--lock", "ticket", "--nwriters", "4", "--pin", pin,
+                                      "--duration", "0.001", "--warmup", "0.0001"])  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert switches(result) == (0, 0)
+
+
+def pi_scenario(machine, lock: str, *extra: str) -> dict:
+    """The engine's --scenario pi-inversion (docs/engine.md) on the simulated machine: low
+    (SCHED_FIFO 10) holds the lock, medium (20) burns its CPU for ten holds, high (30) waits,
+    all pinned to one CPU; here nothing needs a privilege, and the order is the model's."""
+    proc, result = simulate(machine, ["--lock", lock, "--scenario", "pi-inversion", "--ops", "5",
+                                      "--hold-ns", "100000", *extra])  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert result["scenario"] == "pi-inversion" and result["iterations"] == 5
+    return result
+
+
+@pytest.mark.parametrize(
+    ("lock", "inherits"),
+    [("rtmutex", True), ("rtmutex_adaptive", True), ("rtmutex_rt_2_6_24", True),
+     ("futex_mutex", False), ("mutex", False)],
+)  # fmt: skip
+def test_a_higher_priority_preempts_and_inheritance_bounds_the_inversion(machine, lock,
+                                                                        inherits):  # fmt: skip
+    """Medium's wake-up of high preempts medium at once (FIFO 30 over 20); with priority
+    inheritance the port's boost (sched_setscheduler() on the owner's thread) puts low above
+    medium, so high waits about one hold (0.1 ms); without it, medium's whole burst (1 ms)."""
+    result = pi_scenario(machine, lock)
+    assert result["lock_has_priority_inheritance"] is inherits
+    assert result["high_before_medium"] == (5 if inherits else 0)
+    longest = result["high_wait_ns"]["max"]
+    assert (longest < 300_000) if inherits else (longest > 1_000_000), result["high_wait_ns"]
+
+
+def test_the_kernels_rtmutex_boosts_through_the_shim(machine):
+    """The tree's own rt_mutex_setprio() tells the model (kshim/sched.c): high waits one hold."""
+    plugin = build_source_lock("rtmutex", "stock", [], "sim", BUILD / "opt" / "locklab-bench",
+                               sim_machine=machine.read_text())  # fmt: skip
+    result = pi_scenario(machine, "kernel:rtmutex", "--plugin", str(plugin.plugin))
+    assert result["high_before_medium"] == 5
+    assert result["high_wait_ns"]["max"] < 300_000, result["high_wait_ns"]
