@@ -102,9 +102,8 @@ static int top_waiting_level(int cpu)
 static void end_slice_at(struct sim_thread *t, uint64_t end)
 {
 	t->slice_end = end;
-	uint64_t wake = end == SIM_FOREVER || t->preempt_count > 0 ? SIM_FOREVER
-		      : end > t->clock			   ? end
-							   : t->clock;
+	/* A spinner with preemption off is woken too: it may look at need_resched(). */
+	uint64_t wake = end == SIM_FOREVER ? SIM_FOREVER : end > t->clock ? end : t->clock;
 	if (t->state == SIM_SPIN_PARKED && t->wake_at != wake) { /* a spinner burns its slice */
 		t->wake_at = wake;
 		sim_thread_requeue(t);
@@ -314,6 +313,12 @@ void locklab_sim_preempt_count_add(int delta)
 	self->preempt_count += delta;
 	if (self->preempt_count == 0)
 		sim_rq_check(self); /* a preemption that waited for it */
+}
+
+int locklab_sim_need_resched(void)
+{
+	const struct sim_thread *self = sim_self;
+	return self != NULL && self->clock >= self->slice_end;
 }
 
 void sim_rq_tick(struct sim_thread *self)

@@ -783,8 +783,10 @@ static void park(struct sim_thread *self, uint64_t period)
 		sim_line_park(key, link);
 	}
 	self->state = SIM_SPIN_PARKED;
-	/* On a shared CPU it spins until its slice ends, unless it may not be preempted. */
-	self->wake_at = self->preempt_count > 0 ? SIM_FOREVER : self->slice_end;
+	/* On a shared CPU it spins until its slice ends; with preemption off and the slice over
+	 * already, until the line changes (need_resched() has been true since). */
+	self->wake_at = self->preempt_count > 0 && self->slice_end <= self->clock ? SIM_FOREVER
+										   : self->slice_end;
 	self->parked_at = self->clock;
 	sim_end_overlap(self); /* spin_polling stays set: its first miss after the wake is a poll */
 	self->spin_period = period ? period : 1;

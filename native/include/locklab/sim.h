@@ -38,6 +38,8 @@ void locklab_sim_boost(int *on_cpu_word, int prio);
  * while it is not 0 the scheduler model keeps the task on its CPU, and when it is back to 0 a
  * preemption that waited happens. */
 void locklab_sim_preempt_count_add(int delta);
+/* The kernel's need_resched(): the calling task's CPU has another to run and its turn is over. */
+int locklab_sim_need_resched(void);
 
 /* The simulated machine, for the engine's topology (one call per CPU, 0..cpus-1). */
 struct locklab_sim_cpu {

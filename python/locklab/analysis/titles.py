@@ -20,9 +20,9 @@ FROM_SOURCE_NOTE = (
     "threads than CPUs differ from the kernel's; a preempted owner reads as running"
 )
 FROM_SOURCE_SIM_NOTE = (
-    "kernel: locks run the tree's own code on the simulated CPUs: preemption cannot be "
-    "disabled, so a preempted holder or queued waiter stalls the others where threads share a "
-    "CPU; a preempted owner reads as off its CPU (task->on_cpu), as in the kernel"
+    "kernel: locks run the tree's own code on the simulated CPUs, whose scheduler model keeps "
+    "a task with preemption off (preempt_disable(), a raw spinlock) on its CPU, answers "
+    "need_resched() and shows an owner off its CPU (task->on_cpu), as the kernel does"
 )
 
 

@@ -139,8 +139,13 @@ static inline int io_schedule_prepare(void) { return 0; }
 static inline void io_schedule_finish(int token) { (void)token; }
 #define yield() kshim_yield()
 #define cond_resched() ((void)0)
-/* Nothing asks a userspace thread to give up its CPU. */
+/* Nothing asks a userspace thread to give up its CPU; in the simulator, the scheduler model. */
+#ifdef LOCKLAB_SIM
+int locklab_sim_need_resched(void); /* locklab/sim.h's: the scheduler model's answer */
+#define need_resched() (locklab_sim_need_resched() != 0)
+#else
 #define need_resched() false
+#endif
 #define signal_pending(p) 0
 #define signal_pending_state(state, p) 0
 #define fatal_signal_pending(p) 0
