@@ -116,3 +116,17 @@ def test_the_kernels_rtmutex_boosts_through_the_shim(machine):
     result = pi_scenario(machine, "kernel:rtmutex", "--plugin", str(plugin.plugin))
     assert result["high_before_medium"] == 5
     assert result["high_wait_ns"]["max"] < 300_000, result["high_wait_ns"]
+
+
+def test_the_kernels_mutex_spinners_leave_a_cpu_another_thread_needs(machine):
+    """Twice as many writers as CPUs under the tree's 6.1 mutex: its optimistic spinners run
+    with preemption off, and leave their spin on need_resched() (the model's answer) and on an
+    owner off its CPU; without them a spinner held its CPU against a preempted owner until the
+    watchdog (64 writers on mach1)."""
+    plugin = build_source_lock("mutex", "stock", [], "sim", BUILD / "opt" / "locklab-bench",
+                               sim_machine=machine.read_text())  # fmt: skip
+    proc, result = simulate(machine, ["--plugin", str(plugin.plugin), "--lock", "kernel:mutex",
+                                      "--nwriters", "16", "--pin", "scatter",
+                                      "--duration", "0.05", "--warmup", "0.01"])  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert result["total_acquisitions"] > 1000 and result["violations"]["total"] == 0
