@@ -395,6 +395,8 @@ static int set_priority(struct sim_thread *t, int policy, const struct sched_par
 	int level = rt_priority_of(policy, param);
 	if (level < 0)
 		return EINVAL;
+	sim_spin_dirty();
+	sim_self->clock += sim_machine.costs.futex_wake; /* a system call on a run queue, as yield */
 	sim_rq_set_priority(t, level, sim_self->clock);
 	sim_rq_check(sim_self); /* a thread that lowered itself may give its CPU up now */
 	return 0;

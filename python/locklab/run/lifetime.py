@@ -51,11 +51,21 @@ def stopped_by_signals() -> Iterator[None]:
         _stop_asked = False
 
 
+def _in_finalizer(frame: FrameType | None) -> bool:
+    """Whether the signal came inside a __del__ (a Popen's, collected): an exception raised
+    there is printed by Python as "Exception ignored", with a traceback, and dropped."""
+    while frame is not None:
+        if frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _stop(signum: int, frame: FrameType | None) -> None:
     global _stop_asked
     _stop_asked = True  # a plain flag: a lock taken here could be the one the handler interrupted
-    if not _holding_stops:
-        raise KeyboardInterrupt
+    if not _holding_stops and not _in_finalizer(frame):
+        raise KeyboardInterrupt  # else remembered: raise_if_stopped() raises it
 
 
 @contextlib.contextmanager
