@@ -74,14 +74,18 @@ context_switch = "estimate: test"
 """
 
 
-@pytest.fixture(scope="module")
-def machine(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("sim")
+def tiny_machine(folder: Path) -> Path:
+    """The tiny profile written to `folder`, as the simulator reads it (a flat file)."""
     profile = folder / "tiny-2s.toml"
     profile.write_text(TINY_PROFILE)
     flat = folder / "tiny-2s.machine"
     flat.write_text(load_profile(profile).flat_text())
     return flat
+
+
+@pytest.fixture(scope="module")
+def machine(tmp_path_factory) -> Path:
+    return tiny_machine(tmp_path_factory.mktemp("sim"))
 
 
 def simulate(machine: Path, args: list[str], env: dict[str, str] | None = None):

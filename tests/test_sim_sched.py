@@ -11,19 +11,13 @@ from pathlib import Path
 import pytest
 from conftest import BUILD
 from locklab.kernel.from_source import build_source_lock
-from locklab.model.machine_profile import load_profile
-from test_sim import TINY_PROFILE, figures, simulate
+from test_sim import figures, simulate, tiny_machine
 
 
 @pytest.fixture(scope="module")
 def machine(tmp_path_factory) -> Path:
-    """test_sim.py's tiny 2-socket, 4-CPU profile, as the simulator reads it."""
-    folder = tmp_path_factory.mktemp("sched")
-    profile = folder / "tiny-2s.toml"
-    profile.write_text(TINY_PROFILE)
-    flat = folder / "tiny-2s.machine"
-    flat.write_text(load_profile(profile).flat_text())
-    return flat
+    """test_sim.py's tiny 2-socket, 4-CPU profile."""
+    return tiny_machine(tmp_path_factory.mktemp("sched"))
 
 
 WINDOW = ["--duration", "0.1", "--warmup", "0.01"]
