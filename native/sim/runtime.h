@@ -4,8 +4,9 @@
  *
  * The simulated program is compiled with GCC's -fsanitize=thread, which calls a hook before
  * every load and store and instead of every atomic, with the address and size. This runtime
- * defines those hooks (tsan_hooks.c) instead of libtsan. Each program thread is a virtual CPU
- * of the machine profile (machine.c) with a clock of its own, in cycles. A thread runs only
+ * defines those hooks (tsan_hooks.c) instead of libtsan. Each program thread runs on a virtual
+ * CPU of the machine profile (machine.c), which it may share with others as the kernel's
+ * scheduler shares one (runqueue.c), with a clock of its own, in cycles. A thread runs only
  * while it holds the baton (scheduler.c): one host thread runs at a time, the one whose clock
  * is lowest, so accesses to shared lines happen in the order of their virtual times, and the
  * same binary, machine and seed give the same interleaving. Each access costs what the line's
