@@ -178,7 +178,7 @@ def test_a_kernel_built_here_boots_on_a_host(servers, remote_dir, tmp_path, caps
         pytest.skip("linux-source-6.1 is missing (make deps installs it)")
     store = tmp_path / "store"
     code = main(["kernel", "--patch", f"ci-test={TEST_PATCH}", "--type", "rtmutex_lock",
-                 "--nwriters", "2", "--repeat", "1", "--duration", "3", "--param", "stutter=0",
+                 "--nwriters", "2", "--repeat", "1", "--duration", "5", "--param", "stutter=0",
                  "--accel", "tcg", "--hosts", "hosta",
                  *hosts_args(servers, remote_dir, store)])  # fmt: skip
     captured = capsys.readouterr()

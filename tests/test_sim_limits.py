@@ -4,6 +4,7 @@ simulator's limit on host time without an acquisition, for a deadlock whose virt
 bounded by a small limit and a subprocess timeout."""
 
 import os
+import re
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -58,9 +59,10 @@ def test_a_crawling_deadlock_ends_on_the_progress_limit(tmp_path, profile, machi
     with sqlite3.connect(store / "locklab.db") as db:
         rows = db.execute("SELECT status, error FROM runs").fetchall()
     assert len(rows) == 1 and rows[0][0] == "watchdog", rows
-    assert "no progress for 0.4 host s at virtual time" in rows[0][1], rows
+    # The idle time is measured where a hand-over looks at it: the limit, or a little past it.
+    assert re.search(r"no progress for 0\.4\d* host s at virtual time", rows[0][1]), rows
     assert "LOCKLAB_SIM_PROGRESS_S" in rows[0][1]
-    assert "no progress for 0.4 host s" in proc.stdout + proc.stderr
+    assert re.search(r"no progress for 0\.4\d* host s", proc.stdout + proc.stderr)
 
 
 def test_the_virtual_watchdog_says_its_time_is_virtual(machine):

@@ -241,7 +241,7 @@ int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)
 	if (sim_use_contexts)
 		pthread_sigmask(SIG_SETMASK, &before, NULL);
 	if (err != 0) {
-		t->state = SIM_DONE;
+		sim_rq_forget(t, sim_self->clock);
 		sim_thread_requeue(t);
 		return err;
 	}

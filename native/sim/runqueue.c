@@ -130,8 +130,12 @@ static void set_slice_end(struct sim_thread *t, uint64_t at)
 	}
 }
 
+/* Its vruntime now: it grows with the time on the CPU in the fair class only (a real-time or
+ * boosted task's does not move, as the kernel's does not while it is in the RT class). */
 static uint64_t vruntime_now(const struct sim_thread *t, uint64_t now)
 {
+	if (rt_level(t) > 0)
+		return t->vruntime;
 	return t->vruntime + (now > t->on_cpu_since ? now - t->on_cpu_since : 0);
 }
 
@@ -183,6 +187,11 @@ void sim_rq_arrive(struct sim_thread *t, uint64_t at, bool fresh)
 {
 	if (at > t->clock)
 		t->clock = at;
+	if (t->state == SIM_CPU_WAIT) /* already waiting for its CPU */
+		return;
+	bool woken = t->state != SIM_RUNNABLE && t->state != SIM_SPIN_PARKED;
+	if (t->state == SIM_SPIN_PARKED) /* moved while it spun: it polls again where it lands */
+		sim_spin_unpark(t);
 	if (!shares(t)) {
 		t->state = SIM_RUNNABLE;
 		sim_thread_requeue(t);
@@ -204,7 +213,7 @@ void sim_rq_arrive(struct sim_thread *t, uint64_t at, bool fresh)
 	}
 	struct sim_thread *running = q->current;
 	uint64_t running_vruntime = vruntime_now(running, t->clock);
-	if (t->on_cpu_word != NULL && !t->on_cpu_stored) {
+	if (woken && t->on_cpu_word != NULL && !t->on_cpu_stored) {
 		/* Woken, it waits off its CPU. Asleep it was off too (the kernel's on_cpu was 0),
 		 * which the word did not say: set now, by no thread's store. */
 		t->on_cpu_held = __atomic_load_n(t->on_cpu_word, __ATOMIC_RELAXED);
@@ -262,24 +271,25 @@ static void store_on_cpu_word(struct sim_thread *self, int value)
  */
 static void switch_out(struct sim_thread *self, bool yielding)
 {
-	struct run_queue *q = &queues[self->cpu];
 	self->vruntime = vruntime_now(self, self->clock);
 	struct sim_thread *next = leftmost(self->cpu);
 	int mine = rt_level(self), theirs = rt_level(next);
-	if (!yielding && (mine > theirs || (mine > 0 && mine == theirs) ||
-			  (mine == 0 && theirs == 0 && self->vruntime < next->vruntime))) {
-		self->on_cpu_since = self->clock; /* still the one to run: it goes on */
-		update_min_vruntime(q, self->vruntime);
+	/* It goes on if it is still the one to run; a yield gives way to its equals and to the
+	 * fair class's others (yield_task_rt, yield_task_fair), never to a lower level. */
+	if (mine > theirs ||
+	    (!yielding && ((mine > 0 && mine == theirs) ||
+			   (mine == 0 && theirs == 0 && self->vruntime < next->vruntime)))) {
+		self->on_cpu_since = self->clock;
+		update_min_vruntime(&queues[self->cpu], self->vruntime);
 		set_slice_end(self, self->clock);
 		return;
 	}
-	self->involuntary_switches++;
 	self->slice_end = SIM_FOREVER;
 	if (self->on_cpu_word != NULL && !self->on_cpu_stored) { /* ordered: others may run */
 		int held = __atomic_load_n(self->on_cpu_word, __ATOMIC_RELAXED);
 		store_on_cpu_word(self, self->on_cpu_off);
-		next = leftmost(self->cpu);
-		if (next == NULL) { /* moved away meanwhile: nobody waits now */
+		next = leftmost(self->cpu); /* its CPU too may have changed meanwhile */
+		if (next == NULL) { /* nobody waits now */
 			store_on_cpu_word(self, held);
 			self->on_cpu_since = self->clock;
 			return;
@@ -287,6 +297,8 @@ static void switch_out(struct sim_thread *self, bool yielding)
 		self->on_cpu_held = held;
 		self->on_cpu_stored = true;
 	}
+	struct run_queue *q = &queues[self->cpu];
+	self->involuntary_switches++;
 	self->state = SIM_CPU_WAIT;
 	/* A real-time task preempted by a higher one stays at the head of its level's queue. */
 	self->cpu_arrival = mine > 0 && !yielding ? 0 : ++arrivals;
@@ -381,6 +393,7 @@ void sim_rq_detach(struct sim_thread *t)
 		t->rq_attached = true;
 	} else if (t->state == SIM_CPU_WAIT) {
 		q->waiting--;
+		t->state = SIM_RUNNABLE; /* ready, out of the queue until attached again */
 		t->rq_attached = true;
 	}
 }
@@ -430,4 +443,13 @@ void locklab_sim_boost(int *on_cpu_word, int prio)
 			return;
 		}
 	}
+}
+
+void sim_rq_forget(struct sim_thread *t, uint64_t at)
+{
+	int cpu = t->cpu;
+	sim_rq_detach(t);
+	t->state = SIM_DONE;
+	sim_rq_set_cpu(t, -1);
+	sim_rq_settle(cpu, at);
 }

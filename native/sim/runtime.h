@@ -276,6 +276,8 @@ void sim_spin_clock_read(void);
 /* Sleep in `state` (set by the caller) until woken; the time asleep is not CPU time. */
 void sim_block(void);
 void sim_spin_iteration_end(void);
+/* A parked spinner leaves the lines it parked on (its wait ends another way). */
+void sim_spin_unpark(struct sim_thread *t);
 /* A line was taken from its other holders: the spinners parked on it (its list) run again. */
 void sim_wake_spinners(struct sim_park_link **parked, uint64_t when);
 
@@ -296,6 +298,8 @@ void sim_rq_set_cpu(struct sim_thread *t, int cpu); /* every change of a program
 void sim_rq_detach(struct sim_thread *t);
 void sim_rq_attach(struct sim_thread *t);
 void sim_rq_settle(int cpu, uint64_t at);
+/* A thread whose host thread could not be made: it leaves its CPU's queue, never having run. */
+void sim_rq_forget(struct sim_thread *t, uint64_t at);
 /* SCHED_FIFO at 1 to 99, or 0 for SCHED_OTHER: who runs is decided again from `at`. */
 void sim_rq_set_priority(struct sim_thread *t, int rt_priority, uint64_t at);
 /* The check every access, pause and busy loop makes: one comparison while a CPU is not shared. */

@@ -796,11 +796,16 @@ static void park(struct sim_thread *self, uint64_t period)
 	self->identical_iterations = 0;
 	self->last_npolls = 0;
 	if (self->nparked_lines != 0) { /* its slice ended while it spun: it leaves the lines */
-		for (unsigned int j = 0; j < self->nparked_lines; j++)
-			sim_line_unpark(&self->park_links[j]);
-		self->nparked_lines = 0;
+		sim_spin_unpark(self);
 		sim_rq_check(self);
 	}
+}
+
+void sim_spin_unpark(struct sim_thread *t)
+{
+	for (unsigned int j = 0; j < t->nparked_lines; j++)
+		sim_line_unpark(&t->park_links[j]);
+	t->nparked_lines = 0;
 }
 
 void sim_spin_iteration_end(void)
@@ -830,9 +835,7 @@ void sim_wake_spinners(struct sim_park_link **parked, uint64_t when)
 	 * shrinks from its head. The order of waking is no order: the ready queue sorts them. */
 	while (*parked != NULL) {
 		struct sim_thread *t = (*parked)->thread;
-		for (unsigned int j = 0; j < t->nparked_lines; j++)
-			sim_line_unpark(&t->park_links[j]);
-		t->nparked_lines = 0;
+		sim_spin_unpark(t);
 		/* Its next poll after the line left: whole iterations of the period it spun at. */
 		uint64_t resume = t->parked_at;
 		if (when > resume)

@@ -17,7 +17,8 @@
  * schedule() and 1 otherwise: owner spinning (owner_on_cpu()) stops when the owner sleeps. A
  * thread the host preempted still reads as on a CPU (userspace cannot see preemption), and
  * preempt_disable() cannot keep a holder on its CPU: oversubscribed runs differ from the
- * kernel's there.
+ * kernel's there. In the simulator both hold as in the kernel: its scheduler model stores
+ * on_cpu and counts preempt_disable() (docs/scheduler.md).
  */
 #ifndef KSHIM_SCHED_H
 #define KSHIM_SCHED_H
