@@ -4,8 +4,8 @@
  * rtmutex) use of another thread: its state, which a waker sets to RUNNING, and whether it is
  * on a CPU. Userspace cannot see the latter, so a thread says so itself: `sleeping` is set
  * while it waits on a futex inside a lock, and an owner that is not sleeping counts as running
- * (a preempted owner still does, but in the simulator; spinners bound their spin). Lives in the thread's
- * LOCK_QNODE_TASK node; zero, as the engine allocates it, means running.
+ * (a preempted owner still does, but in the simulator; spinners bound their spin). Lives in
+ * the thread's LOCK_QNODE_TASK node; zero, as the engine allocates it, means running.
  */
 #ifndef LOCKLAB_LOCK_TASK_H
 #define LOCKLAB_LOCK_TASK_H
@@ -26,28 +26,31 @@ static inline struct lock_task *lock_task_of(struct lock_thread *self)
 	return lock_qnode(self, LOCK_QNODE_TASK, struct lock_task);
 }
 
-#ifdef LOCKLAB_SIM
 /*
  * In the simulator a thread's task also reads as not running while the scheduler model has it
  * switched out (lock_thread.off_cpu, whose thread's task slot this is): the read goes unseen
- * by the model, so a run whose CPUs are not shared costs what it did.
+ * by the model, so a run whose CPUs are not shared costs what it did. Elsewhere, never.
  */
-__attribute__((no_sanitize_thread)) static inline bool lock_task_off_cpu(const struct lock_task *task)
+#ifdef LOCKLAB_SIM
+__attribute__((no_sanitize_thread)) static inline bool
+lock_task_off_cpu(const struct lock_task *task)
 {
 	const struct lock_thread *thread = (const struct lock_thread *)(const void *)(
 		(const unsigned char *)task - offsetof(struct lock_thread, qnode) -
 		LOCK_QNODE_TASK * LOCK_QNODE_BYTES);
 	return __atomic_load_n(&thread->off_cpu, __ATOMIC_RELAXED) != 0;
 }
+#else
+static inline bool lock_task_off_cpu(const struct lock_task *task)
+{
+	(void)task;
+	return false;
+}
 #endif
 
 static inline bool lock_task_running(const struct lock_task *task)
 {
-#ifdef LOCKLAB_SIM
-	if (lock_task_off_cpu(task))
-		return false;
-#endif
-	return !READ_ONCE(task->sleeping);
+	return !lock_task_off_cpu(task) && !READ_ONCE(task->sleeping);
 }
 
 /*

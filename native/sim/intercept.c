@@ -402,6 +402,11 @@ static int set_priority(struct sim_thread *t, int policy, const struct sched_par
 	return 0;
 }
 
+static int policy_of(const struct sim_thread *t)
+{
+	return t->rt_priority > 0 ? SCHED_FIFO : SCHED_OTHER;
+}
+
 /* pid 0: the caller; else the program thread whose gettid() that is. */
 static struct sim_thread *thread_of_pid(pid_t pid)
 {
@@ -426,7 +431,7 @@ int pthread_getschedparam(pthread_t thread, int *policy, struct sched_param *par
 	const struct sim_thread *t = sim_self != NULL ? sim_thread_of_host(thread) : NULL;
 	if (t == NULL)
 		return ESRCH;
-	*policy = t->rt_priority > 0 ? SCHED_FIFO : SCHED_OTHER;
+	*policy = policy_of(t);
 	param->sched_priority = t->rt_priority;
 	return 0;
 }
@@ -449,7 +454,7 @@ int sched_getscheduler(pid_t pid)
 		errno = ESRCH;
 		return -1;
 	}
-	return t->rt_priority > 0 ? SCHED_FIFO : SCHED_OTHER;
+	return policy_of(t);
 }
 
 int sched_getparam(pid_t pid, struct sched_param *param)

@@ -230,6 +230,14 @@ void sim_rq_arrive(struct sim_thread *t, uint64_t at, bool fresh)
 		end_slice_at(running, t->clock);
 }
 
+/* The thread on its CPU leaves it, handing it to nobody yet (sim_rq_settle does). */
+static void leave_cpu(struct sim_thread *t)
+{
+	t->vruntime = vruntime_now(t, t->clock);
+	t->slice_end = SIM_FOREVER;
+	queues[t->cpu].current = NULL;
+}
+
 void sim_rq_release(struct sim_thread *self)
 {
 	if (!shares(self))
@@ -241,11 +249,8 @@ void sim_rq_release(struct sim_thread *self)
 	}
 	if (q->current != self)
 		return;
-	self->vruntime = vruntime_now(self, self->clock);
-	self->slice_end = SIM_FOREVER;
-	q->current = NULL;
-	if (q->waiting > 0)
-		dispatch(leftmost(self->cpu), self->clock + sim_machine.costs.context_switch);
+	leave_cpu(self);
+	sim_rq_settle(self->cpu, self->clock);
 }
 
 void locklab_sim_on_cpu_word(int *word, int off)
@@ -387,9 +392,7 @@ void sim_rq_detach(struct sim_thread *t)
 		return;
 	struct run_queue *q = &queues[t->cpu];
 	if (q->current == t) {
-		t->vruntime = vruntime_now(t, t->clock);
-		t->slice_end = SIM_FOREVER;
-		q->current = NULL;
+		leave_cpu(t);
 		t->rq_attached = true;
 	} else if (t->state == SIM_CPU_WAIT) {
 		q->waiting--;

@@ -32,15 +32,16 @@ OWNER_SPINNING_PORTS = frozenset(
     {"mutex", "rwsem", "mutex_3_10", "rwsem_xadd_3_10", "rtmutex"}
     | {f"rtmutex_k{k}" for k in range(6)}
 )
-HAND_PORT_NOTE = (
+HAND_PORT_CAP = (
     "the sleeping hand ports cap an owner spin at 1 ms (the kernel has no time cap: it stops "
-    "when the owner sleeps or it must reschedule) and take a preempted owner as running; "
-    "the kernel: locks beside them measure what that changes"
+    "when the owner sleeps or it must reschedule)"
+)
+HAND_PORT_NOTE = (
+    f"{HAND_PORT_CAP} and take a preempted owner as running; the kernel: locks beside them "
+    "measure what that changes"
 )
 HAND_PORT_SIM_NOTE = (
-    "the sleeping hand ports cap an owner spin at 1 ms (the kernel has no time cap: it stops "
-    "when the owner sleeps or it must reschedule); simulated, an owner off its CPU reads as "
-    "not running, as in the kernel"
+    f"{HAND_PORT_CAP}; simulated, an owner off its CPU reads as not running, as in the kernel"
 )
 
 
