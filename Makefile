@@ -109,7 +109,7 @@ $(patsubst %.c,$(SIM_OBJ)/%.o,$(SIM_UNMODELLED_SRC)): CFLAGS_sim := \
 # A loop's object is also its lock's: native/engine/loops/X.c includes native/locks/X.c.
 $(foreach loop,$(LOOP_SRC),$(eval $(SIM_OBJ)/$(loop:.c=.o): native/locks/$(notdir $(loop))))
 
-$(BUILD)/sim/locklab-sim: $(SIM_ENGINE_OBJS) $(SIM_RUNTIME_SRC) native/sim/runtime.h \
+$(BUILD)/sim/locklab-sim: $(SIM_ENGINE_OBJS) $(SIM_RUNTIME_SRC) $(wildcard native/sim/*.h) \
 		native/include/locklab/sim.h Makefile
 	$(CC) $(BASE_CFLAGS) -O2 -DLOCKLAB_SIM -rdynamic -o $@ $(SIM_ENGINE_OBJS) \
 		$(SIM_RUNTIME_SRC) -ldl -lm

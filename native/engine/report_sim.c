@@ -37,6 +37,7 @@ void json_simulation(struct json_writer *j, const struct run_state *run)
 	window_counts(run, &c);
 	json_begin_object(j, "simulation");
 	json_string(j, "machine", locklab_sim_machine_name());
+	json_string(j, "sched", locklab_sim_sched_rules());
 	json_uint(j, "seed", locklab_sim_seed());
 	json_uint(j, "acquisitions", acquisitions);
 	json_begin_object(j, "transfers_per_acquisition");

@@ -13,9 +13,10 @@
  *   syscall(futex)    FUTEX_WAIT and FUTEX_WAKE (and their bitset forms) on virtual threads,
  *                     woken first come first served as the kernel's futex queue does for
  *                     equal priorities; every other futex operation is refused in one line;
- *   pthread_create    a new thread on the first free virtual CPU, else the one with fewest
- *                     threads (runqueue.c shares it), until it pins itself;
+ *   pthread_create    a new thread where the kernel's fork balancing puts it (placement.c),
+ *                     which it may share (runqueue.c), until it pins itself;
  *   pthread_join, pthread_timedjoin_np, pthread_barrier_*   waits in virtual time;
+ *   getcpu            its virtual CPU and that CPU's node (CNA's numa_node_id(), unpinned);
  *   sched_setaffinity the thread moves to that virtual CPU, which it may share;
  *   getrusage(RUSAGE_THREAD)  virtual CPU time, the futex sleeps as voluntary switches and
  *                     the preemptions and yields to another thread as involuntary ones;
@@ -222,7 +223,10 @@ int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)
 		if (pthread_attr_getstacksize(attr, &stack) == 0 && stack != 0)
 			pthread_attr_setstacksize(&plain, stack);
 	}
-	int cpu = pinned_to >= 0 ? pinned_to : sim_rq_place();
+	/* Linux: a new thread inherits its creator's affinity (one CPU here, when pinned). */
+	if (pinned_to < 0 && sim_self->counted && sim_self->pinned)
+		pinned_to = sim_self->cpu;
+	int cpu = pinned_to >= 0 ? pinned_to : sim_place_new(sim_self);
 	struct sim_thread *t = sim_thread_new();
 	sim_rq_set_cpu(t, cpu);
 	t->pinned = pinned_to >= 0;
@@ -258,7 +262,8 @@ static int join(pthread_t thread, void **result, uint64_t wake_at)
 	struct sim_thread *self = sim_self, *target = sim_thread_of_host(thread);
 	if (target == NULL)
 		return ESRCH;
-	if (target->state != SIM_DONE) {
+	if (target->state != SIM_DONE) { /* a futex wait in the C library: a voluntary switch */
+		self->voluntary_switches++;
 		self->state = SIM_JOIN_WAIT;
 		self->join_target = target;
 		self->wake_at = wake_at;
@@ -324,6 +329,26 @@ int pthread_barrier_wait(pthread_barrier_t *barrier)
 	self->clock += sim_machine.costs.futex_wake;
 	sim_wake_sleepers(SIM_BARRIER_WAIT, (uintptr_t)barrier, others);
 	return PTHREAD_BARRIER_SERIAL_THREAD;
+}
+
+/* The CPU and node the thread runs on, as the vDSO's getcpu() reads them: a per-CPU word, a
+ * hit (the kernel's numa_node_id() is a per-CPU read too). */
+int getcpu(unsigned int *cpu, unsigned int *node)
+{
+	struct sim_thread *self = sim_self;
+	if (self == NULL || !self->counted || self->cpu >= sim_machine.cpus) {
+		if (cpu != NULL)
+			*cpu = 0;
+		if (node != NULL)
+			*node = 0;
+		return 0;
+	}
+	self->clock += sim_machine.costs.hit;
+	if (cpu != NULL)
+		*cpu = (unsigned int)self->cpu;
+	if (node != NULL)
+		*node = (unsigned int)sim_machine.cpu[self->cpu].node;
+	return 0;
 }
 
 int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set)

@@ -115,6 +115,44 @@ static void parse_line(char *text, const char *path, int line, int *cpus_seen)
 				sim_fatal("%s:%d: %d hop counts expected", path, line, m->sockets);
 			p = end;
 		}
+	} else if (strcmp(key, "node_distance") == 0) {
+		int from, consumed;
+		if (sscanf(rest, "%d%n", &from, &consumed) != 1 || from < 0 || from >= SIM_MAX_NODES)
+			sim_fatal("%s:%d: expected 'node_distance NODE D0 D1 ...'", path, line);
+		char *p = rest + consumed;
+		for (int to = 0;; to++) {
+			char *end;
+			long distance = strtol(p, &end, 10);
+			if (end == p)
+				break;
+			if (to >= SIM_MAX_NODES || distance < 10 || distance > 254)
+				sim_fatal("%s:%d: node distances are 10 to 254, at most %d", path, line,
+					  SIM_MAX_NODES);
+			m->node_distance[from][to] = (int)distance;
+			p = end;
+		}
+	} else if (strcmp(key, "wake_to_run") == 0) {
+		m->wake_to_run = strtoull(rest, NULL, 10);
+	} else if (strcmp(key, "idle_state") == 0) {
+		unsigned long long exit_cycles, residency;
+		if (sscanf(rest, "%llu %llu", &exit_cycles, &residency) != 2 ||
+		    m->idle_states == SIM_MAX_IDLE_STATES)
+			sim_fatal("%s:%d: expected 'idle_state EXIT RESIDENCY', at most %d", path, line,
+				  SIM_MAX_IDLE_STATES);
+		m->idle_exit[m->idle_states] = exit_cycles;
+		m->idle_residency[m->idle_states++] = residency;
+	} else if (strcmp(key, "node_reclaim_distance") == 0) {
+		m->node_reclaim_distance = atoi(rest);
+		if (m->node_reclaim_distance < 10 || m->node_reclaim_distance > 254)
+			sim_fatal("%s:%d: node_reclaim_distance must be 10 to 254", path, line);
+	} else if (strcmp(key, "sched") == 0) {
+		if (strcmp(rest, "linux-4.20") == 0)
+			m->sched = SIM_SCHED_LINUX_4_20;
+		else if (strcmp(rest, "linux-6.1") == 0)
+			m->sched = SIM_SCHED_LINUX_6_1;
+		else
+			sim_fatal("%s:%d: sched must be linux-4.20 or linux-6.1, not '%s'", path, line,
+				  rest);
 	} else if (strcmp(key, "cpus") == 0) {
 		m->cpus = atoi(rest);
 		if (m->cpus < 1 || m->cpus > SIM_MAX_CPUS)
@@ -145,6 +183,7 @@ void sim_machine_load(void)
 	struct sim_machine *m = &sim_machine;
 	memset(m, 0, sizeof(*m));
 	m->line_shift = 6;
+	m->sched = SIM_SCHED_LINUX_6_1;
 	char text[1024];
 	int line = 0, cpus_seen = 0;
 	while (fgets(text, sizeof(text), in) != NULL)
@@ -165,6 +204,20 @@ void sim_machine_load(void)
 			if (a != b && (m->hops[a][b] < 1 || m->hops[a][b] > m->max_hops))
 				sim_fatal("%s: sockets %d and %d are %d hops apart; costs are given "
 					  "for 1 to %d", path, a, b, m->hops[a][b], m->max_hops);
+	for (int i = 0; i < m->cpus; i++) {
+		if (m->cpu[i].node < 0 || m->cpu[i].node >= SIM_MAX_NODES)
+			sim_fatal("%s: CPU %d is on node %d; nodes are 0 to %d", path, i,
+				  m->cpu[i].node, SIM_MAX_NODES - 1);
+		if (m->cpu[i].node >= m->nodes)
+			m->nodes = m->cpu[i].node + 1;
+	}
+	for (int a = 0; a < m->nodes; a++) /* without a table: LOCAL_DISTANCE, REMOTE_DISTANCE */
+		for (int b = 0; b < m->nodes; b++)
+			if (m->node_distance[a][b] == 0)
+				m->node_distance[a][b] = a == b ? 10 : 20;
+			else if ((a == b) != (m->node_distance[a][b] == 10))
+				sim_fatal("%s: node distance %d to %d is %d; 10 is a node's own only",
+					  path, a, b, m->node_distance[a][b]);
 	const char *stores = getenv("LOCKLAB_SIM_STORES");
 	if (stores != NULL && strcmp(stores, "in-turn") == 0)
 		m->fill_buffers = 0; /* the rule before overlapped misses, to compare with */

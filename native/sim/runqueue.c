@@ -32,7 +32,7 @@
  */
 #include <string.h>
 
-#include "runtime.h"
+#include "runqueue.h"
 
 #define TICK_NS 4000000.0                /* HZ=250 */
 #define SCHED_LATENCY_NS 6000000.0       /* sysctl_sched_latency, unscaled */
@@ -40,14 +40,8 @@
 #define WAKEUP_GRANULARITY_NS 1000000.0  /* sysctl_sched_wakeup_granularity, unscaled */
 #define SCHED_NR_LATENCY 8
 
-struct run_queue {
-	struct sim_thread *current; /* the thread on the CPU: running or spinning; NULL: idle */
-	int waiting;                /* threads ready to run, waiting for it */
-	int placed;                 /* threads placed on it that have not ended */
-	uint64_t min_vruntime;
-};
-
-static struct run_queue queues[SIM_MAX_CPUS + 1];
+struct run_queue sim_queues[SIM_MAX_CPUS + 1];
+#define queues sim_queues
 static uint64_t tick, latency, min_granularity, wakeup_granularity;
 static uint64_t arrivals; /* FIFO among equal vruntimes */
 
@@ -99,8 +93,19 @@ static int top_waiting_level(int cpu)
 	return top;
 }
 
+static bool placement_ticks; /* an unpinned thread may move: ticks balance (sim_balance_kick) */
+
+/*
+ * Its turn ends at `end` (need_resched() is true from then); while threads wait for its CPU
+ * and some thread may move, it also stops at each tick before that, where an idle CPU may
+ * take a waiting thread (sim_balance_kick).
+ */
 static void end_slice_at(struct sim_thread *t, uint64_t end)
 {
+	t->resched_at = end;
+	uint64_t next_tick = (t->clock / tick + 1) * tick;
+	if (placement_ticks && queues[t->cpu].waiting > 0 && next_tick < end)
+		end = next_tick;
 	t->slice_end = end;
 	/* A spinner with preemption off is woken too: it may look at need_resched(). */
 	uint64_t wake = end == SIM_FOREVER ? SIM_FOREVER : end > t->clock ? end : t->clock;
@@ -108,6 +113,13 @@ static void end_slice_at(struct sim_thread *t, uint64_t end)
 		t->wake_at = wake;
 		sim_thread_requeue(t);
 	}
+}
+
+/* The first tick after the fair slice of the thread on its CPU. */
+static uint64_t due_tick(const struct sim_thread *t)
+{
+	uint64_t due = t->on_cpu_since + slice_of(queues[t->cpu].waiting + 1);
+	return (due / tick + 1) * tick;
 }
 
 /*
@@ -124,10 +136,8 @@ static void set_slice_end(struct sim_thread *t, uint64_t at)
 		end_slice_at(t, at);
 	else if (top < 0 || mine > 0)
 		end_slice_at(t, SIM_FOREVER);
-	else {
-		uint64_t due = t->on_cpu_since + slice_of(queues[t->cpu].waiting + 1);
-		end_slice_at(t, (due / tick + 1) * tick);
-	}
+	else
+		end_slice_at(t, due_tick(t));
 }
 
 /* Its vruntime now: it grows with the time on the CPU in the fair class only (a real-time or
@@ -172,6 +182,7 @@ static void update_min_vruntime(struct run_queue *q, uint64_t candidate)
 static void dispatch(struct sim_thread *t, uint64_t at)
 {
 	struct run_queue *q = &queues[t->cpu];
+	sim_pelt_sync(t->cpu, t, at);
 	q->waiting--;
 	q->current = t;
 	update_min_vruntime(q, t->vruntime);
@@ -181,6 +192,21 @@ static void dispatch(struct sim_thread *t, uint64_t at)
 	t->on_cpu_since = t->clock;
 	set_slice_end(t, t->clock);
 	sim_thread_requeue(t);
+}
+
+/*
+ * What a woken thread waits before it runs on its idle CPU, where the profile says: the wake-up
+ * to running from the shallowest idle state, and the deeper exit latency of the deepest state
+ * whose target residency the CPU has been idle for (the menu governor, told the idle time).
+ */
+static uint64_t wake_from_idle(int cpu, uint64_t at)
+{
+	uint64_t since = queues[cpu].idle_stamp, idle_for = at > since ? at - since : 0;
+	uint64_t cost = sim_machine.wake_to_run;
+	for (int i = sim_machine.idle_states - 1; i > 0; i--)
+		if (idle_for >= sim_machine.idle_residency[i])
+			return cost + sim_machine.idle_exit[i] - sim_machine.idle_exit[0];
+	return cost;
 }
 
 void sim_rq_arrive(struct sim_thread *t, uint64_t at, bool fresh)
@@ -203,11 +229,14 @@ void sim_rq_arrive(struct sim_thread *t, uint64_t at, bool fresh)
 			       : (q->min_vruntime > latency / 2 ? q->min_vruntime - latency / 2 : 0);
 	if (fresh || t->vruntime < floor)
 		t->vruntime = floor;
+	sim_pelt_sync(t->cpu, t, t->clock);
 	if (q->current == NULL || q->current == t) {
+		if (woken && sim_machine.wake_to_run && q->current == NULL)
+			t->clock += wake_from_idle(t->cpu, t->clock);
 		q->current = t;
 		t->state = SIM_RUNNABLE;
 		t->on_cpu_since = t->clock;
-		t->slice_end = SIM_FOREVER;
+		t->slice_end = t->resched_at = SIM_FOREVER;
 		sim_thread_requeue(t);
 		return;
 	}
@@ -233,8 +262,10 @@ void sim_rq_arrive(struct sim_thread *t, uint64_t at, bool fresh)
 /* The thread on its CPU leaves it, handing it to nobody yet (sim_rq_settle does). */
 static void leave_cpu(struct sim_thread *t)
 {
+	sim_pelt_sync(t->cpu, t, t->clock);
+	t->left_cpu_at = t->clock;
 	t->vruntime = vruntime_now(t, t->clock);
-	t->slice_end = SIM_FOREVER;
+	t->slice_end = t->resched_at = SIM_FOREVER;
 	queues[t->cpu].current = NULL;
 }
 
@@ -243,14 +274,20 @@ void sim_rq_release(struct sim_thread *self)
 	if (!shares(self))
 		return;
 	struct run_queue *q = &queues[self->cpu];
-	if (self->state == SIM_DONE && self->rq_placed) {
-		q->placed--;
-		self->rq_placed = false;
+	if (q->current == self)
+		leave_cpu(self);
+	if (self->state == SIM_DONE) {
+		sim_pelt_detach(self, self->clock);
+		if (self->rq_placed) {
+			q->placed--;
+			self->rq_placed = false;
+		}
 	}
-	if (q->current != self)
+	if (q->current != NULL)
 		return;
-	leave_cpu(self);
 	sim_rq_settle(self->cpu, self->clock);
+	if (q->current == NULL && q->waiting == 0) /* nothing to run: newidle_balance() */
+		sim_balance_newidle(self->cpu, self->clock);
 }
 
 void locklab_sim_on_cpu_word(int *word, int off)
@@ -289,7 +326,7 @@ static void switch_out(struct sim_thread *self, bool yielding)
 		set_slice_end(self, self->clock);
 		return;
 	}
-	self->slice_end = SIM_FOREVER;
+	self->slice_end = self->resched_at = SIM_FOREVER;
 	if (self->on_cpu_word != NULL && !self->on_cpu_stored) { /* ordered: others may run */
 		int held = __atomic_load_n(self->on_cpu_word, __ATOMIC_RELAXED);
 		store_on_cpu_word(self, self->on_cpu_off);
@@ -303,6 +340,8 @@ static void switch_out(struct sim_thread *self, bool yielding)
 		self->on_cpu_stored = true;
 	}
 	struct run_queue *q = &queues[self->cpu];
+	sim_pelt_sync(self->cpu, self, self->clock);
+	self->left_cpu_at = self->clock;
 	self->involuntary_switches++;
 	self->state = SIM_CPU_WAIT;
 	/* A real-time task preempted by a higher one stays at the head of its level's queue. */
@@ -332,18 +371,30 @@ void locklab_sim_preempt_count_add(int delta)
 		sim_rq_check(self); /* a preemption that waited for it */
 }
 
+int locklab_sim_current_cpu(void) { return sim_self != NULL ? sim_self->cpu : -1; }
+
+uint64_t locklab_sim_migrations(void) { return sim_self != NULL ? sim_self->migrations : 0; }
+
 int locklab_sim_need_resched(void)
 {
 	const struct sim_thread *self = sim_self;
-	return self != NULL && self->clock >= self->slice_end;
+	return self != NULL && self->clock >= self->resched_at;
 }
 
 void sim_rq_tick(struct sim_thread *self)
 {
 	if (!shares(self) || queues[self->cpu].current != self || self->preempt_count > 0)
 		return;
+	if (placement_ticks)
+		placement_ticks = sim_place_any_unpinned();
+	if (queues[self->cpu].waiting > 0 && placement_ticks)
+		sim_balance_kick(self->cpu, self->clock); /* an idle CPU may take a waiting one */
 	if (queues[self->cpu].waiting == 0) {
-		self->slice_end = SIM_FOREVER;
+		self->slice_end = self->resched_at = SIM_FOREVER;
+		return;
+	}
+	if (self->clock < self->resched_at) { /* a balancing tick, not the turn's end */
+		end_slice_at(self, self->resched_at);
 		return;
 	}
 	switch_out(self, false);
@@ -355,28 +406,19 @@ void sim_rq_yield(struct sim_thread *self)
 		switch_out(self, true);
 }
 
-/* A new unpinned thread's CPU: the first without a thread, else the one with fewest (the
- * lowest numbered among equals), as find_idlest_cpu() takes the least loaded. */
-int sim_rq_place(void)
-{
-	int best = 0;
-	for (int cpu = 0; cpu < sim_machine.cpus; cpu++) {
-		if (queues[cpu].placed == 0)
-			return cpu;
-		if (queues[cpu].placed < queues[best].placed)
-			best = cpu;
-	}
-	return best;
-}
-
 void sim_rq_set_cpu(struct sim_thread *t, int cpu)
 {
 	if (t->rq_placed)
 		queues[t->cpu].placed--;
+	sim_pelt_detach(t, t->clock);
 	t->cpu = cpu;
 	t->rq_placed = cpu >= 0;
-	if (t->rq_placed)
+	if (t->rq_placed) {
 		queues[cpu].placed++;
+		sim_pelt_attach(t, t->clock);
+		if (!t->pinned)
+			placement_ticks = true; /* from now on (sim_place_any_unpinned() may tell) */
+	}
 }
 
 /*
@@ -395,16 +437,19 @@ void sim_rq_detach(struct sim_thread *t)
 		leave_cpu(t);
 		t->rq_attached = true;
 	} else if (t->state == SIM_CPU_WAIT) {
+		sim_pelt_sync(t->cpu, t, t->clock);
 		q->waiting--;
 		t->state = SIM_RUNNABLE; /* ready, out of the queue until attached again */
 		t->rq_attached = true;
 	}
 }
 
-void sim_rq_attach(struct sim_thread *t)
+void sim_rq_attach(struct sim_thread *t) { sim_rq_attach_at(t, t->clock); }
+
+void sim_rq_attach_at(struct sim_thread *t, uint64_t at)
 {
 	if (t->rq_attached)
-		sim_rq_arrive(t, t->clock, false);
+		sim_rq_arrive(t, at, false);
 	t->rq_attached = false;
 }
 

@@ -28,6 +28,8 @@
 #define SIM_MAX_THREADS (SIM_MAX_CPUS + 8)
 #define SIM_MAX_SOCKETS 16
 #define SIM_MAX_HOPS 4
+#define SIM_MAX_NODES 64
+#define SIM_MAX_IDLE_STATES 8
 /* The most store misses a profile may let a core keep in flight (its fill buffers). */
 #define SIM_MAX_FILL_BUFFERS 64
 #define SIM_FOREVER UINT64_MAX
@@ -58,6 +60,8 @@ struct sim_cpu {
 	int llc; /* unique over the machine */
 };
 
+enum sim_sched_rules { SIM_SCHED_LINUX_4_20, SIM_SCHED_LINUX_6_1 };
+
 struct sim_costs {
 	uint64_t hit;
 	uint64_t atomic;
@@ -84,9 +88,21 @@ struct sim_machine {
 	/* Store misses one core keeps in flight at once; 0: each waits for the one before
 	 * (no fill_buffers in the profile, or LOCKLAB_SIM_STORES=in-turn). */
 	int fill_buffers;
+	/* A woken thread's start on an idle CPU, from the wake to its running, in its shallowest
+	 * idle state (0: context_switch, for every wake-up, as before); and the idle states the
+	 * CPU may be in, shallowest first: exit latency and target residency. */
+	uint64_t wake_to_run;
+	int idle_states;
+	uint64_t idle_exit[SIM_MAX_IDLE_STATES], idle_residency[SIM_MAX_IDLE_STATES];
 	int sockets;
 	int hops[SIM_MAX_SOCKETS][SIM_MAX_SOCKETS];
 	int max_hops;
+	/* The ACPI SLIT's node distances (10 local); the kernel's default without one: 20 apart. */
+	int nodes;
+	int node_distance[SIM_MAX_NODES][SIM_MAX_NODES];
+	int node_reclaim_distance; /* 6.1's, where the profile sets it (AMD Zen: 32); 0: 30 */
+	/* Whose placement rules place unpinned threads (placement.c). */
+	enum sim_sched_rules sched;
 	int cpus;
 	/* cpus + 1 entries: the last is where the control thread (the engine's main) runs. */
 	struct sim_cpu cpu[SIM_MAX_CPUS + 1];
@@ -207,7 +223,8 @@ struct sim_thread {
 	 * waiters, and whether a move between CPUs took it out of a queue. */
 	uint64_t on_cpu_since;
 	uint64_t vruntime;
-	uint64_t slice_end;
+	uint64_t slice_end; /* when it next looks at its turn: its end, or a balancing tick */
+	uint64_t resched_at; /* when its turn ends (need_resched()) */
 	uint64_t cpu_arrival;
 	bool rq_attached;
 	bool rq_placed; /* counted among its CPU's threads */
@@ -218,6 +235,19 @@ struct sim_thread {
 	int preempt_count; /* locklab_sim_preempt_count_add(): not preempted while above 0 */
 	int rt_priority; /* SCHED_FIFO's 1 to 99; 0: SCHED_OTHER (the fair class) */
 	int rt_boost;    /* a priority-inheritance boost's level (locklab_sim_boost), or 0 */
+
+	/* Where it runs (placement.c): its PELT averages (1024: runnable, or running, all the
+	 * time), the CPU it used before its last, when it last left a CPU (task_hot), whom it
+	 * woke last and how often it woke another (wake_wide), and its moves. */
+	double load_avg, util_avg;
+	uint64_t pelt_at;
+	bool pelt_attached;
+	int recent_used_cpu;
+	uint64_t left_cpu_at;
+	const struct sim_thread *last_wakee;
+	unsigned int wakee_flips;
+	uint64_t wakee_flip_decay_at;
+	uint64_t migrations;
 
 	/* Counted for the report. */
 	uint64_t transfers[SIM_DISTANCES];
@@ -293,10 +323,16 @@ void sim_rq_release(struct sim_thread *self);
 void sim_rq_tick(struct sim_thread *self);
 void sim_rq_yield(struct sim_thread *self);
 void sim_rq_resumed(struct sim_thread *self); /* after a wait that may have been for its CPU */
-int sim_rq_place(void); /* a new thread's CPU */
+/* ---- where unpinned threads run (placement.c) ------------------------------------------------ */
+void sim_place_init(void); /* after the machine and the run queues */
+/* A new thread's CPU, as fork balancing chooses it from its creator's. */
+int sim_place_new(const struct sim_thread *parent);
+/* A sleeping thread about to be woken by `waker` (NULL: a timer) may move (select_task_rq). */
+void sim_place_woken(struct sim_thread *t, struct sim_thread *waker);
 void sim_rq_set_cpu(struct sim_thread *t, int cpu); /* every change of a program thread's CPU */
 void sim_rq_detach(struct sim_thread *t);
 void sim_rq_attach(struct sim_thread *t);
+void sim_rq_attach_at(struct sim_thread *t, uint64_t at);
 void sim_rq_settle(int cpu, uint64_t at);
 /* A thread whose host thread could not be made: it leaves its CPU's queue, never having run. */
 void sim_rq_forget(struct sim_thread *t, uint64_t at);

@@ -214,6 +214,7 @@ void sim_runtime_init(void)
 	choose_switching();
 	sim_coherence_init();
 	sim_rq_init();
+	sim_place_init();
 	sim_progress_init();
 	say_the_seed_on_crashes();
 	/* No access by another CPU takes effect sooner than half the cheapest transfer, at its
@@ -235,19 +236,45 @@ void sim_runtime_init(void)
 void locklab_sim_set_seed(uint64_t value) { seed = value; }
 uint64_t locklab_sim_seed(void) { return seed; }
 
+/* What the threads whose places were taken by new ones counted (sim_thread_new). */
+static struct locklab_sim_counts retired;
+
+/* A place for a new thread: a program thread's that has ended and been joined (its host
+ * thread is gone), its counts kept for the report, else a new one. A program that makes a
+ * thread per turn (--churn) so runs as long as it likes. */
+static struct sim_thread *free_place(void)
+{
+	for (int i = 0; i < nthreads; i++) {
+		struct sim_thread *t = &threads[i];
+		if (t->state != SIM_DONE || !t->joined || !t->counted)
+			continue;
+		for (int d = 0; d < SIM_DISTANCES; d++)
+			retired.transfers[d] += t->transfers[d];
+		retired.spin_parks += t->spin_parks;
+		retired.futex_sleeps += t->futex_sleeps;
+		if (t->clock > retired.virtual_cycles)
+			retired.virtual_cycles = t->clock;
+		memset(t, 0, sizeof(*t));
+		t->id = i;
+		return t;
+	}
+	if (nthreads == SIM_MAX_THREADS)
+		sim_fatal("more than %d threads at once", SIM_MAX_THREADS);
+	struct sim_thread *t = &threads[nthreads];
+	t->id = nthreads++;
+	return t;
+}
+
 struct sim_thread *sim_thread_new(void)
 {
-	if (nthreads == SIM_MAX_THREADS)
-		sim_fatal("more than %d threads", SIM_MAX_THREADS);
-	struct sim_thread *t = &threads[nthreads];
-	t->id = nthreads;
+	struct sim_thread *t = free_place();
 	t->counted = true;
 	t->state = SIM_RUNNABLE;
 	t->wake_at = SIM_FOREVER;
-	t->slice_end = SIM_FOREVER;
+	t->slice_end = t->resched_at = SIM_FOREVER;
+	t->recent_used_cpu = -1;
 	t->clock = sim_self ? sim_self->clock : 0;
 	t->heap_index = -1;
-	nthreads++;
 	sim_thread_requeue(t);
 	return t;
 }
@@ -522,6 +549,7 @@ static struct sim_thread *choose_next(void)
 			if (at > next->clock)
 				next->clock = at;
 		} else {
+			sim_place_woken(next, NULL); /* a timer's wake: it may move to an idle CPU */
 			sim_rq_arrive(next, at, false); /* its CPU may be another thread's now */
 			if (next->state != SIM_RUNNABLE)
 				return choose_next();
@@ -620,6 +648,8 @@ void sim_make_runnable(struct sim_thread *t, uint64_t clock)
 	t->wake_at = SIM_FOREVER;
 	t->timed_out = false;
 	if (t->state != SIM_SPIN_PARKED && !sim_rq_is_current(t)) {
+		if (t->state != SIM_CPU_WAIT && t->state != SIM_RUNNABLE)
+			sim_place_woken(t, sim_self); /* select_task_rq(): it may move */
 		sim_rq_arrive(t, clock, false); /* it slept: it runs when its CPU is free */
 		return;
 	}
@@ -672,7 +702,11 @@ int sim_wake_sleepers(enum sim_state state, uintptr_t addr, int count)
 			break;
 		if (woken > 0)
 			sim_self->clock += sim_machine.costs.futex_wake;
-		sim_make_runnable(first, sim_self->clock + sim_machine.costs.context_switch);
+		/* its start: context_switch after the wake, or the profile's wake_to_run on an idle
+		 * CPU (runqueue.c, sim_rq_arrive) */
+		sim_make_runnable(first, sim_self->clock + (sim_machine.wake_to_run
+								    ? 0
+								    : sim_machine.costs.context_switch));
 		woken++;
 	}
 	return woken;
@@ -847,7 +881,7 @@ void sim_wake_spinners(struct sim_park_link **parked, uint64_t when)
 /* ---- what the report reads ------------------------------------------------------------------- */
 void locklab_sim_counts(struct locklab_sim_counts *out)
 {
-	memset(out, 0, sizeof(*out));
+	*out = retired;
 	for (int i = 0; i < nthreads; i++) {
 		const struct sim_thread *t = &threads[i];
 		if (t->clock > out->virtual_cycles)

@@ -40,6 +40,10 @@ void locklab_sim_boost(int *on_cpu_word, int prio);
 void locklab_sim_preempt_count_add(int delta);
 /* The kernel's need_resched(): the calling task's CPU has another to run and its turn is over. */
 int locklab_sim_need_resched(void);
+/* The calling thread's virtual CPU now, and how often the scheduler model moved it (the
+ * kernel's se.nr_migrations). */
+int locklab_sim_current_cpu(void);
+uint64_t locklab_sim_migrations(void);
 
 /* The simulated machine, for the engine's topology (one call per CPU, 0..cpus-1). */
 struct locklab_sim_cpu {
@@ -51,6 +55,8 @@ struct locklab_sim_cpu {
 int locklab_sim_cpu_count(void);
 void locklab_sim_cpu_at(int cpu, struct locklab_sim_cpu *out);
 const char *locklab_sim_machine_name(void);
+/* Whose placement rules the scheduler model follows: "linux-4.20" or "linux-6.1". */
+const char *locklab_sim_sched_rules(void);
 const char *locklab_sim_machine_summary(void);
 const char *locklab_sim_machine_arch(void);
 
