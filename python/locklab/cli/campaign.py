@@ -21,6 +21,7 @@ from locklab.cli.common import (
     host,
     number,
     oversubscribe_option,
+    sched_option,
     settings,
     statistics_options,
 )
@@ -77,6 +78,7 @@ def register(commands: Commands) -> None:
         help="run it in the simulator on this machine, as if the file said sim = MACHINE "
         "(docs/simulator.md)",
     )  # fmt: skip
+    sched_option(campaign)
     scale = campaign.add_argument_group("override the file (a quick check, a placement)")
     scale.add_argument("--repeat", type=int, help="runs per cell")
     scale.add_argument("--duration", type=number, help="measured seconds per run")
@@ -110,7 +112,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         return run_places(args, chosen)
     if kind != "engine":
         raise LocklabError(f"{args.file}: kind must be engine, kernel or places (got {kind!r})")
-    spec = load_campaign(args.file, args.full, args.sim)
+    spec = load_campaign(args.file, args.full, args.sim, args.sched)
     if args.pin is not None:
         if spec.program:
             raise LocklabError("--pin: a campaign's program places its own threads")
@@ -170,7 +172,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
 def campaign_rerun(args: argparse.Namespace) -> str:
     """The command that resumes this campaign's experiment: the file and every option that
     changes its plan, since a rerun resumes only an experiment of the very same plan."""
-    plan = [f"--{name}={value}" for name in ("sim", "repeat", "duration", "warmup", "pin")
+    plan = [f"--{name}={value}" for name in ("sim", "sched", "repeat", "duration", "warmup", "pin")
             if (value := getattr(args, name)) is not None]  # fmt: skip
     plan += [flag for flag in ("--full", "--oversubscribe") if getattr(args, flag[2:])]
     return shlex.join(["locklab", "campaign", str(args.file), "--store", str(args.store), *plan])

@@ -7,14 +7,21 @@ import argparse
 from pathlib import Path
 
 from locklab.analysis.stats import DEFAULT_MIN_EFFECT_PCT
-from locklab.cli.common import chosen_engine, engine_option, number, sim_option, store_option
+from locklab.cli.common import (
+    chosen_engine,
+    engine_option,
+    number,
+    sim_option,
+    simulated_machine,
+    store_option,
+)
 from locklab.errors import LocklabError
 from locklab.kernel import qemu
 from locklab.kernel.arch import resolve
 from locklab.kernel.from_source import SIM_BUILD, TORTURE_TYPE, check_name
 from locklab.kernel.params import READ_SIDE
 from locklab.kernel.sweep import LocktortureSweep
-from locklab.model.machine_profile import find_profile, flat_cpus
+from locklab.model.machine_profile import flat_cpus
 from locklab.model.values import validate_axis
 from locklab.run.commit_runs import BootSettings, RunSettings
 from locklab.run.engine import Engine
@@ -71,7 +78,7 @@ def commit_run_settings(args: argparse.Namespace) -> tuple[RunSettings, Engine, 
     what cannot run is one line."""
     check_name(args.lock)
     validate_axis("nreaders", [args.nreaders])
-    machine = find_profile(args.sim) if args.sim else None
+    machine = simulated_machine(args)
     threads = args.nwriters + args.nreaders
     if machine is not None and threads > flat_cpus(machine.flat_text()):
         raise LocklabError(f"--sim {args.sim}: {threads} threads need more than its "

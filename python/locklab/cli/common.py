@@ -24,7 +24,14 @@ from locklab.kernel.from_source import (
     is_source_lock,
 )
 from locklab.kernel.revisions import git_tree, range_revisions
-from locklab.model.machine_profile import MachineProfile, find_profile, flat_cpus
+from locklab.model.machine_profile import (
+    DEFAULT_SCHED,
+    SCHED_RULES,
+    MachineProfile,
+    find_profile,
+    flat_cpus,
+    with_sched,
+)
 from locklab.model.spec import ExperimentSpec, default, run_times
 from locklab.model.targeting import SourceVariant
 from locklab.model.values import is_cpu_list, parse_int_list
@@ -227,6 +234,15 @@ def sim_option(parser: argparse._ActionsContainer) -> None:
         help="run in the simulator on this machine profile ('locklab machines' lists them; or "
         "a profile file): the same compiled locks on N virtual CPUs, in virtual time",
     )  # fmt: skip
+    sched_option(parser)
+
+
+def sched_option(parser: argparse._ActionsContainer) -> None:
+    parser.add_argument(
+        "--sched", choices=SCHED_RULES,
+        help="with --sim: whose kernel's rules place unpinned threads (default: the profile's "
+        f"kernel, else {DEFAULT_SCHED}; docs/scheduler.md)",
+    )  # fmt: skip
 
 
 def simulated_machine(args: argparse.Namespace) -> MachineProfile | None:
@@ -234,8 +250,10 @@ def simulated_machine(args: argparse.Namespace) -> MachineProfile | None:
     simulator; a .so built outside its instrumentation is refused by the simulator itself when
     the spec is checked (locklab-sim's plugin loader)."""
     if not args.sim:
+        if getattr(args, "sched", None):
+            raise LocklabError("--sched: the simulator's rules; give --sim MACHINE too")
         return None
-    return find_profile(args.sim)
+    return with_sched(find_profile(args.sim), getattr(args, "sched", None))
 
 
 def run_settings(args: argparse.Namespace, machine: MachineProfile | None) -> dict[str, Any]:

@@ -75,6 +75,14 @@ def profile_lines(p: MachineProfile) -> list[str]:
     misses = (f"{p.fill_buffers} in flight per core" if p.fill_buffers else
               "each waits for the one before (no fill_buffers in the profile)")  # fmt: skip
     lines.append(f"  misses: {misses}  {p.sources.get('fill_buffers', '')}".rstrip())
+    rows = p.node_distance or ()
+    distances = " / ".join(" ".join(str(d) for d in row) for row in rows)
+    if not distances:
+        distances = "the kernel's default without a SLIT (10, 20 apart)"
+    lines.append(f"  nodes:   distances {distances}  {p.sources.get('node_distance', '')}".rstrip())
+    reclaim = f"{p.node_reclaim_distance or 30}  {p.sources.get('node_reclaim_distance', '')}"
+    lines.append(f"  threads placed by {p.sched}'s rules (--sched changes them); "
+                 f"node_reclaim_distance {reclaim}".rstrip())  # fmt: skip
     estimates = p.estimates()
     lines.append(f"  estimates: {', '.join(estimates) if estimates else 'none'}")
     return lines

@@ -16,10 +16,10 @@ from locklab.cli.common import (
     host,
     number,
     sim_option,
+    simulated_machine,
     store_option,
 )
 from locklab.errors import LocklabError
-from locklab.model.machine_profile import find_profile
 from locklab.model.spec import SIM_DURATION_S, SIM_PIN, SIM_WARMUP_S, default, run_times
 from locklab.model.values import AXES, parse_int_list
 from locklab.output import listing
@@ -88,7 +88,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     sweep = {a: parse_int_list(a, getattr(args, a)) for a in AXES if getattr(args, a) is not None}
     workloads = [workload(text) for text in args.workload]
     output = _chart_path(args.output, f"tune-{file_stem(args.lock)}-{file_stem(args.param)}")
-    machine = find_profile(args.sim) if args.sim else None
+    machine = simulated_machine(args)
     duration, warmup, pin = run_times(machine is not None, StoredTuning, args.duration,
                                       args.warmup, args.pin)  # fmt: skip
     tuning = StoredTuning(

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from locklab.errors import LocklabError
-from locklab.model.machine_profile import MachineProfile, find_profile
+from locklab.model.machine_profile import MachineProfile, find_profile, with_sched
 from locklab.model.spec import AutoRepeat, ExperimentSpec, Variant, Workload, default, run_times
 from locklab.model.values import AXES
 
@@ -26,6 +26,7 @@ TOP_KEYS = {
     "stutter",
     "numa_nodes",
     "torture_delays",
+    "churn",
     "numa_remote_ns",
     "program",
     "metric_regex",
@@ -42,6 +43,7 @@ TOP_KEYS = {
     "checks",
     "hosts",
     "sim",
+    "sched",
 }
 VARIANT_KEYS = {"label", "lock", "params", "plugin", "patches", "rev", "revs"}
 # What [full] may override: the seed's own scale, run with `locklab campaign FILE --full`.
@@ -51,7 +53,9 @@ FULL_KEYS = {
 }  # fmt: skip
 
 
-def load_campaign(path: Path, full: bool = False, sim: str | None = None) -> ExperimentSpec:
+def load_campaign(
+    path: Path, full: bool = False, sim: str | None = None, sched: str | None = None
+) -> ExperimentSpec:
     """Parse and shape-check a campaign file (with its [full] overrides when `full`, and on the
     simulated machine `sim` when given, as if the file said sim = ...; a file that measures gets
     the simulator's times, since its own would be as many virtual seconds, hours of simulation);
@@ -88,6 +92,9 @@ def load_campaign(path: Path, full: bool = False, sim: str | None = None) -> Exp
             own = data.get("name") if isinstance(data.get("name"), str) else path.stem
             data["name"] = f"{own}-on-{Path(sim).stem}"
         data["sim"] = sim
+    if sched and data.get("sched") != sched:  # another kernel's placement: another experiment
+        own = data.get("name") if isinstance(data.get("name"), str) else path.stem
+        data["name"], data["sched"] = f"{own}-{sched}", sched
     return _CampaignReader(path, text, machine).spec(data, full)
 
 
@@ -196,6 +203,7 @@ class _CampaignReader:
             numa_nodes=self.typed(data, "numa_nodes", int, _default("numa_nodes")),
             torture_delays=self.typed(data, "torture_delays", str, _default("torture_delays")),
             numa_remote_ns=self.typed(data, "numa_remote_ns", int, _default("numa_remote_ns")),
+            churn=self.typed(data, "churn", int, _default("churn")),
             workloads=self.workloads(data.get("workload", [])),
             kernel_tree=self.tree(data),
             checks=self.typed(data, "checks", bool, True),
@@ -215,10 +223,10 @@ class _CampaignReader:
                 data, "program_timeout", _default("program_timeout_s")
             )
         if sim:
-            self.simulated(spec, sim)
+            self.simulated(spec, sim, data)
         return spec
 
-    def simulated(self, spec: ExperimentSpec, sim: str) -> None:
+    def simulated(self, spec: ExperimentSpec, sim: str, data: dict) -> None:
         """sim = "x5-4" (or a profile file, relative to the campaign's): the simulator's runs;
         plugins and kernel: locks are compiled for it when the campaign runs (docs/simulator.md)."""
         if spec.program:
@@ -230,6 +238,11 @@ class _CampaignReader:
                 machine = find_profile(str(self.path.parent / sim) if relative else sim, "sim")
             except LocklabError as error:
                 raise self.fail(str(error), "sim") from None
+        sched = self.typed(data, "sched", str, "") or None
+        try:
+            machine = with_sched(machine, sched, "sched")
+        except LocklabError as error:
+            raise self.fail(str(error), "sched") from None
         spec.sim, spec.sim_machine = sim, machine.flat_text()
 
     def variants(self, raw: object) -> list[Variant]:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from itertools import pairwise
 from pathlib import Path
 
 from locklab.errors import LocklabError
@@ -22,6 +23,12 @@ FLAT_VERSION = 1
 MAX_CPUS = 512
 MAX_SOCKETS = 16
 MAX_HOPS = 4
+MAX_NODES = 64  # SIM_MAX_NODES
+MAX_IDLE_STATES = 8  # SIM_MAX_IDLE_STATES
+# Whose rules place unpinned threads (native/sim/placement.c, docs/scheduler.md): a profile's
+# `kernel` (its seed's), else the newest; --sched overrides either.
+SCHED_RULES = ("linux-4.20", "linux-6.1")
+DEFAULT_SCHED = "linux-6.1"
 MAX_FILL_BUFFERS = 64
 SCALAR_COSTS = (
     "hit", "atomic", "smt_sibling", "same_llc", "same_socket", "memory_local",
@@ -58,6 +65,15 @@ class MachineProfile:
     # Store misses one core keeps in flight (its L1D fill buffers); 0: the profile gives none,
     # and each store miss waits for the one before (docs/simulator.md, "Overlapped stores").
     fill_buffers: int = 0
+    # The ACPI SLIT, nodes x nodes (10 a node's own); None: the kernel's default, 20 apart.
+    node_distance: tuple[tuple[int, ...], ...] | None = None
+    # What 6.1 sets node_reclaim_distance to on this CPU (AMD Zen: 32); 0: the default, 30.
+    node_reclaim_distance: int = 0
+    sched: str = DEFAULT_SCHED
+    # The wake-up to running on an idle CPU, and its idle states (exit latency, target
+    # residency), in cycles; 0 and (): context_switch for every wake-up.
+    wake_to_run: int = 0
+    idle_states: tuple[tuple[int, int], ...] = ()
 
     @property
     def cpus(self) -> int:
@@ -116,6 +132,15 @@ class MachineProfile:
             values = self.costs[key]
             assert isinstance(values, tuple)
             lines.append(f"{key} {' '.join(str(v) for v in values)}")
+        lines.append(f"sched {self.sched}")
+        if self.wake_to_run:
+            lines.append(f"wake_to_run {self.wake_to_run}")
+        lines += [f"idle_state {exit} {residency}" for exit, residency in self.idle_states]
+        if self.node_distance:
+            lines += [f"node_distance {i} {' '.join(str(d) for d in row)}"
+                      for i, row in enumerate(self.node_distance)]  # fmt: skip
+        if self.node_reclaim_distance:
+            lines.append(f"node_reclaim_distance {self.node_reclaim_distance}")
         lines.append(f"sockets {self.topology['sockets']}")
         lines += [f"hops {i} {' '.join(str(h) for h in row)}" for i, row in
                   enumerate(self.socket_hops)]  # fmt: skip
@@ -131,6 +156,15 @@ class MachineProfile:
 
 def profile_names() -> list[str]:
     return sorted(p.stem for p in PROFILES_DIR.glob("*.toml"))
+
+
+def with_sched(profile: MachineProfile, sched: str | None, what: str = "--sched") -> MachineProfile:
+    """The profile with another kernel's placement rules, when `sched` names one."""
+    if sched is None:
+        return profile
+    if sched not in SCHED_RULES:
+        raise LocklabError(f"{what}: unknown rules '{sched}' (known: {', '.join(SCHED_RULES)})")
+    return replace(profile, sched=sched)
 
 
 def find_profile(name_or_path: str, what: str = "--sim") -> MachineProfile:
@@ -259,6 +293,22 @@ def _checked(data: dict, path: Path) -> MachineProfile:
     if fill_buffers and not sources.get("fill_buffers"):
         raise LocklabError(f"{where}: no source for fill_buffers (cite one, or write "
                            "'estimate: ...' with how it was derived)")  # fmt: skip
+    nodes = sockets * topology["nodes_per_socket"]
+    distance = _node_distances(topology_table.get("node_distance"), nodes, sources, where)
+    reclaim = data.get("node_reclaim_distance", 0)
+    if (
+        not isinstance(reclaim, int)
+        or isinstance(reclaim, bool)
+        or not (reclaim == 0 or 10 <= reclaim <= 254)
+    ):
+        raise LocklabError(f"{where}: node_reclaim_distance must be 10 to 254")
+    if reclaim and not sources.get("node_reclaim_distance"):
+        raise LocklabError(f"{where}: no source for node_reclaim_distance")
+    wake_to_run, idle_states = _wake_costs(costs_table, sources, where)
+    kernel = data.get("kernel", DEFAULT_SCHED)
+    if kernel not in SCHED_RULES:
+        raise LocklabError(f"{where}: kernel must be one of {', '.join(SCHED_RULES)} (whose "
+                           f"scheduler places its threads), not {kernel!r}")  # fmt: skip
     profile = MachineProfile(
         name=name,
         summary=" ".join(str(data.get("summary", path.stem)).split()),
@@ -271,7 +321,65 @@ def _checked(data: dict, path: Path) -> MachineProfile:
         sources={str(k): " ".join(str(v).split()) for k, v in sources.items()},
         path=path,
         fill_buffers=fill_buffers,
+        node_distance=distance,
+        node_reclaim_distance=reclaim,
+        sched=kernel,
+        wake_to_run=wake_to_run,
+        idle_states=idle_states,
     )
     if profile.cpus > MAX_CPUS:
         raise LocklabError(f"{where}: {profile.cpus} CPUs, the simulator runs at most {MAX_CPUS}")
     return profile
+
+
+def _node_distances(
+    value: object, nodes: int, sources: dict, where: str
+) -> tuple[tuple[int, ...], ...] | None:
+    """topology.node_distance: the SLIT, as `numactl -H` prints it, with its source."""
+    if value is None:
+        return None
+    if not (
+        isinstance(value, list)
+        and len(value) == nodes
+        and all(isinstance(row, list) and len(row) == nodes for row in value)
+        and all(isinstance(d, int) and not isinstance(d, bool) for row in value for d in row)
+    ):
+        raise LocklabError(f"{where}: topology.node_distance must be {nodes} rows of {nodes}")
+    if nodes > MAX_NODES or any(
+        (d == 10) != (a == b) or not 10 <= d <= 254
+        for a, row in enumerate(value) for b, d in enumerate(row)
+    ):  # fmt: skip
+        raise LocklabError(f"{where}: topology.node_distance is 10 from a node to itself only, "
+                           "and 11 to 254 to another")  # fmt: skip
+    if not sources.get("node_distance"):
+        raise LocklabError(f"{where}: no source for node_distance (cite one, or write "
+                           "'estimate: ...' with how it was derived)")  # fmt: skip
+    return tuple(tuple(row) for row in value)
+
+
+def _wake_costs(costs: dict, sources: dict, where: str) -> tuple[int, tuple[tuple[int, int], ...]]:
+    """costs.wake_to_run and costs.idle_states ([[exit, residency], ...], shallowest first),
+    each with its source; idle states need wake_to_run, which is measured from the first."""
+    wake = costs.get("wake_to_run", 0)
+    if not isinstance(wake, int) or isinstance(wake, bool) or wake < 0:
+        raise LocklabError(f"{where}: costs.wake_to_run must be a whole number of cycles")
+    states = costs.get("idle_states", [])
+    if not (
+        isinstance(states, list)
+        and len(states) <= MAX_IDLE_STATES
+        and all(isinstance(s, list) and len(s) == 2 for s in states)
+        and all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for s in states for v in s
+        )
+    ):
+        raise LocklabError(f"{where}: costs.idle_states must be at most {MAX_IDLE_STATES} "
+                           "[exit, residency] pairs of cycles")  # fmt: skip
+    if states and not wake:
+        raise LocklabError(f"{where}: costs.idle_states needs costs.wake_to_run")
+    if any(later[0] < earlier[0] for earlier, later in pairwise(states)):
+        raise LocklabError(f"{where}: costs.idle_states go from the shallowest to the deepest")
+    for key, value in (("wake_to_run", wake), ("idle_states", states)):
+        if value and not sources.get(key):
+            raise LocklabError(f"{where}: no source for {key} (cite one, or write 'estimate: "
+                               "...' with how it was derived)")  # fmt: skip
+    return wake, tuple((exit, residency) for exit, residency in states)
