@@ -193,6 +193,7 @@ struct bench_config {
 	bool topology;
 	const char *scenario; /* NULL: the throughput run; "pi-inversion" */
 	const struct torture_profile *torture; /* --torture-delays; NULL: off */
+	unsigned int churn; /* --churn: write acquisitions per short-lived thread; 0: off */
 	uint64_t numa_remote_ns; /* --numa-remote-ns: emulated cost of a cross-node hand-over */
 	bool no_checks; /* --no-checks: the bare loop's section, no per-acquisition check */
 };
@@ -261,6 +262,8 @@ struct usage_snapshot {
 	double system_s;
 	long voluntary_switches;
 	long involuntary_switches;
+	long migrations; /* between CPUs (/proc's se.nr_migrations); -1: unknown */
+	int cpu;         /* the CPU it was on */
 };
 
 struct worker {
@@ -303,6 +306,11 @@ struct worker {
 	uint64_t torture_unboosts;
 	uint64_t torture_boosts_denied;
 	bool torture_boosted;
+	/* --churn: what its mail threads did in the window; the first thread it could not make */
+	long churn_voluntary, churn_involuntary;
+	double churn_user_s;
+	uint64_t churn_mails;
+	int churn_failed;
 	struct torture_random_state torture_rng;
 	uint64_t random;
 	uint32_t sample_every;     /* the period in force: run->sample_every once measuring */

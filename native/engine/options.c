@@ -44,6 +44,9 @@ static const char usage_text[] =
 	"  --torture-delays TYPE  hold times drawn as Linux 6.1's locktorture draws them for\n"
 	"                         torture_type TYPE (spin_lock, rtmutex_lock, mutex_lock,\n"
 	"                         rwsem_lock, rw_lock, ...), rtmutex_lock's SCHED_FIFO boosts too\n"
+	"  --churn N              a fork-like load: each writer makes a thread per turn that\n"
+	"                         takes the lock N times (--gap-ns apart) and ends, and waits for\n"
+	"                         it (seed 001's fork and exit taking the anon_vma lock: N = 2)\n"
 	"placement\n"
 	"  --pin MODE             none | compact | cores | scatter | CPU list like 0,2,4-7\n"
 	"                         (default none); cores: a core each, a node's before the next's\n"
@@ -101,6 +104,7 @@ enum option_id {
 	OPT_SEED,
 	OPT_TORTURE_DELAYS,
 	OPT_NUMA_REMOTE_NS,
+	OPT_CHURN,
 	OPT_NO_CHECKS,
 };
 
@@ -134,6 +138,7 @@ static const struct option long_options[] = {
 	{ "seed", required_argument, NULL, OPT_SEED },
 	{ "torture-delays", required_argument, NULL, OPT_TORTURE_DELAYS },
 	{ "numa-remote-ns", required_argument, NULL, OPT_NUMA_REMOTE_NS },
+	{ "churn", required_argument, NULL, OPT_CHURN },
 	{ "no-checks", no_argument, NULL, OPT_NO_CHECKS },
 	{ NULL, 0, NULL, 0 },
 };
@@ -338,6 +343,9 @@ void options_parse(int argc, char **argv, struct bench_config *config)
 		case OPT_NUMA_REMOTE_NS:
 			config->numa_remote_ns = parse_count(optarg, 0, 1000000000);
 			break;
+		case OPT_CHURN:
+			config->churn = (unsigned int)parse_count(optarg, 1, 1000000);
+			break;
 		case OPT_NO_CHECKS:
 			config->no_checks = true;
 			break;
@@ -401,6 +409,12 @@ void options_parse(int argc, char **argv, struct bench_config *config)
 		usage_error("--no-checks measures the bare loop: writers only, without readers, "
 			    "--hold-ns, --gap-ns, --cs-lines, --ops, --long-hold, --torture-delays, "
 			    "--numa-remote-ns or a scenario");
+	if (config->churn && (config->nreaders || config->cs_lines ||
+			      config->long_hold_ms || config->torture || config->numa_remote_ns ||
+			      config->no_checks || config->scenario || config->shuffle_interval_s))
+		usage_error("--churn runs writers that make a thread per turn: without readers, "
+			    "--cs-lines, --long-hold, --torture-delays, --numa-remote-ns, "
+			    "--no-checks, --shuffle-interval or a scenario");
 	if (config->watchdog_s > 0 && config->watchdog_s < 0.1)
 		usage_error("--watchdog: at least 0.1 s (or 0 to turn it off)");
 }

@@ -274,6 +274,7 @@ static void json_config(struct json_writer *j, const struct bench_config *c)
 	json_string(j, "plugin", c->plugin_path);
 	json_string(j, "torture_delays", c->torture ? c->torture->name : NULL);
 	json_uint(j, "numa_remote_ns", c->numa_remote_ns);
+	json_uint(j, "churn", c->churn);
 	json_bool(j, "checks", !c->no_checks);
 	json_end_object(j);
 }
@@ -323,18 +324,24 @@ static void json_calibration(struct json_writer *j, const struct run_state *run)
 }
 
 struct usage_totals {
-	long voluntary, involuntary;
+	long voluntary, involuntary, migrations; /* migrations: -1 where unknown */
 	double user_s, system_s;
 };
 
 static struct usage_totals usage_delta(const struct worker *w)
 {
-	struct usage_totals u = { 0, 0, 0, 0 };
+	struct usage_totals u = { 0, 0, 0, 0, 0 };
 	if (!w->window_started || !w->window_ended)
 		return u;
-	u.voluntary = w->usage_end.voluntary_switches - w->usage_start.voluntary_switches;
-	u.involuntary = w->usage_end.involuntary_switches - w->usage_start.involuntary_switches;
-	u.user_s = w->usage_end.user_s - w->usage_start.user_s;
+	u.migrations = w->usage_start.migrations < 0 || w->usage_end.migrations < 0
+			       ? -1
+			       : w->usage_end.migrations - w->usage_start.migrations;
+	/* with --churn, its mail threads' too (worker_churn.c) */
+	u.voluntary = w->usage_end.voluntary_switches - w->usage_start.voluntary_switches +
+		      w->churn_voluntary;
+	u.involuntary = w->usage_end.involuntary_switches - w->usage_start.involuntary_switches +
+			w->churn_involuntary;
+	u.user_s = w->usage_end.user_s - w->usage_start.user_s + w->churn_user_s;
 	u.system_s = w->usage_end.system_s - w->usage_start.system_s;
 	return u;
 }
@@ -361,6 +368,8 @@ static void json_threads(struct json_writer *j, const struct run_state *run, boo
 			struct usage_totals u = usage_delta(w);
 			json_int(j, "voluntary_switches", u.voluntary);
 			json_int(j, "involuntary_switches", u.involuntary);
+			json_int(j, "migrations", u.migrations);
+			json_int(j, "last_cpu", w->window_ended ? w->usage_end.cpu : -1);
 			json_double(j, "user_s", u.user_s);
 			json_double(j, "system_s", u.system_s);
 			json_uint(j, "violations", w->violations_owner + w->violations_readers +
@@ -515,6 +524,9 @@ static void run_result_compute(struct run_state *run, int status, struct run_res
 			struct usage_totals u = usage_delta(run->workers[i]);
 			r->usage.voluntary += u.voluntary;
 			r->usage.involuntary += u.involuntary;
+			r->usage.migrations = r->usage.migrations < 0 || u.migrations < 0
+						      ? -1
+						      : r->usage.migrations + u.migrations;
 			r->usage.user_s += u.user_s;
 			r->usage.system_s += u.system_s;
 		}
@@ -670,6 +682,9 @@ static int run_result_write_json(const struct run_state *run, const struct run_r
 		    per_1000((double)usage->voluntary, r->total));
 	json_double(j, "involuntary_per_1000_acquisitions",
 		    per_1000((double)usage->involuntary, r->total));
+	json_int(j, "migrations", usage->migrations);
+	json_double(j, "migrations_per_1000_acquisitions",
+		    usage->migrations < 0 ? NAN : per_1000((double)usage->migrations, r->total));
 	json_uint(j, "parks", r->handoffs.parks);
 	json_uint(j, "wakes", r->handoffs.wakes);
 	json_end_object(j);

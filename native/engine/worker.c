@@ -184,6 +184,8 @@ void *worker_main(void *arg)
 	if (worker_handle_control(w, control, &control_seen)) {
 		if (w->is_reader)
 			reader_loop(w, control_seen);
+		else if (run->config->churn)
+			writer_churn_loop(w, control_seen);
 		else if (getenv("LOCKLAB_INDIRECT_LOOP") != NULL)
 			writer_loop_indirect(w, control_seen);
 		else

@@ -23,6 +23,23 @@
 #include "engine.h"
 #include "worker_hot.h"
 
+#ifndef LOCKLAB_SIM
+/* The scheduler's count of the calling thread's moves between CPUs, where the kernel shows it
+ * (CONFIG_SCHED_DEBUG's /proc/thread-self/sched); -1 otherwise. */
+static long thread_migrations(void)
+{
+	FILE *in = fopen("/proc/thread-self/sched", "r");
+	long count = -1;
+	char line[256];
+	while (in != NULL && fgets(line, sizeof(line), in) != NULL)
+		if (sscanf(line, " se.nr_migrations : %ld", &count) == 1)
+			break;
+	if (in != NULL)
+		fclose(in);
+	return count;
+}
+#endif
+
 static void usage_snapshot_take(struct usage_snapshot *snap)
 {
 	struct rusage usage;
@@ -31,6 +48,13 @@ static void usage_snapshot_take(struct usage_snapshot *snap)
 	snap->system_s = (double)usage.ru_stime.tv_sec + (double)usage.ru_stime.tv_usec * 1e-6;
 	snap->voluntary_switches = usage.ru_nvcsw;
 	snap->involuntary_switches = usage.ru_nivcsw;
+#ifdef LOCKLAB_SIM
+	snap->migrations = (long)locklab_sim_migrations();
+	snap->cpu = locklab_sim_current_cpu();
+#else
+	snap->migrations = thread_migrations();
+	snap->cpu = sched_getcpu();
+#endif
 }
 
 void worker_pin_to(struct worker *w, int cpu)

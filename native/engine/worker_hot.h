@@ -37,6 +37,8 @@ void worker_pin_to(struct worker *w, int cpu);
 /* locktorture's rt_boost: SCHED_FIFO on, or back to SCHED_OTHER. */
 void worker_set_fifo(struct worker *w, bool fifo);
 bool worker_handle_control(struct worker *w, uint32_t control, uint32_t *control_seen);
+/* --churn's writer loop (worker_churn.c). */
+void writer_churn_loop(struct worker *w, uint32_t control_seen);
 /* worker_handle_control() for the loop: the new control_seen, or -1 when the thread leaves. */
 int64_t worker_control_changed(struct worker *w, uint32_t control, uint32_t control_seen);
 void worker_torture_before_lock(struct worker *w, unsigned int nwriters, bool measuring);

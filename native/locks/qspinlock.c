@@ -116,6 +116,7 @@
  * tree's code (docs/locks.md, "Ports and the tree").
  */
 #include <errno.h>
+#include <sched.h>
 #include <stddef.h>
 #include <time.h>
 
@@ -144,9 +145,21 @@ static inline u64 now_ns(void)
 #define cna_clock_ns() now_ns()
 #endif
 
+/*
+ * The node the thread runs on: its own when pinned, else the kernel's numa_node_id() of the CPU
+ * it is on now, as getcpu(2) tells it (an unpinned thread may move between acquisitions).
+ */
+static int current_numa_node(const struct lock_thread *self)
+{
+	unsigned int cpu, node;
+	if (self->numa_node >= 0)
+		return self->numa_node;
+	return getcpu(&cpu, &node) == 0 ? (int)node : 0;
+}
+
 static void cna_init_node(struct qnode *node, struct lock_thread *self, u32 tail)
 {
-	node->real_numa_node = self->numa_node < 0 ? 0 : self->numa_node;
+	node->real_numa_node = current_numa_node(self);
 	node->numa_node = node->real_numa_node;
 	node->encoded_tail = tail;
 	node->start_time = 0;

@@ -133,6 +133,14 @@ def register(commands: Commands) -> None:
         "spin_lock, mutex_lock, rwsem_lock, ...), instead of --hold-ns",
     )
     how.add_argument(
+        "--churn",
+        metavar="N",
+        type=int,
+        default=_spec("churn"),
+        help="a fork-like load: each writer makes a thread per turn that takes the lock N "
+        "times (--gap-ns apart) and ends (seed 001's fork and exit: 2)",
+    )
+    how.add_argument(
         "--numa-remote-ns",
         type=int,
         default=_spec("numa_remote_ns"),
@@ -196,7 +204,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         repeat=args.max_repeat if args.repeat == "auto" else args.repeat,
         repeat_auto=args.repeat == "auto", min_repeat=args.min_repeat,
         precision=args.precision, seed=args.seed, numa_nodes=args.numa_nodes,
-        torture_delays=args.torture_delays, numa_remote_ns=args.numa_remote_ns,
+        torture_delays=args.torture_delays, numa_remote_ns=args.numa_remote_ns, churn=args.churn,
         checks=not args.no_checks, engine_seed=args.engine_seed, **run_settings(args, machine),
     )  # fmt: skip
     if machine:

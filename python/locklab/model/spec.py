@@ -97,6 +97,7 @@ class ExperimentSpec:
     # --torture-delays: hold times drawn as Linux 6.1's locktorture does for this torture type
     torture_delays: str = ""
     numa_remote_ns: int = 0  # --numa-remote-ns: emulated cost of a cross-node hand-over
+    churn: int = 0  # --churn: each writer's turn is a new thread taking the lock this often
     workloads: list[Workload] = field(default_factory=list)
     # --repeat auto: `repeat` is then the most runs per cell; see adaptive.py.
     repeat_auto: bool = False
@@ -245,6 +246,8 @@ class ExperimentSpec:
             args += ["--torture-delays", self.torture_delays]
         if self.numa_remote_ns:
             args += ["--numa-remote-ns", str(self.numa_remote_ns)]
+        if self.churn:
+            args += ["--churn", str(self.churn)]
         if not self.checks:
             args += ["--no-checks"]
         return args

@@ -112,6 +112,11 @@ def _check_workload_emulation(spec: ExperimentSpec) -> None:
         raise LocklabError(f"numa_remote_ns must be from 0 to 1000000 (got {spec.numa_remote_ns})")
     if spec.numa_remote_ns and spec.pin == "none":
         raise LocklabError("numa_remote_ns needs pinned threads (pin = compact, cores, ...)")
+    if isinstance(spec.churn, bool) or not 0 <= spec.churn <= 10**6:
+        raise LocklabError(f"churn must be from 0 to 1000000 (got {spec.churn})")
+    if spec.churn and (spec.torture_delays or spec.long_hold_ms or spec.numa_remote_ns):
+        raise LocklabError("churn runs writers that make a thread per turn: without "
+                           "torture_delays, long_hold_ms or numa_remote_ns")  # fmt: skip
 
 
 def _check_engine_seed(spec: ExperimentSpec) -> None:
