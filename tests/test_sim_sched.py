@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import BUILD
 from locklab.kernel.from_source import build_source_lock
-from test_sim import figures, simulate, tiny_machine
+from locklab.model.machine_profile import load_profile
+from test_sim import TINY_PROFILE, figures, simulate, tiny_machine
 
 
 @pytest.fixture(scope="module")
@@ -124,3 +125,32 @@ def test_the_kernels_mutex_spinners_leave_a_cpu_another_thread_needs(machine):
                                       "--duration", "0.05", "--warmup", "0.01"])  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert result["total_acquisitions"] > 1000 and result["violations"]["total"] == 0
+
+
+def test_a_woken_thread_starts_as_late_as_its_idle_cpu_wakes(tmp_path):
+    """A profile's wake_to_run replaces context_switch for a wake-up on an idle CPU, and a
+    deeper idle state, whose target residency the CPU was idle for, adds its exit latency:
+    the rtmutex's hand-overs at three writers, each to a waiter that slept (no equal-priority
+    steal), slow down in that order."""
+
+    def rate(costs: str) -> float:
+        name = f"wake-{len(list(tmp_path.iterdir()))}"
+        text = TINY_PROFILE.replace('name = "tiny-2s"', f'name = "{name}"').replace(
+            "[sources]\n",
+            f"{costs}[sources]\nwake_to_run = 'estimate: test'\n"
+            "idle_states = 'estimate: test'\n",
+        )
+        (tmp_path / f"{name}.toml").write_text(text)
+        flat = tmp_path / f"{name}.machine"
+        flat.write_text(load_profile(tmp_path / f"{name}.toml").flat_text())
+        proc, result = simulate(flat, ["--lock", "rtmutex", "--nwriters", "3", "--pin",
+                                       "scatter", "--duration", "0.002", "--warmup",
+                                       "0.0002"])  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        return result["throughput_ops_per_s"]
+
+    context_switch = rate("")  # 4000 cycles a wake-up
+    shallow = rate("wake_to_run = 40000\n")
+    deep = rate("wake_to_run = 40000\nidle_states = [[40000, 0], [400000, 2000]]\n")
+    assert context_switch > 2 * shallow > 0
+    assert shallow > 2 * deep > 0
