@@ -15,7 +15,8 @@ static bool busier(const struct group_stats *g, const struct group_stats *busies
 		return false;
 	if (busiest->leader < 0 || g->type != busiest->type)
 		return busiest->leader < 0 || g->type > busiest->type;
-	if (g->type != GROUP_HAS_SPARE)
+	/* 4.20: the higher average load; 6.1: so for busy groups, else the idle CPUs */
+	if (sim_machine.sched == SIM_SCHED_LINUX_4_20 || g->type != GROUP_HAS_SPARE)
 		return g->avg_load > busiest->avg_load;
 	if (g->idle_cpus != busiest->idle_cpus)
 		return g->idle_cpus < busiest->idle_cpus;
@@ -91,8 +92,10 @@ static bool balance(int level, int dst, uint64_t at, bool newly_idle)
 			busiest = g;
 	}
 	int tasks = imbalance_for(level, &local, &busiest, newly_idle);
-	if (tasks == 0)
+	if (tasks == 0) {
+		balance_failed[level][dst] = 0; /* load_balance()'s out_balanced */
 		return false;
+	}
 	double util_budget = tasks < 0 ? local.capacity - local.util : 0;
 	/* find_busiest_queue(): the most threads; detach_tasks(): the least recently run */
 	int src = -1;
@@ -111,6 +114,7 @@ static bool balance(int level, int dst, uint64_t at, bool newly_idle)
 		}
 		if (pick == NULL || (tasks < 0 && moved > 0 && pick->util_avg > util_budget))
 			break;
+		sim_pelt_sync(src, pick, at); /* it waited, runnable, until now */
 		sim_rq_detach(pick);
 		sched_migrate(pick, dst, at);
 		sim_rq_attach_at(pick, at + sim_machine.costs.context_switch);
@@ -121,7 +125,11 @@ static bool balance(int level, int dst, uint64_t at, bool newly_idle)
 	}
 	if (src >= 0)
 		sim_rq_settle(src, at);
-	balance_failed[level][dst] = moved > 0 ? 0 : balance_failed[level][dst] + 1;
+	/* load_balance(): a failure counts outside newidle balancing only */
+	if (moved > 0)
+		balance_failed[level][dst] = 0;
+	else if (!newly_idle)
+		balance_failed[level][dst]++;
 	return moved > 0;
 }
 

@@ -228,8 +228,9 @@ int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)
 		pinned_to = sim_self->cpu;
 	int cpu = pinned_to >= 0 ? pinned_to : sim_place_new(sim_self);
 	struct sim_thread *t = sim_thread_new();
-	sim_rq_set_cpu(t, cpu);
 	t->pinned = pinned_to >= 0;
+	t->recent_used_cpu = cpu; /* wake_up_new_task() */
+	sim_rq_set_cpu(t, cpu);
 	t->rt_priority = rt_priority;
 	t->start = start;
 	t->arg = arg;

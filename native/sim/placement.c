@@ -106,15 +106,19 @@ static int find_idlest_group_4_20(const struct decision *d, int level, int this_
 
 static int find_idlest_group_cpu(const struct decision *d, int level, int leader, int this_cpu)
 {
-	uint64_t latest_stamp = 0;
+	uint64_t latest_stamp = 0, min_exit = UINT64_MAX;
 	int shallowest = -1, least_loaded = this_cpu, members = 0;
 	double min_load = 1e300;
 	for (int cpu = 0; cpu < sim_machine.cpus; cpu++) {
 		if (!sched_in_span(level - 1, leader, cpu) || !sched_allowed(d->p, cpu))
 			continue;
 		members++;
-		if (sched_idle(d, cpu)) { /* no idle states: the most recently idled, warmest cache */
-			if (sim_queues[cpu].idle_stamp > latest_stamp) {
+		if (sched_idle(d, cpu)) {
+			/* the shallowest idle state, then the most recently idled, warmest cache */
+			uint64_t exit = sim_rq_idle_exit(cpu, d->now);
+			if (exit < min_exit ||
+			    (exit == min_exit && sim_queues[cpu].idle_stamp > latest_stamp)) {
+				min_exit = exit;
 				latest_stamp = sim_queues[cpu].idle_stamp;
 				shallowest = cpu;
 			}

@@ -199,14 +199,18 @@ static void dispatch(struct sim_thread *t, uint64_t at)
  * to running from the shallowest idle state, and the deeper exit latency of the deepest state
  * whose target residency the CPU has been idle for (the menu governor, told the idle time).
  */
-static uint64_t wake_from_idle(int cpu, uint64_t at)
+uint64_t sim_rq_idle_exit(int cpu, uint64_t at)
 {
 	uint64_t since = queues[cpu].idle_stamp, idle_for = at > since ? at - since : 0;
-	uint64_t cost = sim_machine.wake_to_run;
 	for (int i = sim_machine.idle_states - 1; i > 0; i--)
 		if (idle_for >= sim_machine.idle_residency[i])
-			return cost + sim_machine.idle_exit[i] - sim_machine.idle_exit[0];
-	return cost;
+			return sim_machine.idle_exit[i] - sim_machine.idle_exit[0];
+	return 0;
+}
+
+static uint64_t wake_from_idle(int cpu, uint64_t at)
+{
+	return sim_machine.wake_to_run + sim_rq_idle_exit(cpu, at);
 }
 
 void sim_rq_arrive(struct sim_thread *t, uint64_t at, bool fresh)
@@ -218,7 +222,9 @@ void sim_rq_arrive(struct sim_thread *t, uint64_t at, bool fresh)
 	bool woken = t->state != SIM_RUNNABLE && t->state != SIM_SPIN_PARKED;
 	if (t->state == SIM_SPIN_PARKED) /* moved while it spun: it polls again where it lands */
 		sim_spin_unpark(t);
-	if (!shares(t)) {
+	if (!shares(t)) { /* the control thread, on a CPU of its own, idle while it slept */
+		if (woken && sim_machine.wake_to_run)
+			t->clock += sim_machine.wake_to_run;
 		t->state = SIM_RUNNABLE;
 		sim_thread_requeue(t);
 		return;
@@ -255,7 +261,7 @@ void sim_rq_arrive(struct sim_thread *t, uint64_t at, bool fresh)
 	sim_thread_requeue(t);
 	set_slice_end(running, t->clock);
 	if (!fresh && rt_level(t) == 0 && rt_level(running) == 0 &&
-	    running_vruntime > t->vruntime + wakeup_granularity && t->clock < running->slice_end)
+	    running_vruntime > t->vruntime + wakeup_granularity && t->clock < running->resched_at)
 		end_slice_at(running, t->clock);
 }
 
@@ -383,7 +389,7 @@ int locklab_sim_need_resched(void)
 
 void sim_rq_tick(struct sim_thread *self)
 {
-	if (!shares(self) || queues[self->cpu].current != self || self->preempt_count > 0)
+	if (!shares(self) || queues[self->cpu].current != self)
 		return;
 	if (placement_ticks)
 		placement_ticks = sim_place_any_unpinned();
@@ -393,7 +399,9 @@ void sim_rq_tick(struct sim_thread *self)
 		self->slice_end = self->resched_at = SIM_FOREVER;
 		return;
 	}
-	if (self->clock < self->resched_at) { /* a balancing tick, not the turn's end */
+	/* A balancing tick, not the turn's end, or a preemption that waits for the count to be
+	 * back to 0 (locklab_sim_preempt_count_add): the next stop, its tick or its turn's end. */
+	if (self->clock < self->resched_at || self->preempt_count > 0) {
 		end_slice_at(self, self->resched_at);
 		return;
 	}

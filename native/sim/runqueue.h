@@ -13,11 +13,11 @@ struct run_queue {
 	int waiting;                /* threads ready to run, waiting for it */
 	int placed;                 /* threads placed on it that have not ended */
 	uint64_t min_vruntime;
-	/* PELT (placement.c): the decayed sums of its threads' runnable and running time, in
+	/* PELT (sched_domain.c): the decayed sums of its threads' runnable and running time, in
 	 * the kernel's units (1024 = one thread all the time), as of pelt_at. */
 	double load, util;
 	uint64_t pelt_at;
-	uint64_t idle_stamp; /* when it last went idle (newidle_balance's rq->idle_stamp); 0: busy */
+	uint64_t idle_stamp; /* when it last went idle (newidle_balance's rq->idle_stamp) */
 };
 
 extern struct run_queue sim_queues[SIM_MAX_CPUS + 1];
@@ -27,7 +27,10 @@ static inline int sim_rq_nr_running(int cpu)
 	return (sim_queues[cpu].current != NULL) + sim_queues[cpu].waiting;
 }
 
-/* placement.c: the averages brought up to `at` before the queue or the thread changes. */
+/* The exit latency of the idle state the idle CPU is in at `at`, beyond its shallowest's: the
+ * deepest whose target residency it has been idle for (the profile's idle_states). */
+uint64_t sim_rq_idle_exit(int cpu, uint64_t at);
+/* sched_domain.c: the averages brought up to `at` before the queue or the thread changes. */
 void sim_pelt_sync(int cpu, struct sim_thread *t, uint64_t at);
 /* A thread's averages leave its CPU's sums (it ends, or moves) or join them. */
 void sim_pelt_detach(struct sim_thread *t, uint64_t at);

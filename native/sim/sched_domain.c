@@ -61,7 +61,9 @@ static bool covers(int a, int b)
 static int by_weight(const void *a, const void *b)
 {
 	const struct level *x = a, *y = b;
-	return x->weight != y->weight ? x->weight - y->weight : (int)x->kind - (int)y->kind;
+	if (x->weight != y->weight)
+		return x->weight - y->weight;
+	return x->kind != y->kind ? (int)x->kind - (int)y->kind : x->distance - y->distance;
 }
 
 /* sd_init(): each level's flags and constants, as the rules' release sets them. */
@@ -210,9 +212,9 @@ void sim_pelt_attach(struct sim_thread *t, uint64_t at)
 		double cap = (1024.0 - q->util) / 2;
 		double util = q->util > 0 ? q->util * 1024.0 / (q->load + 1) : cap;
 		t->load_avg = 1024.0;
-		t->util_avg = util < cap ? util : cap;
+		t->util_avg = cap <= 0 ? 0 : util < cap ? util : cap;
+		t->pelt_at = at > 0 ? at : 1;
 	}
-	t->pelt_at = at > 0 ? at : 1;
 	q->load += t->load_avg;
 	q->util += t->util_avg;
 	t->pelt_attached = true;
@@ -347,9 +349,9 @@ long sched_adjust_numa_imbalance(long imbalance, int dst_running, int imb_numa_n
 void sched_migrate(struct sim_thread *t, int cpu, uint64_t at)
 {
 	struct run_queue *from = &sim_queues[t->cpu], *to = &sim_queues[cpu];
-	uint64_t lag = t->vruntime > from->min_vruntime ? t->vruntime - from->min_vruntime : 0;
+	int64_t lag = (int64_t)(t->vruntime - from->min_vruntime); /* signed, as the kernel's */
 	sim_pelt_sync(t->cpu, t, at);
 	sim_rq_set_cpu(t, cpu);
-	t->vruntime = to->min_vruntime + lag;
+	t->vruntime = lag < 0 && (uint64_t)-lag > to->min_vruntime ? 0 : to->min_vruntime + (uint64_t)lag;
 	t->migrations++;
 }

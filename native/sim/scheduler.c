@@ -663,10 +663,11 @@ void sim_thread_exit(struct sim_thread *t, void *result)
 {
 	t->result = result;
 	t->state = SIM_DONE;
-	sim_rq_release(t);
+	/* Its joiner is woken while it still has its CPU (do_exit() wakes it, then schedules). */
 	for (int i = 0; i < nthreads; i++)
 		if (threads[i].state == SIM_JOIN_WAIT && threads[i].join_target == t)
 			sim_make_runnable(&threads[i], t->clock);
+	sim_rq_release(t);
 	struct sim_thread *next = choose_next();
 	if (!sim_use_contexts) {
 		pass_baton(next);
