@@ -254,8 +254,10 @@ static struct sim_thread *free_place(void)
 		retired.futex_sleeps += t->futex_sleeps;
 		if (t->clock > retired.virtual_cycles)
 			retired.virtual_cycles = t->clock;
+		uint64_t stream = t->latency_random; /* the next thread here draws on from it */
 		memset(t, 0, sizeof(*t));
 		t->id = i;
+		t->latency_random = stream;
 		return t;
 	}
 	if (nthreads == SIM_MAX_THREADS)
