@@ -161,7 +161,6 @@ static bool share_cache(int a, int b)
 	return sched_llc_level >= 0 && sched_in_span(sched_llc_level, a, b);
 }
 
-static int llc_size(int cpu) { return sched_llc_level >= 0 ? sched_span_weight(sched_llc_level, cpu) : 1; }
 
 /* record_wakee(): how often the waker switches between wakees, halved every second. */
 static void record_wakee(struct sim_thread *waker, const struct sim_thread *p, uint64_t now)
@@ -179,7 +178,7 @@ static void record_wakee(struct sim_thread *waker, const struct sim_thread *p, u
 static bool wake_wide(const struct sim_thread *waker, const struct sim_thread *p, int this_cpu)
 {
 	unsigned int master = waker->wakee_flips, slave = p->wakee_flips;
-	unsigned int factor = (unsigned int)llc_size(this_cpu);
+	unsigned int factor = (unsigned int)sched_llc_size(this_cpu);
 	if (master < slave) {
 		unsigned int swap = master;
 		master = slave;

@@ -20,6 +20,12 @@
 struct level sched_levels[MAX_LEVELS];
 int sched_nlevels;
 int sched_llc_level = -1;
+/* Fixed once the domains are built: each CPU's group leader one level down from each level
+ * (the lowest CPU sharing its span there; level 0's groups are single CPUs), its LLC's size,
+ * and a CPU's capacity. */
+static int group_leader[MAX_LEVELS][SIM_MAX_CPUS];
+static int llc_weight[SIM_MAX_CPUS];
+static double cpu_capacity = 1024.0;
 
 bool sched_in_span(int level, int a, int b)
 {
@@ -40,7 +46,7 @@ bool sched_in_span(int level, int a, int b)
 	}
 }
 
-int sched_span_weight(int level, int cpu)
+static int span_weight(int level, int cpu)
 {
 	int n = 0;
 	for (int i = 0; i < sim_machine.cpus; i++)
@@ -135,7 +141,7 @@ void sim_place_init(void)
 	for (int i = 0; i < n; i++) { /* weights need sched_levels[] for sched_in_span() */
 		sched_levels[0] = all[i];
 		sched_nlevels = 1;
-		all[i].weight = sched_span_weight(0, 0);
+		all[i].weight = span_weight(0, 0);
 		init_level(&all[i]);
 	}
 	qsort(all, (size_t)n, sizeof(all[0]), by_weight);
@@ -155,9 +161,25 @@ void sim_place_init(void)
 		if (sched_levels[i].flags & SD_SHARE_PKG)
 			sched_llc_level = i;
 	}
+	for (int level = 0; level < sched_nlevels; level++)
+		for (int c = 0; c < sim_machine.cpus; c++) {
+			int leader = c;
+			for (int e = 0; e < c && leader == c; e++)
+				if (sched_in_span(level - 1, c, e))
+					leader = e;
+			group_leader[level][c] = leader;
+		}
+	for (int c = 0; c < sim_machine.cpus; c++)
+		llc_weight[c] = sched_llc_level >= 0 ? span_weight(sched_llc_level, c) : 1;
+	/* 4.20 gives an x86 SMT thread smt_gain / siblings (1178 / 2); 6.1, and arm64, 1024 */
+	if (sim_machine.sched == SIM_SCHED_LINUX_4_20 && sched_nlevels > 0 &&
+	    sched_levels[0].kind == LEVEL_SMT && !sim_machine_is_arm64())
+		cpu_capacity = 1178.0 / span_weight(0, 0);
 	for (int cpu = 0; cpu <= sim_machine.cpus; cpu++)
 		sim_queues[cpu].idle_stamp = 1; /* all idle alike at the start */
 }
+
+int sched_llc_size(int cpu) { return llc_weight[cpu]; }
 
 const char *locklab_sim_sched_rules(void)
 {
@@ -263,15 +285,6 @@ double sched_runnable_load(const struct decision *d, int cpu)
 	return load;
 }
 
-/* A CPU's capacity: 4.20 gives an x86 SMT thread smt_gain / siblings (1178 / 2); 6.1, and
- * arm64's topology, 1024. */
-double sched_capacity_of(void)
-{
-	bool smt_gain = sim_machine.sched == SIM_SCHED_LINUX_4_20 && sched_nlevels > 0 &&
-			sched_levels[0].kind == LEVEL_SMT && !sim_machine_is_arm64();
-	return smt_gain ? 1178.0 / sched_span_weight(0, 0) : 1024.0;
-}
-
 bool sched_allowed(const struct sim_thread *p, int cpu)
 {
 	return p == NULL || !p->pinned || p->cpu == cpu;
@@ -297,17 +310,18 @@ void sched_group_stats(const struct decision *d, int level, int leader, struct g
 		if (old)
 			g->runnable_load += sched_runnable_load(d, cpu);
 	}
-	g->capacity = sched_capacity_of() * g->weight;
+	g->capacity = cpu_capacity * g->weight;
 	double pct = l->imbalance_pct;
-	/* group_is_overloaded(), group_has_capacity(); PELT's runnable is its load at nice 0 */
-	bool overloaded = g->nr_running > g->weight &&
-			  (g->capacity * 100 < g->util * pct || g->capacity * pct < g->load * 100);
-	bool has_capacity = g->nr_running < g->weight ||
-			    (!(g->capacity * pct < g->load * 100) && g->capacity * 100 > g->util * pct);
-	g->type = overloaded ? GROUP_OVERLOADED : has_capacity ? GROUP_HAS_SPARE : GROUP_FULLY_BUSY;
+	bool over_util = g->capacity * 100 < g->util * pct;
 	if (old) { /* 4.20: overloaded past its capacity, no runnable test; no "fully busy" */
-		bool no_capacity = g->nr_running > g->weight && g->capacity * 100 < g->util * pct;
-		g->type = no_capacity ? GROUP_OVERLOADED : GROUP_HAS_SPARE;
+		g->type = g->nr_running > g->weight && over_util ? GROUP_OVERLOADED : GROUP_HAS_SPARE;
+	} else { /* group_is_overloaded(), group_has_capacity(); runnable is load at nice 0 */
+		bool over_runnable = g->capacity * pct < g->load * 100;
+		bool overloaded = g->nr_running > g->weight && (over_util || over_runnable);
+		bool has_capacity = g->nr_running < g->weight ||
+				    (!over_runnable && g->capacity * 100 > g->util * pct);
+		g->type = overloaded ? GROUP_OVERLOADED
+				     : has_capacity ? GROUP_HAS_SPARE : GROUP_FULLY_BUSY;
 	}
 	g->avg_load = g->load * 1024.0 / g->capacity;
 	g->runnable_load = g->runnable_load * 1024.0 / g->capacity;
@@ -322,12 +336,7 @@ int sched_groups_of(int level, int cpu, int *leaders)
 		int c = (cpu + k) % sim_machine.cpus;
 		if (!sched_in_span(level, cpu, c))
 			continue;
-		int leader = c;
-		for (int e = 0; e < c; e++)
-			if (sched_in_span(level - 1, c, e)) {
-				leader = e;
-				break;
-			}
+		int leader = group_leader[level][c];
 		bool seen = false;
 		for (int i = 0; i < n && !seen; i++)
 			seen = leaders[i] == leader;

@@ -37,7 +37,8 @@ extern int sched_llc_level; /* the highest level sharing a cache (sd_llc); -1: n
 
 /* Whether b is in the span of a's domain at `level` (-1: a itself). */
 bool sched_in_span(int level, int a, int b);
-int sched_span_weight(int level, int cpu);
+/* The number of CPUs sharing `cpu`'s last-level cache (sd_llc_size). */
+int sched_llc_size(int cpu);
 /* PELT: `avg` decayed from `from` to `to` with `signal` (0 to n tasks) all along. */
 double sched_decayed(double avg, double signal, uint64_t from, uint64_t to);
 bool sched_task_runnable(const struct sim_thread *t);
@@ -56,7 +57,6 @@ bool sched_idle(const struct decision *d, int cpu);
 double sched_cpu_load(const struct decision *d, int cpu);
 double sched_cpu_util(const struct decision *d, int cpu);
 double sched_runnable_load(const struct decision *d, int cpu);
-double sched_capacity_of(void);
 bool sched_allowed(const struct sim_thread *p, int cpu);
 
 struct group_stats {
