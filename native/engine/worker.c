@@ -45,14 +45,6 @@
 #include "engine.h"
 #include "worker_hot.h"
 
-static void count_acquisition(struct worker *w, bool measuring)
-{
-	__atomic_store_n(&w->acquisitions_total, w->acquisitions_total + 1, __ATOMIC_RELAXED);
-	if (measuring)
-		__atomic_store_n(&w->acquisitions_window, w->acquisitions_window + 1,
-				 __ATOMIC_RELAXED);
-}
-
 /*
  * The reader loop's bookkeeping after unlock: count, record the sampled wait, and act on a
  * changed control word. Returns false when the thread must leave.
@@ -60,7 +52,7 @@ static void count_acquisition(struct worker *w, bool measuring)
 static inline bool acquisition_done(struct worker *w, bool measuring, bool timed,
 				    uint64_t waited, uint32_t control, uint32_t *control_seen)
 {
-	count_acquisition(w, measuring);
+	worker_count_acquisition(w, measuring);
 	if (unlikely(timed)) {
 		w->sample_countdown = worker_sample_period(w);
 		if (measuring)

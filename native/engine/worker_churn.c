@@ -18,11 +18,6 @@
 #include "engine.h"
 #include "worker_hot.h"
 
-static void child_usage(struct rusage *usage)
-{
-	getrusage(RUSAGE_THREAD, usage);
-}
-
 static void *mail(void *arg)
 {
 	struct worker *w = arg;
@@ -33,7 +28,7 @@ static void *mail(void *arg)
 #ifdef LOCKLAB_SIM
 	locklab_sim_on_cpu_word(&w->ctx.off_cpu, 1); /* its owner words are this thread's now */
 #endif
-	child_usage(&before);
+	getrusage(RUSAGE_THREAD, &before);
 	for (unsigned int i = 0; i < config->churn; i++) {
 		if (i > 0 && run->calibration->gap_iterations)
 			busy_loop(run->calibration->gap_iterations);
@@ -45,12 +40,9 @@ static void *mail(void *arg)
 		if (run->calibration->hold_iterations)
 			busy_loop(run->calibration->hold_iterations);
 		ops->unlock(run->lock, &w->ctx);
-		__atomic_store_n(&w->acquisitions_total, w->acquisitions_total + 1, __ATOMIC_RELAXED);
-		if (measuring)
-			__atomic_store_n(&w->acquisitions_window, w->acquisitions_window + 1,
-					 __ATOMIC_RELAXED);
+		worker_count_acquisition(w, measuring);
 	}
-	child_usage(&after);
+	getrusage(RUSAGE_THREAD, &after);
 	if (control_measuring(__atomic_load_n(&run->control, __ATOMIC_ACQUIRE))) {
 		w->churn_voluntary += after.ru_nvcsw - before.ru_nvcsw;
 		w->churn_involuntary += after.ru_nivcsw - before.ru_nivcsw;

@@ -110,6 +110,15 @@ static inline uint32_t worker_sample_period(const struct worker *w)
 }
 
 /* Time one acquisition in `every` (0: none) from here on. */
+/* One more acquisition in its writer's counts: the run's, and the window's while measuring. */
+static inline void worker_count_acquisition(struct worker *w, bool measuring)
+{
+	__atomic_store_n(&w->acquisitions_total, w->acquisitions_total + 1, __ATOMIC_RELAXED);
+	if (measuring)
+		__atomic_store_n(&w->acquisitions_window, w->acquisitions_window + 1,
+				 __ATOMIC_RELAXED);
+}
+
 static inline void worker_sampling_from(struct worker *w, uint32_t every)
 {
 	w->sample_every = every;
