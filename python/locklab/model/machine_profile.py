@@ -263,12 +263,7 @@ def _checked(data: dict, path: Path) -> MachineProfile:
         costs[key] = tuple(value)
     if costs["hit"] == 0:
         raise LocklabError(f"{where}: costs.hit must be at least 1 cycle")
-    unsourced = [key for key in (*SCALAR_COSTS, *PER_HOP_COSTS) if not sources.get(key)]
-    if unsourced:
-        raise LocklabError(
-            f"{where}: no source for {', '.join(unsourced)} (cite one, or write 'estimate: ...' "
-            "with how it was derived)"
-        )
+    _need_sources((*SCALAR_COSTS, *PER_HOP_COSTS), sources, where)
     ghz = need(data, "ghz", (int, float), "")
     assert isinstance(ghz, int | float)
     if not 0.1 <= float(ghz) <= 10:
@@ -290,9 +285,8 @@ def _checked(data: dict, path: Path) -> MachineProfile:
     ):
         raise LocklabError(f"{where}: fill_buffers must be a whole number from 0 to "
                            f"{MAX_FILL_BUFFERS}")  # fmt: skip
-    if fill_buffers and not sources.get("fill_buffers"):
-        raise LocklabError(f"{where}: no source for fill_buffers (cite one, or write "
-                           "'estimate: ...' with how it was derived)")  # fmt: skip
+    if fill_buffers:
+        _need_sources(("fill_buffers",), sources, where)
     nodes = sockets * topology["nodes_per_socket"]
     distance = _node_distances(topology_table.get("node_distance"), nodes, sources, where)
     reclaim = data.get("node_reclaim_distance", 0)
@@ -302,8 +296,8 @@ def _checked(data: dict, path: Path) -> MachineProfile:
         or not (reclaim == 0 or 10 <= reclaim <= 254)
     ):
         raise LocklabError(f"{where}: node_reclaim_distance must be 10 to 254")
-    if reclaim and not sources.get("node_reclaim_distance"):
-        raise LocklabError(f"{where}: no source for node_reclaim_distance")
+    if reclaim:
+        _need_sources(("node_reclaim_distance",), sources, where)
     wake_to_run, idle_states = _wake_costs(costs_table, sources, where)
     kernel = data.get("kernel", DEFAULT_SCHED)
     if kernel not in SCHED_RULES:
@@ -351,9 +345,7 @@ def _node_distances(
     ):  # fmt: skip
         raise LocklabError(f"{where}: topology.node_distance is 10 from a node to itself only, "
                            "and 11 to 254 to another")  # fmt: skip
-    if not sources.get("node_distance"):
-        raise LocklabError(f"{where}: no source for node_distance (cite one, or write "
-                           "'estimate: ...' with how it was derived)")  # fmt: skip
+    _need_sources(("node_distance",), sources, where)
     return tuple(tuple(row) for row in value)
 
 
@@ -378,8 +370,16 @@ def _wake_costs(costs: dict, sources: dict, where: str) -> tuple[int, tuple[tupl
         raise LocklabError(f"{where}: costs.idle_states needs costs.wake_to_run")
     if any(later[0] < earlier[0] for earlier, later in pairwise(states)):
         raise LocklabError(f"{where}: costs.idle_states go from the shallowest to the deepest")
-    for key, value in (("wake_to_run", wake), ("idle_states", states)):
-        if value and not sources.get(key):
-            raise LocklabError(f"{where}: no source for {key} (cite one, or write 'estimate: "
-                               "...' with how it was derived)")  # fmt: skip
+    _need_sources([key for key, value in (("wake_to_run", wake), ("idle_states", states))
+                   if value], sources, where)  # fmt: skip
     return wake, tuple((exit, residency) for exit, residency in states)
+
+
+def _need_sources(keys: tuple[str, ...] | list[str], sources: dict, where: str) -> None:
+    """Every figure a profile gives cites its source, or says how it was estimated."""
+    unsourced = [key for key in keys if not sources.get(key)]
+    if unsourced:
+        raise LocklabError(
+            f"{where}: no source for {', '.join(unsourced)} (cite one, or write 'estimate: ...' "
+            "with how it was derived)"
+        )
